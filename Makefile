@@ -1,0 +1,65 @@
+# nginx-jvm: `make` builds everything, `make run` serves the example app,
+# `make test` runs every test.  Missing Debian packages are installed with
+# apt when run as root.
+
+JAVA_HOME ?= $(firstword $(wildcard /usr/lib/jvm/java-17-openjdk-amd64 /usr/lib/jvm/default-java))
+export JAVA_HOME
+MVN       := mvn -B -q
+BUILD     := build
+MODULE    := $(BUILD)/ngx_http_jvm_module.so
+JAR       := $(BUILD)/nginx-jvm.jar
+LIBS      := $(BUILD)/lib/.done
+CSRC      := $(wildcard src/c/*.c src/c/*.h) src/c/config
+JSRC      := $(shell find runtime/src/main -type f) runtime/pom.xml
+PYTHON    ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest' 2>/dev/null && { command -v $$p; break; }; done)
+
+.PHONY: all deps module jar libs run test test-java test-clojure test-integration \
+        bench-quick clean
+
+all: $(MODULE) $(JAR) $(LIBS)
+
+deps: $(BUILD)/.deps
+
+$(BUILD)/.deps: scripts/install-deps.sh
+	@mkdir -p $(BUILD)
+	scripts/install-deps.sh
+	@touch $@
+
+module: $(MODULE)
+$(MODULE): $(BUILD)/.deps $(CSRC) scripts/build-module.sh
+	NGX_JVM_JAVA_HOME=$(JAVA_HOME) scripts/build-module.sh
+
+jar: $(JAR)
+$(JAR): $(BUILD)/.deps $(JSRC)
+	cd runtime && $(MVN) package -DskipTests
+	cp runtime/target/nginx-jvm.jar $@
+
+# Clojure (and its two spec libraries) from Maven Central, for Ring handlers.
+libs: $(LIBS)
+$(LIBS): $(BUILD)/.deps runtime/pom.xml
+	mkdir -p $(BUILD)/lib
+	cd runtime && $(MVN) dependency:copy-dependencies -DincludeScope=provided \
+	    -DexcludeTransitive=false -DoutputDirectory=../$(BUILD)/lib
+	@touch $@
+
+run: all
+	bin/nginx-jvm run --handler hello.core/app --port 8080 \
+	    --classpath examples/hello/src:/usr/share/java/ring-core.jar:/usr/share/java/ring-codec.jar:/usr/share/java/commons-codec.jar:/usr/share/java/commons-io.jar:/usr/share/java/commons-fileupload.jar:/usr/share/java/crypto-random.jar:/usr/share/java/crypto-equality.jar:/usr/share/java/compojure.jar:/usr/share/java/clout.jar:/usr/share/java/instaparse.jar:/usr/share/java/medley.jar:/usr/share/java/tools.macro.jar
+
+test: test-java test-clojure test-integration
+
+test-java: $(BUILD)/.deps
+	cd runtime && $(MVN) test
+
+test-clojure: all
+	$(JAVA_HOME)/bin/java -cp "$(JAR):$(BUILD)/lib/*:runtime/src/test/clojure" \
+	    clojure.main -m nginx.jvm.test-runner
+
+test-integration: all
+	$(PYTHON) -m pytest -q tests
+
+bench-quick: all
+	bench/quick.sh
+
+clean:
+	rm -rf $(BUILD) runtime/target

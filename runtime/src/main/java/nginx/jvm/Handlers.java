@@ -1,0 +1,64 @@
+package nginx.jvm;
+
+import java.lang.reflect.Method;
+
+/**
+ * The one place that turns a handler name from nginx.conf into a handler:
+ * {@code my.ns/handler} is a Clojure var holding a Ring handler, anything else
+ * a Java class implementing {@link Handler}.
+ */
+final class Handlers {
+    private Handlers() {
+    }
+
+    static boolean isClojureVar(String name) {
+        return name.indexOf('/') > 0;
+    }
+
+    static Handler load(String name) throws Exception {
+        if (isClojureVar(name)) {
+            return (Handler) ring("handler", name);
+        }
+        Class<?> c = Class.forName(name);
+        if (!Handler.class.isAssignableFrom(c)) {
+            throw new IllegalArgumentException(name + " does not implement " + Handler.class.getName());
+        }
+        return (Handler) c.getDeclaredConstructor().newInstance();
+    }
+
+    /** A Clojure var (called with no arguments) or a Java class implementing Runnable. */
+    static void runInit(String name) throws Exception {
+        if (isClojureVar(name)) {
+            ring("runInit", name);
+            return;
+        }
+        Class<?> c = Class.forName(name);
+        if (!Runnable.class.isAssignableFrom(c)) {
+            throw new IllegalArgumentException(name + " does not implement java.lang.Runnable");
+        }
+        ((Runnable) c.getDeclaredConstructor().newInstance()).run();
+    }
+
+    /**
+     * Calls the Ring adapter by reflection, so that this class (and every Java
+     * handler) loads without Clojure on the class path.
+     */
+    private static Object ring(String method, String name) throws Exception {
+        try {
+            Class.forName("clojure.lang.RT");
+        } catch (ClassNotFoundException e) {
+            throw new IllegalStateException("\"" + name + "\" names a Clojure var, but Clojure"
+                    + " is not on the class path (jvm_classpath)");
+        }
+        Method m = Class.forName("nginx.jvm.ring.RingHandler").getMethod(method, String.class);
+        try {
+            return m.invoke(null, name);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof Exception) {
+                throw (Exception) cause;
+            }
+            throw (Error) cause;
+        }
+    }
+}

@@ -1,0 +1,230 @@
+package nginx.jvm;
+
+import java.io.ByteArrayInputStream;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.security.cert.CertificateFactory;
+import java.security.cert.X509Certificate;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * One HTTP request as nginx parsed it.
+ *
+ * <p>The C module copies a compact description of the request into a buffer
+ * (see {@code ngx_http_jvm_request.c} for the layout); this class keeps a copy
+ * of those bytes and decodes each part only when asked, so a handler pays only
+ * for what it reads. It stays valid after the handler returns.
+ */
+public final class Request {
+    static final int HTTPS = 1;
+    static final int HAS_QUERY = 2;
+
+    private static final int METHOD = 0, URI = 1, QUERY = 2, PROTOCOL = 3,
+            SERVER_NAME = 4, REMOTE_ADDR = 5, CLIENT_CERT = 6, STRINGS = 7;
+
+    private final byte[] data;
+    private final ByteBuffer view;
+    private final int flags;
+    private final int serverPort;
+    // Offsets of the length words of the fixed strings, then of the headers.
+    private final int[] offsets = new int[STRINGS];
+    private final int headerCount;
+    private final int headersAt;
+    private int bodyAt = -1;
+
+    private String method, uri, query, protocol, serverName, remoteAddr;
+    private Map<String, String> headers;
+
+    public Request(byte[] data) {
+        this.data = data;
+        this.view = ByteBuffer.wrap(data).order(ByteOrder.nativeOrder());
+        this.flags = view.getInt(0);
+        this.serverPort = view.getInt(4);
+        int pos = 8;
+        for (int i = 0; i < STRINGS; i++) {
+            offsets[i] = pos;
+            pos += 4 + view.getInt(pos);
+        }
+        this.headerCount = view.getInt(pos);
+        this.headersAt = pos + 4;
+    }
+
+    private String string(int at) {
+        return new String(data, at + 4, view.getInt(at), StandardCharsets.ISO_8859_1);
+    }
+
+    private String field(int which) {
+        return string(offsets[which]);
+    }
+
+    /** The method as sent, in upper case: "GET", "POST", ... */
+    public String method() {
+        if (method == null) {
+            method = field(METHOD);
+        }
+        return method;
+    }
+
+    /** The request path as sent, not decoded or normalised. */
+    public String uri() {
+        if (uri == null) {
+            uri = field(URI);
+        }
+        return uri;
+    }
+
+    /** What follows the first '?' of the request target, or null when there is no '?'. */
+    public String queryString() {
+        if ((flags & HAS_QUERY) == 0) {
+            return null;
+        }
+        if (query == null) {
+            query = field(QUERY);
+        }
+        return query;
+    }
+
+    /** "HTTP/1.0", "HTTP/1.1" or "HTTP/2.0". */
+    public String protocol() {
+        if (protocol == null) {
+            protocol = field(PROTOCOL);
+        }
+        return protocol;
+    }
+
+    public boolean isHttps() {
+        return (flags & HTTPS) != 0;
+    }
+
+    public String scheme() {
+        return isHttps() ? "https" : "http";
+    }
+
+    /** The host the client asked for (Host header, without port), else the server's name. */
+    public String serverName() {
+        if (serverName == null) {
+            serverName = field(SERVER_NAME);
+        }
+        return serverName;
+    }
+
+    /** The local port the connection arrived on. */
+    public int serverPort() {
+        return serverPort;
+    }
+
+    public String remoteAddr() {
+        if (remoteAddr == null) {
+            remoteAddr = field(REMOTE_ADDR);
+        }
+        return remoteAddr;
+    }
+
+    /** The verified client certificate of a TLS connection, or null. */
+    public X509Certificate sslClientCert() {
+        int at = offsets[CLIENT_CERT];
+        int len = view.getInt(at);
+        if (len == 0) {
+            return null;
+        }
+        try {
+            return (X509Certificate) CertificateFactory.getInstance("X.509")
+                    .generateCertificate(new ByteArrayInputStream(data, at + 4, len));
+        } catch (Exception e) {
+            return null;
+        }
+    }
+
+    /** How many header fields the request has, repeated names counted each time. */
+    public int headerCount() {
+        return headerCount;
+    }
+
+    private int headerAt(int i) {
+        if (i < 0 || i >= headerCount) {
+            throw new IndexOutOfBoundsException(i);
+        }
+        int pos = headersAt;
+        for (int n = 0; n < 2 * i; n++) {
+            pos += 4 + view.getInt(pos);
+        }
+        return pos;
+    }
+
+    /** The name of the i-th header field, as the client spelled it. */
+    public String headerName(int i) {
+        return string(headerAt(i));
+    }
+
+    public String headerValue(int i) {
+        int at = headerAt(i);
+        return string(at + 4 + view.getInt(at));
+    }
+
+    /**
+     * The header fields by lower-case name. Repeated fields are joined with
+     * ","; Cookie fields with "; ", as Ring's SPEC says.
+     */
+    public Map<String, String> headers() {
+        if (headers == null) {
+            Map<String, String> map = new LinkedHashMap<>(headerCount * 2);
+            int pos = headersAt;
+            for (int i = 0; i < headerCount; i++) {
+                int nameLen = view.getInt(pos);
+                String name = lowerCase(data, pos + 4, nameLen);
+                pos += 4 + nameLen;
+                int valueLen = view.getInt(pos);
+                String value = new String(data, pos + 4, valueLen, StandardCharsets.ISO_8859_1);
+                pos += 4 + valueLen;
+                String old = map.get(name);
+                if (old == null) {
+                    map.put(name, value);
+                } else {
+                    map.put(name, old + (name.equals("cookie") ? "; " : ",") + value);
+                }
+            }
+            bodyAt = pos;
+            headers = map;
+        }
+        return headers;
+    }
+
+    /** The joined value of the header named {@code name} (any case), or null. */
+    public String header(String name) {
+        return headers().get(name.toLowerCase(Locale.ROOT));
+    }
+
+    /** A new stream over the request body; empty when there is none. */
+    public InputStream body() {
+        if (bodyAt < 0) {
+            headers();
+        }
+        return RequestBody.open(data, view, bodyAt);
+    }
+
+    /** True when the request came with a body (possibly empty). */
+    public boolean hasBody() {
+        if (bodyAt < 0) {
+            headers();
+        }
+        return view.getInt(bodyAt) > 0;
+    }
+
+    static String lowerCase(byte[] b, int off, int len) {
+        for (int i = off; i < off + len; i++) {
+            if (b[i] >= 'A' && b[i] <= 'Z') {
+                byte[] copy = new byte[len];
+                for (int j = 0; j < len; j++) {
+                    byte c = b[off + j];
+                    copy[j] = (c >= 'A' && c <= 'Z') ? (byte) (c + 32) : c;
+                }
+                return new String(copy, StandardCharsets.ISO_8859_1);
+            }
+        }
+        return new String(b, off, len, StandardCharsets.ISO_8859_1);
+    }
+}

@@ -1,0 +1,207 @@
+package nginx.jvm;
+
+import java.io.File;
+import java.io.InputStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.BufferOverflowException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.Charset;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Writes a {@link Response} into the buffer the C module reads
+ * ({@code ngx_http_jvm_response.c} decodes it). Layout, native byte order:
+ *
+ * <pre>
+ * int status, int kind, long content-length (-1: unknown), int header-count,
+ * header-count times (int len, name bytes, int len, value bytes),
+ * then by kind: NONE nothing; INLINE int len, bytes; FILE int len, path bytes;
+ * STREAM nothing (the body is in {@link #pending}); ERROR int len, message.
+ * </pre>
+ */
+final class ResponseEncoder {
+    static final int NONE = 0, INLINE = 1, FILE = 2, STREAM = 3, ERROR = 4;
+
+    /** A streamed body waiting for the C module to take it. */
+    BodySource pending;
+
+    private ByteBuffer buffer;
+    /** True when {@link #encode} had to replace the buffer with a bigger one. */
+    boolean replaced;
+
+    ResponseEncoder(int capacity) {
+        buffer = ByteBuffer.allocateDirect(capacity).order(ByteOrder.nativeOrder());
+    }
+
+    ByteBuffer buffer() {
+        return buffer;
+    }
+
+    /** Encodes a response; returns its length. */
+    int encode(Response response) {
+        replaced = false;
+        pending = null;
+        while (true) {
+            try {
+                buffer.clear();
+                return write(response);
+            } catch (BufferOverflowException e) {
+                // Only headers can overflow (large bodies are streamed): grow.
+                buffer = ByteBuffer.allocateDirect(buffer.capacity() * 2).order(ByteOrder.nativeOrder());
+                replaced = true;
+            } catch (BadResponseException e) {
+                return error(e.getMessage(), null);
+            }
+        }
+    }
+
+    /** Encodes "answer 500 and log this message" (with the stack trace of {@code t}, if any). */
+    int error(String message, Throwable t) {
+        String text = message;
+        if (t != null) {
+            StringWriter sw = new StringWriter();
+            t.printStackTrace(new PrintWriter(sw));
+            text = message + ": " + sw.toString().stripTrailing();
+        }
+        byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
+        int need = 24 + bytes.length;
+        if (need > buffer.capacity()) {
+            // Keep the start of an enormous trace: the buffer stays small.
+            bytes = java.util.Arrays.copyOf(bytes, buffer.capacity() - 24);
+        }
+        if (pending != null) {
+            try {
+                pending.close();
+            } catch (Exception ignored) {
+                // the response is abandoned anyway
+            }
+            pending = null;
+        }
+        buffer.clear();
+        buffer.putInt(500).putInt(ERROR).putLong(-1).putInt(0);
+        buffer.putInt(bytes.length).put(bytes);
+        return buffer.position();
+    }
+
+    private int write(Response r) {
+        int status = r.status();
+        if (status < 100 || status > 599) {
+            throw new BadResponseException("the handler answered status " + status
+                    + ", which is not between 100 and 599");
+        }
+        Object body = r.body();
+        String contentType = null;
+        int count = r.headerCount();
+        buffer.putInt(status);
+        int kindAt = buffer.position();
+        buffer.putInt(NONE).putLong(-1).putInt(count);
+        for (int i = 0; i < count; i++) {
+            String name = r.headerName(i);
+            String value = r.headerValue(i);
+            if (name == null || name.isEmpty() || value == null) {
+                throw new BadResponseException("the handler answered a header field with"
+                        + " an empty name or a null value: " + name);
+            }
+            putHeaderText(name, name);
+            putHeaderText(value, name);
+            if (contentType == null && name.length() == 12 && name.equalsIgnoreCase("Content-Type")) {
+                contentType = value;
+            }
+        }
+        if (body == null) {
+            return buffer.position();
+        }
+        if (body instanceof String) {
+            return inline(kindAt, ((String) body).getBytes(charset(contentType)));
+        }
+        if (body instanceof byte[]) {
+            return inline(kindAt, (byte[]) body);
+        }
+        if (body instanceof File) {
+            byte[] path = ((File) body).getPath().getBytes(StandardCharsets.UTF_8);
+            buffer.putInt(kindAt, FILE);
+            buffer.putInt(path.length).put(path);
+            return buffer.position();
+        }
+        BodySource source;
+        if (body instanceof InputStream) {
+            source = new BodySource.Stream((InputStream) body);
+        } else if (body instanceof Iterable) {
+            source = new BodySource.Elements(((Iterable<?>) body).iterator(), charset(contentType));
+        } else if (body instanceof BodyWriter) {
+            source = new BodySource.Stream(Pipe.start((BodyWriter) body));
+        } else {
+            throw new BadResponseException("the handler answered a body of type "
+                    + body.getClass().getName() + ", which nginx-jvm cannot send");
+        }
+        buffer.putInt(kindAt, STREAM);
+        pending = source;
+        return buffer.position();
+    }
+
+    private int inline(int kindAt, byte[] bytes) {
+        if (bytes.length > buffer.remaining() - 4) {
+            buffer.putInt(kindAt, STREAM).putLong(kindAt + 4, bytes.length);
+            pending = new BodySource.Bytes(bytes);
+            return buffer.position();
+        }
+        buffer.putInt(kindAt, INLINE).putLong(kindAt + 4, bytes.length);
+        buffer.putInt(bytes.length).put(bytes);
+        return buffer.position();
+    }
+
+    /** Header text as ISO-8859-1 bytes; CR, LF and NUL would split the response, so they fail it. */
+    private void putHeaderText(String s, String name) {
+        int len = s.length();
+        buffer.putInt(len);
+        for (int i = 0; i < len; i++) {
+            char c = s.charAt(i);
+            if (c == '\r' || c == '\n' || c == 0) {
+                throw new BadResponseException("header field " + name
+                        + " contains CR, LF or NUL");
+            }
+            buffer.put(c > 0xff ? (byte) '?' : (byte) c);
+        }
+    }
+
+    /** The charset named by a Content-Type value, UTF-8 when it names none or an unknown one. */
+    static Charset charset(String contentType) {
+        if (contentType == null) {
+            return StandardCharsets.UTF_8;
+        }
+        int i = indexOfIgnoreCase(contentType, "charset=");
+        if (i < 0) {
+            return StandardCharsets.UTF_8;
+        }
+        int start = i + 8;
+        int end = start;
+        while (end < contentType.length() && contentType.charAt(end) != ';'
+                && contentType.charAt(end) != ' ') {
+            end++;
+        }
+        String name = contentType.substring(start, end).replace("\"", "");
+        try {
+            return Charset.forName(name);
+        } catch (IllegalArgumentException e) {
+            return StandardCharsets.UTF_8;
+        }
+    }
+
+    private static int indexOfIgnoreCase(String s, String part) {
+        int n = part.length();
+        for (int i = 0; i + n <= s.length(); i++) {
+            if (s.regionMatches(true, i, part, 0, n)) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    static final class BadResponseException extends RuntimeException {
+        BadResponseException(String message) {
+            super(message, null, false, false);
+        }
+    }
+}

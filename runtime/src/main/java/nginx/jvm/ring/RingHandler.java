@@ -1,0 +1,140 @@
+package nginx.jvm.ring;
+
+import clojure.lang.IFn;
+import clojure.lang.ILookup;
+import clojure.lang.Keyword;
+import clojure.lang.Named;
+import clojure.lang.RT;
+import clojure.lang.Symbol;
+import clojure.lang.Var;
+import java.io.File;
+import java.io.InputStream;
+import java.util.Map;
+import nginx.jvm.BodyWriter;
+import nginx.jvm.Handler;
+import nginx.jvm.Request;
+import nginx.jvm.Response;
+
+/**
+ * A Ring handler (a Clojure var) served as a {@link Handler}: the request
+ * becomes a lazy Ring request map, the response map becomes a
+ * {@link Response}. The runtime reaches this class only by reflection, so it
+ * needs Clojure only when a Clojure handler is configured.
+ */
+public final class RingHandler implements Handler {
+    private static final Keyword STATUS = Keyword.intern("status");
+    private static final Keyword HEADERS = Keyword.intern("headers");
+    private static final Keyword BODY = Keyword.intern("body");
+
+    private static final IFn REQUIRE = RT.var("clojure.core", "require");
+    private static final IFn SATISFIES = RT.var("clojure.core", "satisfies?");
+    // ring.core.protocols, when ring-core is on the class path; else null.
+    private static final Object STREAMABLE;
+    private static final IFn WRITE_BODY;
+
+    static {
+        Object protocol = null;
+        IFn write = null;
+        ClassLoader loader = RT.baseLoader();
+        if (loader.getResource("ring/core/protocols.clj") != null
+                || loader.getResource("ring/core/protocols__init.class") != null) {
+            REQUIRE.invoke(Symbol.intern("ring.core.protocols"));
+            protocol = RT.var("ring.core.protocols", "StreamableResponseBody").deref();
+            write = RT.var("ring.core.protocols", "write-body-to-stream");
+        }
+        STREAMABLE = protocol;
+        WRITE_BODY = write;
+    }
+
+    private final Var var;
+
+    private RingHandler(Var var) {
+        this.var = var;
+    }
+
+    /** Loads the var {@code ns/name}, requiring its namespace. */
+    static Var resolve(String name) {
+        Symbol sym = Symbol.intern(name);
+        if (sym.getNamespace() == null) {
+            throw new IllegalArgumentException("\"" + name + "\" is not a namespace-qualified var");
+        }
+        REQUIRE.invoke(Symbol.intern(sym.getNamespace()));
+        Var v = (Var) RT.var(sym.getNamespace(), sym.getName());
+        if (!v.isBound()) {
+            throw new IllegalArgumentException("the var " + name + " is not defined");
+        }
+        return v;
+    }
+
+    public static Handler handler(String name) {
+        return new RingHandler(resolve(name));
+    }
+
+    public static Object runInit(String name) {
+        return resolve(name).invoke();
+    }
+
+    @Override
+    public Response handle(Request request) {
+        return response(var.invoke(new RingRequest(request)));
+    }
+
+    /** Converts a Ring response map; anything else is the handler's mistake. */
+    static Response response(Object ring) {
+        if (!(ring instanceof ILookup) || !(ring instanceof Map)) {
+            throw new IllegalStateException("the handler returned "
+                    + (ring == null ? "nil" : "a " + ring.getClass().getName())
+                    + ", not a Ring response map");
+        }
+        ILookup map = (ILookup) ring;
+        Object status = map.valAt(STATUS);
+        Response response;
+        if (status == null) {
+            response = new Response(200);
+        } else if (status instanceof Number) {
+            response = new Response(((Number) status).intValue());
+        } else {
+            throw new IllegalStateException("the handler returned :status " + status
+                    + ", not a number");
+        }
+        Object headers = map.valAt(HEADERS);
+        if (headers instanceof Map) {
+            for (Object o : ((Map<?, ?>) headers).entrySet()) {
+                Map.Entry<?, ?> e = (Map.Entry<?, ?>) o;
+                String name = e.getKey() instanceof Named
+                        ? ((Named) e.getKey()).getName() : String.valueOf(e.getKey());
+                Object value = e.getValue();
+                if (value instanceof String) {
+                    response.header(name, (String) value);
+                } else if (value instanceof Iterable) {
+                    for (Object v : (Iterable<?>) value) {
+                        response.header(name, String.valueOf(v));
+                    }
+                } else if (value != null) {
+                    response.header(name, String.valueOf(value));
+                }
+            }
+        } else if (headers != null) {
+            throw new IllegalStateException("the handler returned :headers of type "
+                    + headers.getClass().getName() + ", not a map");
+        }
+        response.body(body(map.valAt(BODY), ring));
+        return response;
+    }
+
+    private static Object body(Object body, Object ring) {
+        if (body == null || body instanceof String || body instanceof byte[]
+                || body instanceof File || body instanceof InputStream
+                || body instanceof clojure.lang.ISeq) {
+            return body;
+        }
+        if (STREAMABLE != null && SATISFIES.invoke(STREAMABLE, body) == Boolean.TRUE) {
+            return (BodyWriter) out -> WRITE_BODY.invoke(body, ring, out);
+        }
+        if (body instanceof Iterable) {
+            return body;
+        }
+        throw new IllegalStateException("the handler returned a :body of type "
+                + body.getClass().getName() + ", which Ring does not define");
+    }
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what building and testing nginx-jvm needs on Debian 12, with apt
+# when run as root; otherwise prints the command to run.
+set -euo pipefail
+
+packages=(nginx nginx-dev openjdk-17-jdk-headless maven gcc make
+          libring-core-clojure libcompojure-clojure curl wrk python3 python3-pytest)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" -eq 0 ]; then
+        echo "install-deps: installing ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    else
+        echo "install-deps: missing packages; run as root:" >&2
+        echo "  sudo apt-get install -y ${missing[*]}" >&2
+        exit 1
+    fi
+fi
+
+# The Debian nginx package starts a server on port 80 when installed; the
+# project never uses it, and the tests start their own.

@@ -1,0 +1,685 @@
+
+/*
+ * nginx-jvm: directives, configuration and process hooks.
+ */
+
+
+#include "ngx_http_jvm_module.h"
+
+#include <dirent.h>
+
+
+static void *ngx_http_jvm_create_main_conf(ngx_conf_t *cf);
+static char *ngx_http_jvm_init_main_conf(ngx_conf_t *cf, void *conf);
+static void *ngx_http_jvm_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_jvm_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+static char *ngx_http_jvm_path(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_jvm_classpath(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_jvm_options(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_jvm_init(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_jvm_content(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static ngx_int_t ngx_http_jvm_valid_handler_name(ngx_str_t *name);
+static ngx_int_t ngx_http_jvm_find_libjvm(ngx_conf_t *cf, ngx_str_t *path);
+static ngx_int_t ngx_http_jvm_expand_dir(ngx_conf_t *cf,
+    ngx_http_jvm_main_conf_t *jmcf, ngx_str_t *dir);
+static ngx_int_t ngx_http_jvm_init_process(ngx_cycle_t *cycle);
+static void ngx_http_jvm_exit_process(ngx_cycle_t *cycle);
+
+
+static ngx_command_t  ngx_http_jvm_commands[] = {
+
+    { ngx_string("jvm_path"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_jvm_path,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("jvm_classpath"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
+      ngx_http_jvm_classpath,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("jvm_options"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
+      ngx_http_jvm_options,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("jvm_init"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_jvm_init,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("jvm_content"),
+      NGX_HTTP_LOC_CONF|NGX_HTTP_LIF_CONF|NGX_CONF_TAKE1,
+      ngx_http_jvm_content,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_jvm_module_ctx = {
+    NULL,                                  /* preconfiguration */
+    NULL,                                  /* postconfiguration */
+
+    ngx_http_jvm_create_main_conf,         /* create main configuration */
+    ngx_http_jvm_init_main_conf,           /* init main configuration */
+
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    ngx_http_jvm_create_loc_conf,          /* create location configuration */
+    ngx_http_jvm_merge_loc_conf            /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_jvm_module = {
+    NGX_MODULE_V1,
+    &ngx_http_jvm_module_ctx,              /* module context */
+    ngx_http_jvm_commands,                 /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    ngx_http_jvm_init_process,             /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    ngx_http_jvm_exit_process,             /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static void *
+ngx_http_jvm_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_http_jvm_main_conf_t  *jmcf;
+
+    jmcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_jvm_main_conf_t));
+    if (jmcf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     jmcf->jvm_path = { 0, NULL };
+     *     jmcf->classpath = NULL;
+     *     jmcf->options = NULL;
+     *     jmcf->init = { 0, NULL };
+     */
+
+    if (ngx_array_init(&jmcf->handlers, cf->pool, 4, sizeof(ngx_str_t))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    return jmcf;
+}
+
+
+static char *
+ngx_http_jvm_init_main_conf(ngx_conf_t *cf, void *conf)
+{
+    ngx_http_jvm_main_conf_t *jmcf = conf;
+
+    if (jmcf->handlers.nelts == 0 && jmcf->init.len == 0) {
+        /* the module is loaded but unused: no JVM is needed */
+        return NGX_CONF_OK;
+    }
+
+    if (jmcf->jvm_path.len == 0) {
+        if (ngx_http_jvm_find_libjvm(cf, &jmcf->jvm_path) != NGX_OK) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "jvm_path auto: no libjvm.so found in "
+                               "$JAVA_HOME, from the \"java\" on $PATH or in "
+                               "/usr/lib/jvm/default-java; install a JDK or "
+                               "set \"jvm_path\"");
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (jmcf->classpath == NULL || jmcf->classpath->nelts == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"jvm_classpath\" is required where "
+                           "\"jvm_content\" or \"jvm_init\" is used "
+                           "(it must hold nginx-jvm.jar)");
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
+ngx_http_jvm_create_loc_conf(ngx_conf_t *cf)
+{
+    ngx_http_jvm_loc_conf_t  *jlcf;
+
+    jlcf = ngx_palloc(cf->pool, sizeof(ngx_http_jvm_loc_conf_t));
+    if (jlcf == NULL) {
+        return NULL;
+    }
+
+    jlcf->handler = NGX_CONF_UNSET;
+
+    return jlcf;
+}
+
+
+static char *
+ngx_http_jvm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_http_jvm_loc_conf_t *prev = parent;
+    ngx_http_jvm_loc_conf_t *conf = child;
+
+    ngx_conf_merge_value(conf->handler, prev->handler, NGX_CONF_UNSET);
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_jvm_path(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_jvm_main_conf_t *jmcf = conf;
+
+    ngx_str_t        *value;
+    ngx_file_info_t   fi;
+
+    if (jmcf->jvm_path.data != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_strcmp(value[1].data, "auto") == 0) {
+        if (ngx_http_jvm_find_libjvm(cf, &jmcf->jvm_path) != NGX_OK) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "jvm_path auto: no libjvm.so found in "
+                               "$JAVA_HOME, from the \"java\" on $PATH or in "
+                               "/usr/lib/jvm/default-java");
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_conf_full_name(cf->cycle, &value[1], 0) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_file_info(value[1].data, &fi) == NGX_FILE_ERROR
+        || !ngx_is_file(&fi))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           "jvm_path: \"%V\" is not a file", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    jmcf->jvm_path = value[1];
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * "auto": $JAVA_HOME, then the JDK of the "java" on $PATH, then Debian's
+ * default JDK.  Resolved when the configuration is read, in the master,
+ * because nginx clears the environment of its workers.
+ */
+
+static ngx_int_t
+ngx_http_jvm_find_libjvm(ngx_conf_t *cf, ngx_str_t *path)
+{
+    char        *home, *env_path, *p, *dir, *save;
+    u_char       buf[NGX_MAX_PATH], real[PATH_MAX];
+    size_t       len;
+    ngx_uint_t   i;
+
+    static const char  *suffixes[] = {
+        "/lib/server/libjvm.so",
+        "/jre/lib/amd64/server/libjvm.so",
+        NULL
+    };
+
+    home = getenv("JAVA_HOME");
+
+    if (home != NULL && home[0] != '\0') {
+        for (i = 0; suffixes[i]; i++) {
+            ngx_snprintf(buf, sizeof(buf), "%s%s%Z", home, suffixes[i]);
+            if (access((char *) buf, R_OK) == 0) {
+                goto found;
+            }
+        }
+    }
+
+    env_path = getenv("PATH");
+
+    if (env_path != NULL) {
+        p = strdup(env_path);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        for (dir = strtok_r(p, ":", &save);
+             dir != NULL;
+             dir = strtok_r(NULL, ":", &save))
+        {
+            ngx_snprintf(buf, sizeof(buf), "%s/java%Z", dir);
+
+            if (access((char *) buf, X_OK) != 0
+                || realpath((char *) buf, (char *) real) == NULL)
+            {
+                continue;
+            }
+
+            /* real is ".../bin/java": strip "/bin/java" to get the home */
+            len = ngx_strlen(real);
+            if (len < sizeof("/bin/java") - 1) {
+                continue;
+            }
+
+            real[len - (sizeof("/bin/java") - 1)] = '\0';
+
+            for (i = 0; suffixes[i]; i++) {
+                ngx_snprintf(buf, sizeof(buf), "%s%s%Z", real, suffixes[i]);
+                if (access((char *) buf, R_OK) == 0) {
+                    free(p);
+                    goto found;
+                }
+            }
+        }
+
+        free(p);
+    }
+
+    ngx_snprintf(buf, sizeof(buf), "%s%Z",
+                 "/usr/lib/jvm/default-java/lib/server/libjvm.so");
+    if (access((char *) buf, R_OK) == 0) {
+        goto found;
+    }
+
+    return NGX_DECLINED;
+
+found:
+
+    /* with the terminating NUL that dlopen() needs */
+    path->len = ngx_strlen(buf);
+    p = (char *) ngx_pnalloc(cf->pool, path->len + 1);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(p, buf, path->len + 1);
+    path->data = (u_char *) p;
+
+    return NGX_OK;
+}
+
+
+static char *
+ngx_http_jvm_classpath(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_jvm_main_conf_t *jmcf = conf;
+
+    ngx_str_t        *value, *entry, dir;
+    ngx_uint_t        i;
+    ngx_file_info_t   fi;
+
+    if (jmcf->classpath == NULL) {
+        jmcf->classpath = ngx_array_create(cf->pool, 8, sizeof(ngx_str_t));
+        if (jmcf->classpath == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        if (value[i].len == 0 || ngx_strchr(value[i].data, ':') != NULL) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "jvm_classpath: invalid entry \"%V\" (give "
+                               "entries as separate arguments, not joined "
+                               "with \":\")", &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        if (ngx_conf_full_name(cf->cycle, &value[i], 0) != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
+
+        /* an entry that ends in "/" and "*": every jar in that directory */
+
+        if (value[i].len >= 2
+            && value[i].data[value[i].len - 1] == '*'
+            && value[i].data[value[i].len - 2] == '/')
+        {
+            dir.len = value[i].len - 2;
+            dir.data = ngx_pnalloc(cf->pool, dir.len + 1);
+            if (dir.data == NULL) {
+                return NGX_CONF_ERROR;
+            }
+
+            ngx_cpystrn(dir.data, value[i].data, dir.len + 1);
+
+            if (ngx_http_jvm_expand_dir(cf, jmcf, &dir) != NGX_OK) {
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_file_info(value[i].data, &fi) == NGX_FILE_ERROR) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                               "jvm_classpath: \"%V\" does not exist",
+                               &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        entry = ngx_array_push(jmcf->classpath);
+        if (entry == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        *entry = value[i];
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_jvm_expand_dir(ngx_conf_t *cf, ngx_http_jvm_main_conf_t *jmcf,
+    ngx_str_t *dir)
+{
+    DIR             *d;
+    size_t           len;
+    ngx_str_t       *entry;
+    struct dirent  **names;
+    int              n, k;
+
+    d = opendir((char *) dir->data);
+    if (d == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           "jvm_classpath: directory \"%V\" cannot be read",
+                           dir);
+        return NGX_ERROR;
+    }
+
+    closedir(d);
+
+    /* sorted, so that the class path is the same on every start */
+    n = scandir((char *) dir->data, &names, NULL, alphasort);
+    if (n < 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           "jvm_classpath: directory \"%V\" cannot be read",
+                           dir);
+        return NGX_ERROR;
+    }
+
+    for (k = 0; k < n; k++) {
+        len = ngx_strlen(names[k]->d_name);
+
+        if (len > 4
+            && ngx_strncasecmp((u_char *) names[k]->d_name + len - 4,
+                               (u_char *) ".jar", 4) == 0)
+        {
+            entry = ngx_array_push(jmcf->classpath);
+            if (entry == NULL) {
+                break;
+            }
+
+            entry->len = dir->len + 1 + len;
+            entry->data = ngx_pnalloc(cf->pool, entry->len + 1);
+            if (entry->data == NULL) {
+                break;
+            }
+
+            ngx_sprintf(entry->data, "%V/%s%Z", dir, names[k]->d_name);
+        }
+
+        free(names[k]);
+    }
+
+    for ( /* void */ ; k < n; k++) {
+        free(names[k]);
+    }
+
+    free(names);
+
+    return NGX_OK;
+}
+
+
+static char *
+ngx_http_jvm_options(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_jvm_main_conf_t *jmcf = conf;
+
+    ngx_str_t   *value, *opt;
+    ngx_uint_t   i;
+
+    if (jmcf->options == NULL) {
+        jmcf->options = ngx_array_create(cf->pool, 8, sizeof(ngx_str_t));
+        if (jmcf->options == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        if (value[i].len < 2 || value[i].data[0] != '-') {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "jvm_options: \"%V\" is not a JVM option "
+                               "(JVM options start with \"-\")", &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        if (ngx_strncmp(value[i].data, "-Djava.class.path=", 18) == 0
+            || ngx_strcmp(value[i].data, "-cp") == 0
+            || ngx_strcmp(value[i].data, "-classpath") == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "jvm_options: use \"jvm_classpath\" instead "
+                               "of \"%V\"", &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        opt = ngx_array_push(jmcf->options);
+        if (opt == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        *opt = value[i];
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_jvm_init(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_jvm_main_conf_t *jmcf = conf;
+
+    ngx_str_t  *value;
+
+    if (jmcf->init.data != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_http_jvm_valid_handler_name(&value[1]) != NGX_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "jvm_init: invalid handler \"%V\": expected a "
+                           "Clojure var (my.ns/init) or a Java class "
+                           "(com.example.Init)", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    jmcf->init = value[1];
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_jvm_content(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_jvm_loc_conf_t *jlcf = conf;
+
+    ngx_str_t                 *value, *name;
+    ngx_uint_t                 i;
+    ngx_http_jvm_main_conf_t  *jmcf;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    if (jlcf->handler != NGX_CONF_UNSET) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_http_jvm_valid_handler_name(&value[1]) != NGX_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "jvm_content: invalid handler \"%V\": expected a "
+                           "Clojure var (my.ns/handler) or a Java class "
+                           "(com.example.Hello)", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    jmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_jvm_module);
+
+    /* one handler instance per name, shared by every location naming it */
+
+    name = jmcf->handlers.elts;
+
+    for (i = 0; i < jmcf->handlers.nelts; i++) {
+        if (name[i].len == value[1].len
+            && ngx_strncmp(name[i].data, value[1].data, value[1].len) == 0)
+        {
+            break;
+        }
+    }
+
+    if (i == jmcf->handlers.nelts) {
+        name = ngx_array_push(&jmcf->handlers);
+        if (name == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        *name = value[1];
+    }
+
+    jlcf->handler = i;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_jvm_content_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * A Clojure var "ns/name" or a Java class name "a.b.C": non-empty parts of
+ * characters that can appear in either, at most one "/" and not at an end.
+ */
+
+static ngx_int_t
+ngx_http_jvm_valid_handler_name(ngx_str_t *name)
+{
+    u_char      c;
+    ngx_uint_t  i, slashes;
+
+    if (name->len == 0
+        || name->data[0] == '/' || name->data[0] == '.'
+        || name->data[name->len - 1] == '/'
+        || name->data[name->len - 1] == '.')
+    {
+        return NGX_ERROR;
+    }
+
+    slashes = 0;
+
+    for (i = 0; i < name->len; i++) {
+        c = name->data[i];
+
+        if (c == '/') {
+            if (++slashes > 1) {
+                return NGX_ERROR;
+            }
+
+            continue;
+        }
+
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+            || (c >= '0' && c <= '9') || c >= 0x80
+            || ngx_strchr("._$-*+!?<>='", c) != NULL)
+        {
+            continue;
+        }
+
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_jvm_init_process(ngx_cycle_t *cycle)
+{
+    ngx_http_jvm_main_conf_t  *jmcf;
+
+    /* cache manager and loader processes never serve requests */
+
+    if (ngx_process != NGX_PROCESS_WORKER
+        && ngx_process != NGX_PROCESS_SINGLE)
+    {
+        return NGX_OK;
+    }
+
+    jmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_jvm_module);
+
+    if (jmcf == NULL
+        || (jmcf->handlers.nelts == 0 && jmcf->init.len == 0))
+    {
+        return NGX_OK;
+    }
+
+    /*
+     * A JVM that cannot start is logged once here; the worker keeps
+     * serving everything else and its jvm locations answer 500.  Failing
+     * the worker instead would make the master respawn it in a loop.
+     */
+
+    (void) ngx_http_jvm_vm_start(cycle, jmcf);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_jvm_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_http_jvm_vm_stop(cycle);
+}

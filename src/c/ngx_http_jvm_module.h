@@ -1,0 +1,88 @@
+
+/*
+ * nginx-jvm: JVM web applications served from inside nginx workers.
+ *
+ * The module is split by concern:
+ *   ngx_http_jvm_module.c    directives, configuration, process hooks
+ *   ngx_http_jvm_vm.c        the worker's JVM: loading, start, calls, exit
+ *   ngx_http_jvm_request.c   content handler: the request described to Java
+ *   ngx_http_jvm_response.c  Java's response back into nginx's output chain
+ */
+
+
+#ifndef _NGX_HTTP_JVM_MODULE_H_INCLUDED_
+#define _NGX_HTTP_JVM_MODULE_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+#include <jni.h>
+
+
+typedef struct {
+    ngx_str_t                 jvm_path;     /* libjvm.so, resolved */
+    ngx_array_t              *classpath;    /* of ngx_str_t, expanded */
+    ngx_array_t              *options;      /* of ngx_str_t */
+    ngx_str_t                 init;         /* jvm_init handler name */
+    ngx_array_t               handlers;     /* of ngx_str_t; index = id */
+} ngx_http_jvm_main_conf_t;
+
+
+typedef struct {
+    ngx_int_t                 handler;      /* index into handlers */
+} ngx_http_jvm_loc_conf_t;
+
+
+/* The worker's JVM and what the module caches of it. */
+typedef struct {
+    JavaVM                   *vm;
+    JNIEnv                   *env;
+    jclass                    worker;       /* nginx.jvm.Worker */
+    jmethodID                 request_buffer;
+    jmethodID                 response_buffer;
+    jmethodID                 register_handler;
+    jmethodID                 init;
+    jmethodID                 handle;
+    jmethodID                 next;
+    jmethodID                 close;
+    jmethodID                 stop;
+    jfieldID                  pending;
+
+    jobject                   req_buf;      /* global ref, direct buffer */
+    u_char                   *req_addr;
+    size_t                    req_cap;
+    jobject                   resp_buf;
+    u_char                   *resp_addr;
+    size_t                    resp_cap;
+
+    unsigned                  ready:1;
+} ngx_http_jvm_vm_t;
+
+
+/* Body kinds of an encoded response; see nginx.jvm.ResponseEncoder. */
+#define NGX_HTTP_JVM_BODY_NONE    0
+#define NGX_HTTP_JVM_BODY_INLINE  1
+#define NGX_HTTP_JVM_BODY_FILE    2
+#define NGX_HTTP_JVM_BODY_STREAM  3
+#define NGX_HTTP_JVM_BODY_ERROR   4
+
+
+extern ngx_module_t       ngx_http_jvm_module;
+extern ngx_http_jvm_vm_t  ngx_http_jvm_vm;
+
+
+ngx_int_t ngx_http_jvm_vm_start(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
+void ngx_http_jvm_vm_stop(ngx_cycle_t *cycle);
+ngx_int_t ngx_http_jvm_vm_request_buffer(ngx_log_t *log, size_t size);
+void ngx_http_jvm_vm_refresh_response_buffer(void);
+ngx_int_t ngx_http_jvm_vm_failed(ngx_log_t *log, const char *what);
+
+ngx_int_t ngx_http_jvm_content_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_jvm_send_response(ngx_http_request_t *r, size_t len);
+void ngx_http_jvm_log_text(ngx_uint_t level, ngx_log_t *log, u_char *text,
+    size_t len);
+
+
+#endif /* _NGX_HTTP_JVM_MODULE_H_INCLUDED_ */

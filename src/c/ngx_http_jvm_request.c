@@ -1,0 +1,366 @@
+
+/*
+ * nginx-jvm: the content handler, and the request described to Java.
+ *
+ * The request is copied into the worker's request buffer (a direct
+ * ByteBuffer shared with Java) in this layout, native byte order, strings
+ * as a 32-bit length and their bytes; nginx.jvm.Request decodes it:
+ *
+ *   int flags (1: https, 2: the request target has a query), int port,
+ *   method, raw path, query, protocol, server name, remote address,
+ *   client certificate (PEM, empty when none),
+ *   int header count, then a name and a value per header field,
+ *   int body segment count, then per segment:
+ *     int 0, int length, bytes                       (held in memory)
+ *     int 1, int path length, path, long offset, long length  (temp file,
+ *     named by /proc/self/fd/N: nginx unlinked it)
+ */
+
+
+#include "ngx_http_jvm_module.h"
+
+
+#define NGX_HTTP_JVM_HTTPS      1
+#define NGX_HTTP_JVM_HAS_QUERY  2
+
+#define NGX_HTTP_JVM_FD_PATH_LEN  (sizeof("/proc/self/fd/") - 1 + NGX_INT_T_LEN)
+
+
+typedef struct {
+    ngx_str_t   method;
+    ngx_str_t   path;
+    ngx_str_t   query;
+    ngx_str_t   protocol;
+    ngx_str_t   server;
+    ngx_str_t   addr;
+    ngx_str_t   cert;
+    ngx_uint_t  flags;
+    ngx_uint_t  port;
+} ngx_http_jvm_request_t;
+
+
+static void ngx_http_jvm_body_ready(ngx_http_request_t *r);
+static ngx_int_t ngx_http_jvm_call(ngx_http_request_t *r);
+static ngx_int_t ngx_http_jvm_describe(ngx_http_request_t *r,
+    ngx_http_jvm_request_t *jr);
+static size_t ngx_http_jvm_encoded_size(ngx_http_request_t *r,
+    ngx_http_jvm_request_t *jr);
+static size_t ngx_http_jvm_encode(ngx_http_request_t *r,
+    ngx_http_jvm_request_t *jr, u_char *buf);
+
+
+static ngx_inline u_char *
+ngx_http_jvm_put_int(u_char *p, uint32_t n)
+{
+    return ngx_cpymem(p, &n, sizeof(uint32_t));
+}
+
+
+static ngx_inline u_char *
+ngx_http_jvm_put_long(u_char *p, int64_t n)
+{
+    return ngx_cpymem(p, &n, sizeof(int64_t));
+}
+
+
+static ngx_inline u_char *
+ngx_http_jvm_put_str(u_char *p, u_char *data, size_t len)
+{
+    p = ngx_http_jvm_put_int(p, (uint32_t) len);
+    return ngx_cpymem(p, data, len);
+}
+
+
+ngx_int_t
+ngx_http_jvm_content_handler(ngx_http_request_t *r)
+{
+    ngx_int_t  rc;
+
+    if (r->headers_in.content_length_n <= 0 && !r->headers_in.chunked) {
+        rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+        return ngx_http_jvm_call(r);
+    }
+
+    rc = ngx_http_read_client_request_body(r, ngx_http_jvm_body_ready);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_http_jvm_body_ready(ngx_http_request_t *r)
+{
+    ngx_http_finalize_request(r, ngx_http_jvm_call(r));
+}
+
+
+/*
+ * Calls the location's handler and sends what it answered.  Returns what
+ * the caller finalizes the request with; NGX_DONE (with the request's count
+ * raised) while a streamed body is still being sent.
+ */
+
+static ngx_int_t
+ngx_http_jvm_call(ngx_http_request_t *r)
+{
+    jint                      n;
+    size_t                    len;
+    JNIEnv                   *env;
+    ngx_http_jvm_vm_t        *jvm;
+    ngx_http_jvm_request_t    jr;
+    ngx_http_jvm_loc_conf_t  *jlcf;
+
+    jvm = &ngx_http_jvm_vm;
+
+    if (!jvm->ready) {
+        /* the reason was logged once, when the worker started */
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    jlcf = ngx_http_get_module_loc_conf(r, ngx_http_jvm_module);
+
+    if (ngx_http_jvm_describe(r, &jr) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    len = ngx_http_jvm_encoded_size(r, &jr);
+
+    if (len > jvm->req_cap
+        && ngx_http_jvm_vm_request_buffer(r->connection->log, len) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    len = ngx_http_jvm_encode(r, &jr, jvm->req_addr);
+
+    env = jvm->env;
+
+    n = (*env)->CallStaticIntMethod(env, jvm->worker, jvm->handle,
+                                    (jint) jlcf->handler, (jint) len);
+
+    if ((*env)->ExceptionCheck(env)) {
+        ngx_http_jvm_vm_failed(r->connection->log, "Worker.handle()");
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (n < 0) {
+        ngx_http_jvm_vm_refresh_response_buffer();
+
+        if (jvm->resp_addr == NULL) {
+            return ngx_http_jvm_vm_failed(r->connection->log,
+                                          "Worker.responseBuffer()");
+        }
+
+        n = -n;
+    }
+
+    return ngx_http_jvm_send_response(r, (size_t) n);
+}
+
+
+static ngx_int_t
+ngx_http_jvm_describe(ngx_http_request_t *r, ngx_http_jvm_request_t *jr)
+{
+    u_char                    *q;
+    ngx_connection_t          *c;
+    ngx_http_core_srv_conf_t  *cscf;
+
+    c = r->connection;
+
+    jr->flags = 0;
+    jr->method = r->method_name;
+
+    /* Ring's :uri is the path as sent, so it comes from the request line */
+
+    jr->path = r->unparsed_uri;
+    ngx_str_null(&jr->query);
+
+    q = ngx_strlchr(r->unparsed_uri.data,
+                    r->unparsed_uri.data + r->unparsed_uri.len, '?');
+
+    if (q) {
+        jr->path.len = q - r->unparsed_uri.data;
+        jr->query.data = q + 1;
+        jr->query.len = r->unparsed_uri.data + r->unparsed_uri.len - q - 1;
+        jr->flags |= NGX_HTTP_JVM_HAS_QUERY;
+    }
+
+    if (r->http_protocol.len) {
+        jr->protocol = r->http_protocol;
+
+    } else {
+        ngx_str_set(&jr->protocol, "HTTP/0.9");
+    }
+
+    if (r->headers_in.server.len) {
+        jr->server = r->headers_in.server;
+
+    } else {
+        cscf = ngx_http_get_module_srv_conf(r, ngx_http_core_module);
+        jr->server = cscf->server_name;
+    }
+
+    if (ngx_connection_local_sockaddr(c, NULL, 0) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    jr->port = ngx_inet_get_port(c->local_sockaddr);
+    jr->addr = c->addr_text;
+    ngx_str_null(&jr->cert);
+
+#if (NGX_HTTP_SSL)
+
+    if (c->ssl) {
+        jr->flags |= NGX_HTTP_JVM_HTTPS;
+
+        if (ngx_ssl_get_raw_certificate(c, r->pool, &jr->cert) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+#endif
+
+    return NGX_OK;
+}
+
+
+static size_t
+ngx_http_jvm_encoded_size(ngx_http_request_t *r, ngx_http_jvm_request_t *jr)
+{
+    size_t            len;
+    ngx_buf_t        *b;
+    ngx_uint_t        i;
+    ngx_chain_t      *cl;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    len = 4 * 4 + 7 * 4
+          + jr->method.len + jr->path.len + jr->query.len + jr->protocol.len
+          + jr->server.len + jr->addr.len + jr->cert.len;
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        len += 8 + h[i].key.len + h[i].value.len;
+    }
+
+    if (r->request_body) {
+        for (cl = r->request_body->bufs; cl; cl = cl->next) {
+            b = cl->buf;
+
+            if (b->in_file) {
+                len += 8 + NGX_HTTP_JVM_FD_PATH_LEN + 16;
+
+            } else {
+                len += 8 + (b->last - b->pos);
+            }
+        }
+    }
+
+    return len;
+}
+
+
+static size_t
+ngx_http_jvm_encode(ngx_http_request_t *r, ngx_http_jvm_request_t *jr,
+    u_char *buf)
+{
+    u_char           *p, *count, *path;
+    u_char            fd_path[NGX_HTTP_JVM_FD_PATH_LEN];
+    uint32_t          n;
+    ngx_buf_t        *b;
+    ngx_uint_t        i;
+    ngx_chain_t      *cl;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    p = buf;
+    p = ngx_http_jvm_put_int(p, (uint32_t) jr->flags);
+    p = ngx_http_jvm_put_int(p, (uint32_t) jr->port);
+    p = ngx_http_jvm_put_str(p, jr->method.data, jr->method.len);
+    p = ngx_http_jvm_put_str(p, jr->path.data, jr->path.len);
+    p = ngx_http_jvm_put_str(p, jr->query.data, jr->query.len);
+    p = ngx_http_jvm_put_str(p, jr->protocol.data, jr->protocol.len);
+    p = ngx_http_jvm_put_str(p, jr->server.data, jr->server.len);
+    p = ngx_http_jvm_put_str(p, jr->addr.data, jr->addr.len);
+    p = ngx_http_jvm_put_str(p, jr->cert.data, jr->cert.len);
+
+    count = p;
+    p += 4;
+    n = 0;
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        p = ngx_http_jvm_put_str(p, h[i].key.data, h[i].key.len);
+        p = ngx_http_jvm_put_str(p, h[i].value.data, h[i].value.len);
+        n++;
+    }
+
+    (void) ngx_http_jvm_put_int(count, n);
+
+    count = p;
+    p += 4;
+    n = 0;
+
+    if (r->request_body) {
+        for (cl = r->request_body->bufs; cl; cl = cl->next) {
+            b = cl->buf;
+
+            if (b->in_file) {
+                /*
+                 * nginx unlinks its temp files as soon as it creates them:
+                 * Java reopens the file through the descriptor nginx holds.
+                 */
+                path = ngx_sprintf(fd_path, "/proc/self/fd/%d",
+                                   (int) b->file->fd);
+                p = ngx_http_jvm_put_int(p, 1);
+                p = ngx_http_jvm_put_str(p, fd_path, path - fd_path);
+                p = ngx_http_jvm_put_long(p, b->file_pos);
+                p = ngx_http_jvm_put_long(p, b->file_last - b->file_pos);
+
+            } else {
+                p = ngx_http_jvm_put_int(p, 0);
+                p = ngx_http_jvm_put_str(p, b->pos, b->last - b->pos);
+            }
+
+            n++;
+        }
+    }
+
+    (void) ngx_http_jvm_put_int(count, n);
+
+    return p - buf;
+}
