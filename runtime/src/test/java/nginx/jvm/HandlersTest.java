@@ -1,0 +1,99 @@
+package nginx.jvm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+class HandlersTest {
+
+    public static class Hello implements Handler {
+        @Override
+        public Response handle(Request r) {
+            return Response.of(200, "text/plain", "hello");
+        }
+    }
+
+    public static class NotAHandler {
+    }
+
+    public static class NoDefaultConstructor implements Handler {
+        public NoDefaultConstructor(int unused) {
+        }
+
+        @Override
+        public Response handle(Request r) {
+            return null;
+        }
+    }
+
+    @Test
+    void clojureVarNames() {
+        assertTrue(Handlers.isClojureVar("my.ns/handler"));
+        assertTrue(Handlers.isClojureVar("app/handler"));
+        assertTrue(Handlers.isClojureVar("my-app.core/handle-request!"));
+        assertFalse(Handlers.isClojureVar("com.example.Hello"));
+        assertFalse(Handlers.isClojureVar("com.example.Outer$Inner"));
+        assertFalse(Handlers.isClojureVar("Hello"));
+        assertFalse(Handlers.isClojureVar("/handler"), "a leading slash names no namespace");
+    }
+
+    @Test
+    void javaHandlerClass() throws Exception {
+        Handler h = Handlers.load(Hello.class.getName());
+        assertInstanceOf(Hello.class, h);
+        assertEquals("hello", h.handle(new RequestBytes().request()).body());
+    }
+
+    @Test
+    void classThatIsNotAHandler() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> Handlers.load(NotAHandler.class.getName()));
+        assertEquals(NotAHandler.class.getName() + " does not implement nginx.jvm.Handler", e.getMessage());
+        // Checked before any instance is made: String has a no-argument constructor too.
+        assertThrows(IllegalArgumentException.class, () -> Handlers.load("java.lang.String"));
+    }
+
+    @Test
+    void classWithoutANoArgumentConstructor() {
+        assertThrows(NoSuchMethodException.class, () -> Handlers.load(NoDefaultConstructor.class.getName()));
+    }
+
+    @Test
+    void missingClass() {
+        assertThrows(ClassNotFoundException.class, () -> Handlers.load("com.example.Missing"));
+    }
+
+    @Test
+    void initClassMustBeRunnable() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> Handlers.runInit(NotAHandler.class.getName()));
+        assertTrue(e.getMessage().contains("does not implement java.lang.Runnable"), e.getMessage());
+    }
+
+    // Clojure is on the test class path (a "provided" dependency), so the Ring side loads.
+
+    @Test
+    void clojureVarBecomesARingHandler() throws Exception {
+        Handler h = Handlers.load("clojure.core/identity");
+        assertEquals("nginx.jvm.ring.RingHandler", h.getClass().getName());
+    }
+
+    @Test
+    void undefinedClojureVar() {
+        Exception e = assertThrows(IllegalArgumentException.class,
+                () -> Handlers.load("clojure.core/no-such-var-here"));
+        assertTrue(e.getMessage().contains("clojure.core/no-such-var-here is not defined"), e.getMessage());
+    }
+
+    @Test
+    void missingClojureNamespace() {
+        // Whatever require throws reaches the caller unwrapped (no InvocationTargetException).
+        Exception e = assertThrows(Exception.class, () -> Handlers.load("no.such.namespace/handler"));
+        assertFalse(e instanceof java.lang.reflect.InvocationTargetException);
+        assertTrue(String.valueOf(e.getMessage()).contains("no/such/namespace"), e.toString());
+    }
+}

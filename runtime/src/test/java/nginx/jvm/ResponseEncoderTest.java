@@ -1,0 +1,344 @@
+package nginx.jvm;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.Test;
+
+class ResponseEncoderTest {
+    private final ResponseEncoder encoder = new ResponseEncoder(4096);
+
+    private DecodedResponse encode(Response r) {
+        int n = encoder.encode(r);
+        return DecodedResponse.decode(encoder.buffer(), n);
+    }
+
+    @Test
+    void noBody() {
+        DecodedResponse d = encode(new Response(204));
+        assertEquals(204, d.status);
+        assertEquals("NONE", d.kind);
+        assertEquals(-1, d.contentLength);
+        assertTrue(d.headers.isEmpty());
+        assertNull(encoder.pending);
+    }
+
+    @Test
+    void inlineString() {
+        DecodedResponse d = encode(Response.of(200, "text/plain", "h\u00e9llo \u20ac"));
+        assertEquals(200, d.status);
+        assertEquals("INLINE", d.kind);
+        byte[] utf8 = "h\u00e9llo \u20ac".getBytes(StandardCharsets.UTF_8);
+        assertArrayEquals(utf8, d.body, "UTF-8 when the Content-Type names no charset");
+        assertEquals(utf8.length, d.contentLength);
+        assertEquals(List.of(List.of("Content-Type", "text/plain")), d.headers);
+    }
+
+    @Test
+    void inlineStringWithoutContentType() {
+        DecodedResponse d = encode(new Response(200).body("\u00e9"));
+        assertArrayEquals(new byte[] {(byte) 0xc3, (byte) 0xa9}, d.body);
+    }
+
+    @Test
+    void inlineBytes() {
+        byte[] b = {0, 1, (byte) 0xff, 10, 13};
+        DecodedResponse d = encode(new Response(201).body(b));
+        assertEquals(201, d.status);
+        assertEquals("INLINE", d.kind);
+        assertArrayEquals(b, d.body);
+        assertEquals(5, d.contentLength);
+    }
+
+    @Test
+    void emptyStringIsAnEmptyInlineBody() {
+        DecodedResponse d = encode(new Response(200).body(""));
+        assertEquals("INLINE", d.kind);
+        assertEquals(0, d.contentLength);
+        assertEquals(0, d.body.length);
+    }
+
+    @Test
+    void headersInOrderWithRepeats() {
+        Response r = new Response(302)
+                .header("Location", "/next")
+                .header("Set-Cookie", "a=1")
+                .header("Set-Cookie", "b=2")
+                .header("X-Empty", "")
+                .header("set-cookie", "c=3");
+        DecodedResponse d = encode(r);
+        assertEquals(302, d.status);
+        assertEquals(List.of(
+                List.of("Location", "/next"),
+                List.of("Set-Cookie", "a=1"),
+                List.of("Set-Cookie", "b=2"),
+                List.of("X-Empty", ""),
+                List.of("set-cookie", "c=3")), d.headers);
+    }
+
+    @Test
+    void latin1Charset() {
+        DecodedResponse d = encode(Response.of(200, "text/plain; charset=ISO-8859-1", "caf\u00e9"));
+        assertArrayEquals(new byte[] {'c', 'a', 'f', (byte) 0xe9}, d.body);
+        assertEquals(4, d.contentLength);
+    }
+
+    @Test
+    void charsetSpellings() {
+        byte[] latin1 = {(byte) 0xe9};
+        assertArrayEquals(latin1, encode(Response.of(200, "text/html;charset=iso-8859-1", "\u00e9")).body);
+        assertArrayEquals(latin1, encode(Response.of(200, "text/html; CHARSET=\"ISO-8859-1\"", "\u00e9")).body);
+        assertArrayEquals(latin1, encode(Response.of(200, "text/html; charset=latin1; q=1", "\u00e9")).body);
+        // The Content-Type header is found in any case.
+        Response r = new Response(200).header("content-TYPE", "text/plain; charset=iso-8859-1").body("\u00e9");
+        assertArrayEquals(latin1, encode(r).body);
+    }
+
+    @Test
+    void unknownOrMalformedCharsetFallsBackToUtf8() {
+        byte[] utf8 = {(byte) 0xc3, (byte) 0xa9};
+        assertArrayEquals(utf8, encode(Response.of(200, "text/plain; charset=no-such-charset", "\u00e9")).body);
+        assertArrayEquals(utf8, encode(Response.of(200, "text/plain; charset=", "\u00e9")).body);
+        assertArrayEquals(utf8, encode(Response.of(200, "text/plain; charset=%%%", "\u00e9")).body);
+    }
+
+    @Test
+    void charsetParsing() {
+        assertEquals(StandardCharsets.UTF_8, ResponseEncoder.charset(null));
+        assertEquals(StandardCharsets.UTF_8, ResponseEncoder.charset("text/plain"));
+        assertEquals(StandardCharsets.ISO_8859_1, ResponseEncoder.charset("text/plain; charset=ISO-8859-1"));
+        assertEquals(StandardCharsets.UTF_16BE, ResponseEncoder.charset("text/plain; charset=utf-16be"));
+        assertEquals(StandardCharsets.UTF_8, ResponseEncoder.charset("text/plain; charset=bogus"));
+    }
+
+    @Test
+    void fileBody() {
+        File f = new File("/tmp/some dir/\u00e9t\u00e9.txt");
+        DecodedResponse d = encode(Response.of(200, "text/plain", f));
+        assertEquals("FILE", d.kind);
+        assertEquals(f.getPath(), d.text, "the path in UTF-8");
+        assertEquals(-1, d.contentLength, "nginx finds the length itself");
+        assertNull(encoder.pending);
+    }
+
+    @Test
+    void inputStreamIsStreamed() throws IOException {
+        DecodedResponse d = encode(new Response(200).body(new ByteArrayInputStream("abc".getBytes())));
+        assertEquals("STREAM", d.kind);
+        assertEquals(-1, d.contentLength);
+        assertInstanceOf(BodySource.Stream.class, encoder.pending);
+        assertEquals("abc", drain(encoder.pending));
+    }
+
+    @Test
+    void iterableIsStreamedInTheResponseCharset() throws IOException {
+        DecodedResponse d = encode(Response.of(200, "text/plain; charset=iso-8859-1",
+                List.of("caf", "\u00e9")));
+        assertEquals("STREAM", d.kind);
+        assertEquals(-1, d.contentLength);
+        assertInstanceOf(BodySource.Elements.class, encoder.pending);
+        ByteBuffer out = ByteBuffer.allocate(64);
+        int n = encoder.pending.fill(out);
+        assertEquals(3, n);
+        n = encoder.pending.fill(out);
+        assertEquals(1, n);
+        assertEquals((byte) 0xe9, out.get(0));
+    }
+
+    @Test
+    void bodyWriterIsStreamed() throws IOException {
+        BodyWriter w = out -> out.write("written".getBytes(StandardCharsets.US_ASCII));
+        DecodedResponse d = encode(new Response(200).body(w));
+        assertEquals("STREAM", d.kind);
+        assertEquals("written", drain(encoder.pending));
+    }
+
+    @Test
+    void bodyTooLargeToInlineIsStreamedWithKnownLength() throws IOException {
+        ResponseEncoder small = new ResponseEncoder(256);
+        byte[] big = new byte[1000];
+        for (int i = 0; i < big.length; i++) {
+            big[i] = (byte) ('a' + i % 26);
+        }
+        int n = small.encode(Response.of(200, "text/plain", new String(big, StandardCharsets.US_ASCII)));
+        DecodedResponse d = DecodedResponse.decode(small.buffer(), n);
+        assertEquals("STREAM", d.kind);
+        assertEquals(1000, d.contentLength);
+        assertEquals(List.of(List.of("Content-Type", "text/plain")), d.headers);
+        assertFalse(small.replaced, "a large body does not grow the buffer");
+        assertEquals(256, small.buffer().capacity());
+        assertInstanceOf(BodySource.Bytes.class, small.pending);
+        assertEquals(new String(big, StandardCharsets.US_ASCII), drain(small.pending));
+    }
+
+    @Test
+    void inlineLimitIsTheRoomLeftInTheBuffer() {
+        // 20 bytes of fixed fields and no header: 64 - 20 - 4 = 40 bytes of body fit.
+        ResponseEncoder small = new ResponseEncoder(64);
+        int n = small.encode(new Response(200).body(new byte[40]));
+        assertEquals("INLINE", DecodedResponse.decode(small.buffer(), n).kind);
+        assertEquals(64, n);
+        n = small.encode(new Response(200).body(new byte[41]));
+        DecodedResponse d = DecodedResponse.decode(small.buffer(), n);
+        assertEquals("STREAM", d.kind);
+        assertEquals(41, d.contentLength);
+    }
+
+    @Test
+    void bufferGrowsWhenHeadersDoNotFit() {
+        ResponseEncoder small = new ResponseEncoder(64);
+        ByteBuffer before = small.buffer();
+        String longValue = "v".repeat(300);
+        Response r = new Response(200)
+                .header("X-Long", longValue)
+                .header("X-Long", longValue + "2")
+                .header("Content-Type", "text/plain")
+                .body("the body");
+        int n = small.encode(r);
+        assertTrue(small.replaced);
+        assertNotSame(before, small.buffer());
+        assertTrue(small.buffer().capacity() >= n);
+        assertTrue(small.buffer().isDirect(), "the C module reads the buffer's address");
+        DecodedResponse d = DecodedResponse.decode(small.buffer(), n);
+        assertEquals(200, d.status);
+        assertEquals("INLINE", d.kind);
+        assertEquals(List.of(
+                List.of("X-Long", longValue),
+                List.of("X-Long", longValue + "2"),
+                List.of("Content-Type", "text/plain")), d.headers);
+        assertEquals("the body", d.bodyText());
+
+        // The next response fits: the flag is reset and the big buffer kept.
+        ByteBuffer grown = small.buffer();
+        n = small.encode(new Response(204));
+        assertFalse(small.replaced);
+        assertSame(grown, small.buffer());
+        assertEquals(204, DecodedResponse.decode(small.buffer(), n).status);
+    }
+
+    @Test
+    void headerTextOutsideLatin1BecomesQuestionMark() {
+        DecodedResponse d = encode(new Response(200).header("X-Name", "\u00e9\u20ac"));
+        assertEquals(List.of(List.of("X-Name", "\u00e9?")), d.headers);
+    }
+
+    @Test
+    void statusBounds() {
+        assertEquals(100, encode(new Response(100)).status);
+        assertEquals(599, encode(new Response(599)).status);
+        for (int status : new int[] {99, 600, 0, -200}) {
+            DecodedResponse d = encode(new Response(status).header("X", "y").body("ignored"));
+            assertEquals("ERROR", d.kind, "status " + status);
+            assertEquals(500, d.status);
+            assertTrue(d.headers.isEmpty());
+            assertTrue(d.text.contains("status " + status), d.text);
+            assertTrue(d.text.contains("between 100 and 599"), d.text);
+        }
+    }
+
+    @Test
+    void headerWithCrOrLfOrNulIsAnError() {
+        for (String bad : new String[] {"a\r\nX-Injected: 1", "a\nb", "a\rb", "a\0b"}) {
+            DecodedResponse d = encode(new Response(200).header("X-Ok", "fine").header("X-Bad", bad));
+            assertEquals("ERROR", d.kind, bad);
+            assertEquals(500, d.status);
+            assertTrue(d.text.contains("X-Bad"), d.text);
+            assertTrue(d.text.contains("CR, LF or NUL"), d.text);
+        }
+        DecodedResponse d = encode(new Response(200).header("X-Bad\r\nName", "v"));
+        assertEquals("ERROR", d.kind, "a name can split the response too");
+    }
+
+    @Test
+    void nullHeaderValueOrEmptyNameIsAnError() {
+        DecodedResponse d = encode(new Response(200).header("X-Null", null));
+        assertEquals("ERROR", d.kind);
+        assertTrue(d.text.contains("null value"), d.text);
+        assertTrue(d.text.contains("X-Null"), d.text);
+        assertEquals("ERROR", encode(new Response(200).header("", "v")).kind);
+        assertEquals("ERROR", encode(new Response(200).header(null, "v")).kind);
+    }
+
+    @Test
+    void unknownBodyTypeIsAnError() {
+        DecodedResponse d = encode(new Response(200).body(42));
+        assertEquals("ERROR", d.kind);
+        assertEquals(500, d.status);
+        assertTrue(d.text.contains("java.lang.Integer"), d.text);
+        assertNull(encoder.pending);
+    }
+
+    @Test
+    void errorMessageWithStackTrace() {
+        int n = encoder.error("the handler threw", new IllegalStateException("boom"));
+        DecodedResponse d = DecodedResponse.decode(encoder.buffer(), n);
+        assertEquals(500, d.status);
+        assertEquals("ERROR", d.kind);
+        assertEquals(-1, d.contentLength);
+        assertTrue(d.text.startsWith("the handler threw: java.lang.IllegalStateException: boom"), d.text);
+        assertTrue(d.text.contains("\tat nginx.jvm.ResponseEncoderTest.errorMessageWithStackTrace"), d.text);
+    }
+
+    @Test
+    void enormousErrorMessageIsCutToTheBuffer() {
+        ResponseEncoder small = new ResponseEncoder(128);
+        int n = small.error("x".repeat(1000), null);
+        assertEquals(128, n);
+        DecodedResponse d = DecodedResponse.decode(small.buffer(), n);
+        assertEquals("x".repeat(128 - 24), d.text);
+        assertEquals(128, small.buffer().capacity());
+    }
+
+    @Test
+    void errorClosesAnAbandonedStreamedBody() {
+        AtomicBoolean closed = new AtomicBoolean();
+        InputStream in = new ByteArrayInputStream(new byte[10]) {
+            @Override
+            public void close() {
+                closed.set(true);
+            }
+        };
+        encoder.encode(new Response(200).body(in));
+        assertTrue(encoder.pending != null);
+        encoder.error("gave up", null);
+        assertTrue(closed.get());
+        assertNull(encoder.pending);
+    }
+
+    @Test
+    void encodeClearsThePreviousPendingBody() {
+        encoder.encode(new Response(200).body(new ByteArrayInputStream(new byte[1])));
+        encoder.encode(new Response(200).body("inline"));
+        assertNull(encoder.pending);
+    }
+
+    /** Reads a streamed body to its end the way the C module does, through a small buffer. */
+    static String drain(BodySource source) throws IOException {
+        ByteBuffer out = ByteBuffer.allocateDirect(100);
+        ByteArrayOutputStream all = new ByteArrayOutputStream();
+        int n;
+        while ((n = source.fill(out)) != -1) {
+            assertTrue(n > 0 && n <= out.capacity(), "fill returned " + n);
+            byte[] piece = new byte[n];
+            out.get(0, piece);
+            all.writeBytes(piece);
+        }
+        source.close();
+        return all.toString(StandardCharsets.ISO_8859_1);
+    }
+}

@@ -1,0 +1,290 @@
+package nginx.jvm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** Worker's entry points called as the C module calls them, buffers included. */
+class WorkerTest {
+
+    // ---- handlers named by class, as in nginx.conf ----
+
+    public static class Echo implements Handler {
+        @Override
+        public Response handle(Request r) throws IOException {
+            String text = r.method() + " " + r.uri() + " q=" + r.queryString() + " " + r.scheme()
+                    + " " + r.serverName() + ":" + r.serverPort() + " from " + r.remoteAddr()
+                    + " x-test=" + r.header("X-Test")
+                    + " body=" + new String(r.body().readAllBytes(), StandardCharsets.UTF_8);
+            return Response.of(200, "text/plain; charset=utf-8", text).header("X-Handler", "echo");
+        }
+    }
+
+    public static class Thrower implements Handler {
+        @Override
+        public Response handle(Request r) {
+            throw new IllegalStateException("handler exploded on " + r.uri());
+        }
+    }
+
+    public static class ReturnsNull implements Handler {
+        @Override
+        public Response handle(Request r) {
+            return null;
+        }
+    }
+
+    public static class BigBody implements Handler {
+        static final byte[] DATA = new byte[200_000];
+
+        static {
+            for (int i = 0; i < DATA.length; i++) {
+                DATA[i] = (byte) ('a' + i % 26);
+            }
+        }
+
+        @Override
+        public Response handle(Request r) {
+            return new Response(200).body(new ByteArrayInputStream(DATA));
+        }
+    }
+
+    public static class FailingBody implements Handler {
+        @Override
+        public Response handle(Request r) {
+            return new Response(200).body(new InputStream() {
+                @Override
+                public int read() throws IOException {
+                    throw new IOException("the source went away");
+                }
+            });
+        }
+    }
+
+    public static class HugeHeader implements Handler {
+        static String value;
+
+        @Override
+        public Response handle(Request r) {
+            // Larger than whatever the response buffer has grown to so far.
+            value = "h".repeat(Worker.responseBuffer().capacity());
+            return Response.of(200, "text/plain", "small").header("X-Huge", value);
+        }
+    }
+
+    public static class Init implements Runnable {
+        static final AtomicInteger RUNS = new AtomicInteger();
+
+        @Override
+        public void run() {
+            RUNS.incrementAndGet();
+        }
+    }
+
+    public static class FailingInit implements Runnable {
+        @Override
+        public void run() {
+            throw new IllegalStateException("no database");
+        }
+    }
+
+    public static class NotRunnable {
+    }
+
+    @BeforeEach
+    void clearHandlers() {
+        // Handler indexes count from 0 again, as in a fresh worker.
+        Worker.stop();
+    }
+
+    /** Puts a request into the request buffer and calls handle(), as the C module does. */
+    private static DecodedResponse call(int index, byte[] request) {
+        ByteBuffer in = Worker.requestBuffer(request.length);
+        assertTrue(in.capacity() >= request.length);
+        in.put(0, request);
+        int n = Worker.handle(index, request.length);
+        return DecodedResponse.decode(Worker.responseBuffer(), Math.abs(n));
+    }
+
+    @Test
+    void handlerEndToEnd() {
+        assertNull(Worker.register(Echo.class.getName()));
+        byte[] req = new RequestBytes().method("PUT").path("/items/7").query("v=2").port(8080)
+                .serverName("example.test").remoteAddr("10.0.0.1").header("X-Test", "yes")
+                .memory("payload").build();
+        DecodedResponse d = call(0, req);
+        assertEquals(200, d.status);
+        assertEquals("INLINE", d.kind);
+        assertEquals("PUT /items/7 q=v=2 http example.test:8080 from 10.0.0.1 x-test=yes body=payload",
+                d.bodyText());
+        assertEquals(d.body.length, d.contentLength);
+        assertEquals(List.of(List.of("Content-Type", "text/plain; charset=utf-8"),
+                List.of("X-Handler", "echo")), d.headers);
+        assertNull(Worker.pending);
+    }
+
+    @Test
+    void handlersAreIndexedInRegistrationOrder() {
+        assertNull(Worker.register(Thrower.class.getName()));
+        assertNull(Worker.register(Echo.class.getName()));
+        assertEquals("ERROR", call(0, new RequestBytes().build()).kind);
+        assertEquals("INLINE", call(1, new RequestBytes().build()).kind);
+    }
+
+    @Test
+    void requestLargerThanTheBuffer() {
+        assertNull(Worker.register(Echo.class.getName()));
+        ByteBuffer before = Worker.requestBuffer(0);
+        String body = "b".repeat(before.capacity() + 10_000);
+        byte[] req = new RequestBytes().memory(body).build();
+        DecodedResponse d = call(0, req);
+        assertTrue(Worker.requestBuffer(0).capacity() >= req.length);
+        assertTrue(Worker.requestBuffer(0).isDirect());
+        // The echo is inline or, when larger than the response buffer, streamed through next().
+        String text = d.kind.equals("STREAM") ? drain(Worker.pending) : d.bodyText();
+        assertTrue(text.endsWith("body=" + body), text.substring(0, 100));
+    }
+
+    @Test
+    void requestBufferIsKeptWhenLargeEnough() {
+        ByteBuffer b = Worker.requestBuffer(10);
+        assertSame(b, Worker.requestBuffer(b.capacity()));
+    }
+
+    @Test
+    void handlerThatThrows() {
+        assertNull(Worker.register(Thrower.class.getName()));
+        DecodedResponse d = call(0, new RequestBytes().path("/boom").build());
+        assertEquals(500, d.status);
+        assertEquals("ERROR", d.kind);
+        assertTrue(d.text.startsWith("the handler threw: java.lang.IllegalStateException: handler exploded on /boom"),
+                d.text);
+        assertTrue(d.text.contains("at nginx.jvm.WorkerTest$Thrower.handle"), "with the stack trace: " + d.text);
+        assertNull(Worker.pending);
+    }
+
+    @Test
+    void handlerThatReturnsNull() {
+        assertNull(Worker.register(ReturnsNull.class.getName()));
+        DecodedResponse d = call(0, new RequestBytes().build());
+        assertEquals("ERROR", d.kind);
+        assertTrue(d.text.contains("null"), d.text);
+    }
+
+    @Test
+    void missingClass() {
+        String msg = Worker.register("com.example.NoSuchHandler");
+        assertNotNull(msg);
+        assertTrue(msg.startsWith("cannot load handler \"com.example.NoSuchHandler\""), msg);
+        assertTrue(msg.contains("ClassNotFoundException"), msg);
+        // The location still answers, with an error that points at the log.
+        DecodedResponse d = call(0, new RequestBytes().build());
+        assertEquals(500, d.status);
+        assertEquals("ERROR", d.kind);
+        assertTrue(d.text.contains("failed to load"), d.text);
+    }
+
+    @Test
+    void classThatIsNotAHandler() {
+        String msg = Worker.register(NotRunnable.class.getName());
+        assertNotNull(msg);
+        assertTrue(msg.contains("does not implement nginx.jvm.Handler"), msg);
+    }
+
+    @Test
+    void streamedBodyThroughNextAndClose() {
+        assertNull(Worker.register(BigBody.class.getName()));
+        DecodedResponse d = call(0, new RequestBytes().build());
+        assertEquals("STREAM", d.kind);
+        assertEquals(-1, d.contentLength);
+        assertNotNull(Worker.pending);
+        assertEquals(new String(BigBody.DATA, StandardCharsets.ISO_8859_1), drain(Worker.pending));
+    }
+
+    @Test
+    void streamedBodyThatFails() {
+        assertNull(Worker.register(FailingBody.class.getName()));
+        assertEquals("STREAM", call(0, new RequestBytes().build()).kind);
+        Object body = Worker.pending;
+        int n = Worker.next(body);
+        assertTrue(n < -1, "a failure is -2 minus the message length: " + n);
+        byte[] msg = new byte[-2 - n];
+        Worker.responseBuffer().get(0, msg);
+        String text = new String(msg, StandardCharsets.UTF_8);
+        assertTrue(text.startsWith("the response body failed: java.io.IOException: the source went away"), text);
+        Worker.close(body);
+    }
+
+    @Test
+    void hugeHeadersReplaceTheResponseBuffer() {
+        assertNull(Worker.register(HugeHeader.class.getName()));
+        assertNull(Worker.register(Echo.class.getName()));
+        ByteBuffer request = Worker.requestBuffer(0);
+        byte[] req = new RequestBytes().build();
+        request.put(0, req);
+        ByteBuffer before = Worker.responseBuffer();
+        int n = Worker.handle(0, req.length);
+        assertTrue(n < 0, "a negative length tells the C module to fetch the new buffer");
+        assertTrue(Worker.responseBuffer() != before);
+        DecodedResponse d = DecodedResponse.decode(Worker.responseBuffer(), -n);
+        assertEquals(List.of("X-Huge", HugeHeader.value), d.headers.get(1));
+        assertEquals("small", d.bodyText());
+        // The next response fits in the new buffer: a positive length.
+        request.put(0, req);
+        assertTrue(Worker.handle(1, req.length) > 0);
+    }
+
+    @Test
+    void initWithARunnable() {
+        int before = Init.RUNS.get();
+        assertNull(Worker.init(Init.class.getName()));
+        assertEquals(before + 1, Init.RUNS.get());
+    }
+
+    @Test
+    void initWithANonRunnable() {
+        String msg = Worker.init(NotRunnable.class.getName());
+        assertNotNull(msg);
+        assertTrue(msg.startsWith("jvm_init \"" + NotRunnable.class.getName() + "\" failed"), msg);
+        assertTrue(msg.contains("does not implement java.lang.Runnable"), msg);
+    }
+
+    @Test
+    void initThatThrowsOrIsMissing() {
+        String msg = Worker.init(FailingInit.class.getName());
+        assertNotNull(msg);
+        assertTrue(msg.contains("IllegalStateException: no database"), msg);
+        msg = Worker.init("com.example.NoSuchInit");
+        assertNotNull(msg);
+        assertTrue(msg.contains("ClassNotFoundException"), msg);
+    }
+
+    /** Pulls a streamed body through next() until -1, then close(), as the C module does. */
+    private static String drain(Object body) {
+        ByteArrayOutputStream all = new ByteArrayOutputStream();
+        int n;
+        int pieces = 0;
+        while ((n = Worker.next(body)) != -1) {
+            assertTrue(n > 0, "next() answered " + n);
+            byte[] piece = new byte[n];
+            Worker.responseBuffer().get(0, piece);
+            all.writeBytes(piece);
+            assertTrue(++pieces < 10_000, "the body ends");
+        }
+        Worker.close(body);
+        return all.toString(StandardCharsets.ISO_8859_1);
+    }
+}
