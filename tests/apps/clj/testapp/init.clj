@@ -1,0 +1,19 @@
+(ns testapp.init
+  "jvm_init functions and a handler that shows what they did.")
+
+(defonce state (atom {:initialized false :runs 0}))
+
+(defn init
+  "Marks the state initialized; writes the file named by the system
+  property testapp.marker, when set, to show that it ran."
+  []
+  (swap! state #(-> % (assoc :initialized true) (update :runs inc)))
+  (when-let [marker (System/getProperty "testapp.marker")]
+    (spit marker (str "init ran in " (.pid (java.lang.ProcessHandle/current)) "\n")
+          :append true)))
+
+(defn throwing-init []
+  (throw (IllegalStateException. "init-boom-marker")))
+
+(defn handler [_]
+  {:status 200 :headers {"Content-Type" "application/edn"} :body (pr-str @state)})

@@ -1,0 +1,205 @@
+(ns testapp.ring
+  "Ring handlers for the request and response tests."
+  (:require [clojure.java.io :as io]
+            [ring.core.protocols :as protocols])
+  (:import (java.io FilterInputStream InputStream)
+           (java.security MessageDigest)))
+
+(defn- param
+  "A query parameter, undecoded (the tests send plain values)."
+  [req k]
+  (second (re-find (re-pattern (str "(?:^|&)" k "=([^&]*)"))
+                   (or (:query-string req) ""))))
+
+(defn- class-name [x]
+  (when (some? x) (.getName (class x))))
+
+;; --- the request map ---------------------------------------------------
+
+(defn echo
+  "Answers, as EDN, what the request map holds and how it behaves as a map."
+  [req]
+  (let [body-stream (:body req)
+        body (slurp body-stream :encoding "ISO-8859-1")]
+    {:status 200
+     :headers {"Content-Type" "application/edn"
+               "X-Method" (str (:request-method req))}
+     :body (pr-str
+            {:server-port (:server-port req)
+             :server-port-class (class-name (:server-port req))
+             :server-name (:server-name req)
+             :remote-addr (:remote-addr req)
+             :uri (:uri req)
+             :query-string (:query-string req)
+             :scheme (:scheme req)
+             :request-method (:request-method req)
+             :protocol (:protocol req)
+             :headers (:headers req)
+             :content-type (:content-type req)
+             :content-length (:content-length req)
+             :character-encoding (:character-encoding req)
+             :ssl-client-cert (class-name (:ssl-client-cert req))
+             :body-is-input-stream (instance? InputStream body-stream)
+             :body body
+             ;; the request as a map, the way middleware uses it
+             :map? (map? req)
+             :count (count req)
+             :keys (sort (map name (keys req)))
+             :seq-count (count (seq req))
+             :into-count (count (into {} req))
+             :contains-uri (contains? req :uri)
+             :get-default (get req :no-such-key :default)
+             :assoc (:x (assoc req :x 1))
+             :assoc-count (count (assoc req :x 1))
+             :assoc-keeps-uri (:uri (assoc req :x 1))
+             :dissoc-has-uri (contains? (dissoc req :uri) :uri)
+             :dissoc-count (count (dissoc req :uri))
+             :destructured (let [{:keys [uri request-method]} req]
+                             [uri request-method])})}))
+
+(defn- sha256-hex [^bytes digest]
+  (apply str (map #(format "%02x" (bit-and % 0xff)) digest)))
+
+(defn body-digest
+  "Reads the body in 64 KiB pieces: its length and SHA-256."
+  [req]
+  (let [md (MessageDigest/getInstance "SHA-256")
+        buf (byte-array 65536)
+        ^InputStream in (:body req)]
+    (loop [total 0]
+      (let [n (.read in buf)]
+        (if (neg? n)
+          {:status 200
+           :headers {"Content-Type" "text/plain"}
+           :body (str total " " (sha256-hex (.digest md)))}
+          (do (.update md buf 0 n)
+              (recur (+ total n))))))))
+
+(defn body-prefix
+  "Reads only the first n bytes of the body."
+  [req]
+  (let [n (Integer/parseInt (or (param req "n") "10"))
+        buf (byte-array n)
+        got (.read ^InputStream (:body req) buf 0 n)]
+    {:status 200
+     :headers {"Content-Type" "application/octet-stream"}
+     :body (java.util.Arrays/copyOf buf (max got 0))}))
+
+;; --- responses -----------------------------------------------------------
+
+(defn status
+  "Answers the status given as ?code=N."
+  [req]
+  (let [code (Integer/parseInt (param req "code"))]
+    (cond-> {:status code :headers {"Content-Type" "text/plain"}}
+      (= code 302) (assoc-in [:headers "Location"] "/elsewhere")
+      (not (#{204 304} code)) (assoc :body (str "status " code)))))
+
+(defn empty-body [_]
+  {:status 200 :headers {"Content-Type" "text/plain"} :body ""})
+
+(defn nil-body [_]
+  {:status 200 :headers {"X-Nil" "yes"} :body nil})
+
+(defn headers [_]
+  {:status 200
+   :headers {"Content-Type" "text/plain"
+             "X-Single" "one"
+             "X-Number" 42
+             "Set-Cookie" ["a=1; Path=/" "b=2; Path=/"]}
+   :body "headers"})
+
+(defn charset
+  "The string \"é\" in the charset of ?cs= (none: no charset named)."
+  [req]
+  {:status 200
+   :headers {"Content-Type" (if-let [cs (param req "cs")]
+                              (str "text/plain; charset=" cs)
+                              "text/plain")}
+   :body "\u00e9"})
+
+(defn bytes-body [_]
+  {:status 200
+   :headers {"Content-Type" "application/octet-stream"}
+   :body (byte-array (map unchecked-byte (range 256)))})
+
+(defn seq-body
+  "A lazy seq of ?n= lines."
+  [req]
+  (let [n (Integer/parseInt (or (param req "n") "100"))]
+    {:status 200
+     :headers {"Content-Type" "text/plain"}
+     :body (map #(str "line " % "\n") (range n))}))
+
+(defonce closes (atom 0))
+
+(defn stream-body
+  "An InputStream of ?n= generated bytes (byte i is i mod 251) that counts
+  its closes in `closes`."
+  [req]
+  (let [n (Long/parseLong (or (param req "n") "1000"))]
+    {:status 200
+     :headers {"Content-Type" "application/octet-stream"}
+     :body (proxy [FilterInputStream] [(testapp.PatternStream. n)]
+             (close []
+               (swap! closes inc)
+               (proxy-super close)))}))
+
+(defn stream-closes [_]
+  {:status 200 :headers {"Content-Type" "text/plain"} :body (str @closes)})
+
+(defn file-body
+  "The file named by ?path=."
+  [req]
+  {:status 200
+   :headers {"Content-Type" "application/octet-stream"}
+   :body (io/file (param req "path"))})
+
+(deftype Greeting [who])
+
+(extend-protocol protocols/StreamableResponseBody
+  Greeting
+  (write-body-to-stream [greeting _response out]
+    (with-open [w (io/writer out :encoding "UTF-8")]
+      (dotimes [i 3]
+        (.write w (str "hello " (.who ^Greeting greeting) " " i "\n"))
+        (.flush w)))))
+
+(defn streamable [_]
+  {:status 200 :headers {"Content-Type" "text/plain"} :body (Greeting. "ring")})
+
+(defn- letters
+  "n bytes of a..z, repeating."
+  [n]
+  (let [b (byte-array n)]
+    (dotimes [i n] (aset-byte b i (+ 97 (mod i 26))))
+    b))
+
+(defn big-string [req]
+  {:status 200
+   :headers {"Content-Type" "text/plain"}
+   :body (String. ^bytes (letters (Integer/parseInt (param req "n"))) "US-ASCII")})
+
+(defn big-bytes [req]
+  {:status 200
+   :headers {"Content-Type" "application/octet-stream"}
+   :body (letters (Integer/parseInt (param req "n")))})
+
+;; --- processes --------------------------------------------------------------
+
+(defn pid [_]
+  {:status 200
+   :headers {"Content-Type" "text/plain"}
+   :body (str (.pid (java.lang.ProcessHandle/current)))})
+
+(defn slow
+  "Sleeps ?ms= (default 1000) on the thread that runs handlers."
+  [req]
+  (Thread/sleep (Long/parseLong (or (param req "ms") "1000")))
+  (pid req))
+
+(defn oom
+  "Allocates until the heap is exhausted."
+  [_]
+  (loop [acc []]
+    (recur (conj acc (byte-array (* 1024 1024))))))

@@ -1,0 +1,55 @@
+"""Fixtures shared by the integration tests.
+
+Each test module starts its own nginx (module-scoped fixture) because a
+worker's JVM takes a second or more to start.  Every module fixture depends
+on `mode`, so the whole suite runs once per execution mode listed in
+NGINX_JVM_MODES (comma-separated; default "loop").
+"""
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from harness import MODULE, JAR, Nginx  # noqa: E402
+
+MODES = [m for m in os.environ.get("NGINX_JVM_MODES", "loop").split(",") if m]
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "log_allows(*regexes): [error]-or-worse error log lines "
+        "this test expects (any nginx it talks to)")
+
+
+def pytest_sessionstart(session):
+    for f in (MODULE, JAR):
+        if not f.exists():
+            pytest.exit("%s is missing: run `make all` first" % f, 2)
+
+
+@pytest.fixture(scope="session", params=MODES)
+def mode(request):
+    return request.param
+
+
+@pytest.fixture(autouse=True)
+def _error_log_check(request):
+    """Fails a test when any nginx wrote an unexpected [alert], [crit],
+    [error] or [emerg] line while it ran."""
+    allowed = []
+    for marker in request.node.iter_markers("log_allows"):
+        allowed.extend(marker.args)
+    since = {id(n): n.log_size() for n in Nginx.instances}
+    yield
+    problems = []
+    for n in list(Nginx.instances):
+        if id(n) in since:
+            lines = n.log_problems(since[id(n)], allowed)
+        else:                       # started by this test: its start too
+            lines = n.log_problems(0, allowed + n.startup_allow)
+        for line in lines:
+            problems.append("%s: %s" % (n.prefix, line))
+    assert not problems, "unexpected error log lines:\n" + "\n".join(problems)

@@ -1,0 +1,551 @@
+"""Test harness: a throw-away nginx with the jvm module, and HTTP helpers.
+
+Every Nginx instance lives in its own temporary prefix (config, logs, temp
+paths, pid file) and listens on free ports of 127.0.0.1.  The master runs in
+the foreground (`daemon off`) as our child, so it can always be stopped by its
+PID, and its workers are found through /proc.
+"""
+
+import atexit
+import http.client
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build"
+MODULE = BUILD / "ngx_http_jvm_module.so"
+JAR = BUILD / "nginx-jvm.jar"
+APPS = Path(__file__).resolve().parent / "apps"
+CLJ_APPS = APPS / "clj"
+JAVA_APPS = APPS / "java"
+NGINX = os.environ.get("NGINX", "/usr/sbin/nginx")
+JAVA_HOME = os.environ.get("JAVA_HOME_TESTS",
+                           "/usr/lib/jvm/java-17-openjdk-amd64")
+
+# Ring and Compojure from Debian (Debian's own clojure.jar 1.11 stays out).
+RING_JARS = ["/usr/share/java/" + j + ".jar" for j in (
+    "ring-core", "ring-codec", "commons-codec", "commons-io",
+    "commons-fileupload", "crypto-random", "crypto-equality", "compojure",
+    "clout", "instaparse", "medley", "tools.macro")]
+
+PROBLEM = re.compile(r"\[(alert|crit|error|emerg)\]")
+KEEP = os.environ.get("NGINX_JVM_KEEP") == "1"   # keep prefixes to debug
+
+
+# --- the execution-mode hook ----------------------------------------------
+
+def mode_directives(mode):
+    """Directives added after every jvm_content for an execution mode.
+
+    "loop" (handlers on the event loop) is the default and adds nothing; a
+    later mode adds its directive here and the whole suite runs again.
+    """
+    if mode == "loop":
+        return ""
+    return " jvm_mode %s;" % mode
+
+
+def apply_mode(conf, mode):
+    extra = mode_directives(mode)
+    if not extra:
+        return conf
+    return re.sub(r"(jvm_content\s+[^;]+;)", lambda m: m.group(1) + extra,
+                  conf)
+
+
+# --- Java test handlers, compiled once per session -------------------------
+
+_java_classes = None
+
+
+def java_classes():
+    """The directory of the compiled tests/apps/java classes."""
+    global _java_classes
+    if _java_classes is None:
+        out = tempfile.mkdtemp(prefix="nginx-jvm-classes-")
+        atexit.register(shutil.rmtree, out, True)
+        sources = sorted(str(p) for p in JAVA_APPS.rglob("*.java"))
+        subprocess.run([JAVA_HOME + "/bin/javac", "-nowarn", "-cp", str(JAR),
+                        "-d", out] + sources, check=True,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        _java_classes = out
+    return _java_classes
+
+
+def ring_classpath():
+    """Clojure, Ring, Compojure, the test apps (Clojure and Java)."""
+    return [str(JAR), str(BUILD / "lib") + "/*", str(CLJ_APPS),
+            java_classes()] + RING_JARS
+
+
+def java_classpath():
+    """No Clojure at all: the runtime jar and the Java test handlers."""
+    return [str(JAR), java_classes()]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --- processes ---------------------------------------------------------------
+
+def children(pid):
+    """PIDs of the live child processes of pid (read from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        # fields[0] is the state, fields[1] the parent's pid
+        if int(fields[1]) == pid and fields[0] not in ("Z", "X"):
+            found.append(int(entry))
+    return sorted(found)
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def in_event_loop(pid):
+    """True when the process's main thread waits in epoll_wait, i.e. it has
+    finished its init_process hooks (JVM start) and serves requests."""
+    try:
+        with open("/proc/%d/syscall" % pid) as f:
+            nr = f.read().split()[0]
+    except (OSError, IndexError):
+        return None
+    return nr in ("232", "281")          # epoll_wait, epoll_pwait (x86_64)
+
+
+def wait_for(predicate, timeout, interval=0.05):
+    """Polls predicate until it returns something true; returns it or None."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(interval)
+
+
+# --- HTTP -----------------------------------------------------------------
+
+class Reply:
+    def __init__(self, status, headers, body, reason=""):
+        self.status = status
+        self.headers = headers          # list of (name, value), repeats kept
+        self.body = body
+        self.reason = reason
+
+    def header(self, name):
+        for k, v in self.headers:
+            if k.lower() == name.lower():
+                return v
+        return None
+
+    def header_all(self, name):
+        return [v for k, v in self.headers if k.lower() == name.lower()]
+
+    @property
+    def text(self):
+        return self.body.decode("utf-8")
+
+    def __repr__(self):
+        return "Reply(%d, %r, %r)" % (self.status, self.headers,
+                                      self.body[:200])
+
+
+def request(port, method, path, headers=None, body=None, timeout=30,
+            conn=None):
+    """One request with http.client; conn is reused when given."""
+    own = conn is None
+    if own:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        resp = conn.getresponse()
+        data = resp.read()
+        return Reply(resp.status, resp.getheaders(), data, resp.reason)
+    finally:
+        if own:
+            conn.close()
+
+
+def raw(port, data, timeout=10, host="127.0.0.1"):
+    """Sends bytes, reads until the server closes; returns all bytes read.
+    Raises socket.timeout when the server neither answers nor closes."""
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.sendall(data)
+        chunks = []
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            chunks.append(b)
+    return b"".join(chunks)
+
+
+def parse_raw(data):
+    """Splits raw response bytes into (status, [(name, value)], body bytes)."""
+    head, sep, body = data.partition(b"\r\n\r\n")
+    assert sep, "no end of header in %r" % data[:300]
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = []
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers.append((name.strip(), value.strip()))
+    return Reply(status, headers, body)
+
+
+def dechunk(body):
+    """Decodes a chunked body; returns (data, complete) where complete says
+    whether the terminating zero-length chunk was there."""
+    out = []
+    pos = 0
+    while True:
+        eol = body.find(b"\r\n", pos)
+        if eol < 0:
+            return b"".join(out), False
+        size = int(body[pos:eol].split(b";")[0], 16)
+        if size == 0:
+            return b"".join(out), True
+        start = eol + 2
+        if len(body) < start + size + 2:
+            out.append(body[start:start + size])
+            return b"".join(out), False
+        out.append(body[start:start + size])
+        pos = start + size + 2
+
+
+# --- nginx ----------------------------------------------------------------
+
+CONF = """\
+load_module @MODULE@;
+user root;
+worker_processes @WORKERS@;
+error_log @PREFIX@/logs/error.log info;
+pid @PREFIX@/logs/nginx.pid;
+@MAIN@
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path @PREFIX@/client_body_temp;
+    proxy_temp_path @PREFIX@/proxy_temp;
+    fastcgi_temp_path @PREFIX@/fastcgi_temp;
+    uwsgi_temp_path @PREFIX@/uwsgi_temp;
+    scgi_temp_path @PREFIX@/scgi_temp;
+@CLASSPATH@
+@HTTP@
+    server {
+        listen 127.0.0.1:@PORT@;
+        server_name localhost;
+@LOCATIONS@
+    }
+}
+"""
+
+
+class Nginx:
+    """One nginx under test.
+
+    locations: config text inside the main server block.
+    http: extra text in the http block (more servers, jvm_options, ...).
+    main: extra text in the main context (e.g. "master_process off;").
+    classpath: list of jvm_classpath entries, or None for no directive.
+    startup_allow: regexes of [error]-or-worse lines expected while workers
+    start (checked by start()); tests allow theirs with the log_allows marker.
+
+    In config text, @PREFIX@, @PORT@ and @PORT2@ are replaced.
+    """
+
+    instances = []          # every live instance, for the error log check
+
+    def __init__(self, locations="", http="", main="", classpath="ring",
+                 workers=1, mode="loop", startup_allow=()):
+        self.prefix = tempfile.mkdtemp(prefix="nginx-jvm-test-")
+        for d in ("logs", "html", "client_body_temp"):
+            os.mkdir(os.path.join(self.prefix, d))
+        self.port = free_port()
+        self.port2 = free_port()
+        self.workers = workers
+        self.mode = mode
+        self.startup_allow = list(startup_allow)
+        self.single = "master_process off" in main
+        self.proc = None
+        self.stderr = None
+        self.conf = os.path.join(self.prefix, "nginx.conf")
+        self.log = os.path.join(self.prefix, "logs", "error.log")
+        if classpath == "ring":
+            classpath = ring_classpath()
+        elif classpath == "java":
+            classpath = java_classpath()
+        cp = ""
+        if classpath:
+            cp = "    jvm_classpath %s;" % " ".join(classpath)
+        text = CONF
+        for key, value in (("@MAIN@", main), ("@CLASSPATH@", cp),
+                           ("@HTTP@", http), ("@LOCATIONS@", locations),
+                           ("@MODULE@", str(MODULE)),
+                           ("@WORKERS@", str(workers)),
+                           ("@PREFIX@", self.prefix),
+                           ("@PORT2@", str(self.port2)),
+                           ("@PORT@", str(self.port))):
+            text = text.replace(key, value)
+        with open(self.conf, "w") as f:
+            f.write(apply_mode(text, mode))
+        Nginx.instances.append(self)
+
+    # -- control --
+
+    def path(self, *parts):
+        return os.path.join(self.prefix, *parts)
+
+    def test_config(self):
+        """Runs `nginx -t`; returns the CompletedProcess (text output)."""
+        return subprocess.run([NGINX, "-t", "-p", self.prefix, "-c",
+                               self.conf], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+
+    def start(self, timeout=30):
+        self.stderr = open(self.path("logs", "stderr.log"), "ab")
+        self.proc = subprocess.Popen(
+            [NGINX, "-p", self.prefix, "-c", self.conf, "-g", "daemon off;"],
+            stdout=self.stderr, stderr=self.stderr)
+        if not self.wait_ready(timeout=timeout):
+            self.stop()
+            raise RuntimeError("nginx did not get ready:\n" + self.log_text()
+                               + self.stderr_text())
+        problems = self.log_problems(0, self.startup_allow)
+        assert not problems, "errors while starting:\n" + "\n".join(problems)
+        return self
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        self.cleanup()
+
+    @property
+    def master_pid(self):
+        return self.proc.pid
+
+    def worker_pids(self):
+        if self.single:
+            return [self.proc.pid] if alive(self.proc.pid) else []
+        pids = []
+        for pid in children(self.proc.pid):
+            try:
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    cmd = f.read()
+            except OSError:
+                continue
+            if cmd.startswith(b"nginx: worker process") \
+                    and b"shutting down" not in cmd:
+                pids.append(pid)
+        return pids
+
+    def wait_ready(self, timeout=30, exclude=()):
+        """Waits until `workers` workers (none in exclude) serve requests."""
+        def ready():
+            if self.proc.poll() is not None:
+                raise RuntimeError("nginx exited with %s:\n%s%s" % (
+                    self.proc.returncode, self.log_text(),
+                    self.stderr_text()))
+            pids = [p for p in self.worker_pids() if p not in exclude]
+            if len(pids) != self.workers:
+                return None
+            states = [in_event_loop(p) for p in pids]
+            if None in states:              # /proc/PID/syscall unreadable
+                return self._probe()
+            return all(states) and self._probe()
+        return wait_for(ready, timeout)
+
+    def _probe(self):
+        try:
+            with socket.create_connection(("127.0.0.1", self.port),
+                                          timeout=1):
+                return True
+        except OSError:
+            return False
+
+    def control(self, args):
+        """`nginx -s ARG`"""
+        return subprocess.run([NGINX, "-p", self.prefix, "-c", self.conf,
+                               "-s", args], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True,
+                              timeout=30)
+
+    def stop(self, sig=signal.SIGTERM, timeout=10):
+        """Stops nginx; returns True if it exited by itself in time."""
+        if self.proc is None or self.proc.poll() is not None:
+            self._close_stderr()
+            return True
+        workers = self.worker_pids()
+        try:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout)
+            clean = True
+        except subprocess.TimeoutExpired:
+            clean = False
+            self.proc.kill()
+            self.proc.wait()
+        for pid in workers:             # never leave a worker behind
+            if alive(pid):
+                clean = False
+                os.kill(pid, signal.SIGKILL)
+        self._close_stderr()
+        return clean
+
+    def _close_stderr(self):
+        if self.stderr:
+            self.stderr.close()
+            self.stderr = None
+
+    def cleanup(self):
+        if self in Nginx.instances:
+            Nginx.instances.remove(self)
+        if not KEEP:
+            shutil.rmtree(self.prefix, ignore_errors=True)
+
+    # -- HTTP --
+
+    def request(self, method, path, headers=None, body=None, timeout=30,
+                conn=None):
+        return request(self.port, method, path, headers, body, timeout, conn)
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def raw(self, data, timeout=10, port=None):
+        return raw(port or self.port, data, timeout)
+
+    # -- the error log --
+
+    def log_size(self):
+        try:
+            return os.path.getsize(self.log)
+        except OSError:
+            return 0
+
+    def log_text(self, since=0):
+        try:
+            with open(self.log, "rb") as f:
+                f.seek(since)
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def stderr_text(self):
+        try:
+            with open(self.path("logs", "stderr.log"), "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def log_lines(self, pattern, since=0):
+        return [l for l in self.log_text(since).splitlines()
+                if re.search(pattern, l)]
+
+    def log_problems(self, since=0, allowed=()):
+        """[alert]/[crit]/[error]/[emerg] lines after offset `since` that
+        match none of the `allowed` regexes."""
+        return [l for l in self.log_text(since).splitlines()
+                if PROBLEM.search(l)
+                and not any(re.search(a, l) for a in allowed)]
+
+    def wait_log(self, pattern, since=0, timeout=10):
+        return wait_for(lambda: self.log_lines(pattern, since), timeout)
+
+
+# --- EDN, as printed by pr-str ---------------------------------------------
+
+class Keyword(str):
+    """A Clojure keyword, kept with its colon: Keyword(":get")."""
+
+
+_EDN_TOKEN = re.compile(r"""
+    [\s,]*(?:
+      (?P<open>\#\{|[\[{(])
+    | (?P<close>[\]})])
+    | "(?P<string>(?:[^"\\]|\\.)*)"
+    | (?P<atom>[^\s,\[\]{}()"]+)
+    )""", re.X | re.S)
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\",
+            "b": "\b", "f": "\f"}
+
+
+def _unescape(s):
+    return re.sub(r"\\(u[0-9a-fA-F]{4}|.)",
+                  lambda m: chr(int(m.group(1)[1:], 16))
+                  if m.group(1).startswith("u") and len(m.group(1)) == 5
+                  else _ESCAPES.get(m.group(1), m.group(1)), s)
+
+
+def _atom(a):
+    if a == "nil":
+        return None
+    if a in ("true", "false"):
+        return a == "true"
+    if a.startswith(":"):
+        return Keyword(a)
+    if re.fullmatch(r"[-+]?\d+N?", a):
+        return int(a.rstrip("N"))
+    if re.fullmatch(r"[-+]?\d+(\.\d*)?([eE][-+]?\d+)?M?", a):
+        return float(a.rstrip("M"))
+    return a                        # a symbol: keep its name
+
+
+def read_edn(text):
+    """Reads one EDN value: maps become dicts, vectors and lists lists,
+    sets frozensets, keywords Keyword, nil None."""
+    tokens = [(m.lastgroup, m.group(m.lastgroup))
+              for m in _EDN_TOKEN.finditer(text.strip())]
+    pos = 0
+
+    def value():
+        nonlocal pos
+        kind, tok = tokens[pos]
+        pos += 1
+        if kind == "string":
+            return _unescape(tok)
+        if kind == "atom":
+            return _atom(tok)
+        if kind == "close":
+            raise ValueError("unexpected " + tok)
+        items = []
+        while tokens[pos][0] != "close":
+            items.append(value())
+        pos += 1
+        if tok == "{":
+            return dict(zip(items[::2], items[1::2]))
+        if tok == "#{":
+            return frozenset(items)
+        return items
+
+    result = value()
+    if pos != len(tokens):
+        raise ValueError("trailing text after EDN value")
+    return result
