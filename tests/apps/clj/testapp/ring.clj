@@ -203,3 +203,23 @@
   [_]
   (loop [acc []]
     (recur (conj acc (byte-array (* 1024 1024))))))
+
+;; --- TLS -------------------------------------------------------------------
+
+(defn tls
+  "What the request says about its TLS connection and client certificate."
+  [req]
+  (let [cert (:ssl-client-cert req)]
+    {:status 200
+     :headers {"Content-Type" "application/edn"}
+     :body (pr-str
+            {:scheme (:scheme req)
+             :server-port (:server-port req)
+             :cert-class (class-name cert)
+             :x509? (instance? java.security.cert.X509Certificate cert)
+             :subject (when cert
+                        (str (.getSubjectX500Principal
+                              ^java.security.cert.X509Certificate cert)))
+             :issuer (when cert
+                       (str (.getIssuerX500Principal
+                             ^java.security.cert.X509Certificate cert)))})}))

@@ -1,0 +1,108 @@
+"""Handlers that fail: exceptions, non-map responses, failing bodies and
+handlers that cannot be loaded.  The worker must go on serving."""
+
+import pytest
+
+from harness import dechunk, parse_raw, Nginx
+
+LOCATIONS = """
+        location /boom { jvm_content testapp.errors/boom; }
+        location /nil { jvm_content testapp.errors/returns-nil; }
+        location /string { jvm_content testapp.errors/returns-string; }
+        location /number { jvm_content testapp.errors/returns-number; }
+        location /seq-throws { jvm_content testapp.errors/seq-throws; }
+        location /pid { jvm_content testapp.ring/pid; }
+        location /missing-class { jvm_content com.nope.Missing; }
+        location /missing-var { jvm_content testapp.errors/no-such-var; }
+        location /static { return 200 "static ok"; }
+"""
+
+# A stack trace is logged in pieces; every piece is an [error] line.
+TRACE = r"jvm: (\s+at |\s*\.\.\. \d+ more|Caused by: |\s+Suppressed: )"
+MISSING = [r'jvm: cannot load handler "com.nope.Missing"',
+           r'jvm: cannot load handler "testapp.errors/no-such-var"', TRACE]
+
+
+@pytest.fixture(scope="module")
+def ng(mode):
+    with Nginx(LOCATIONS, mode=mode, startup_allow=MISSING) as n:
+        yield n
+
+
+def pid(ng):
+    r = ng.get("/pid")
+    assert r.status == 200
+    return int(r.body)
+
+
+@pytest.mark.log_allows(r"jvm: the handler threw", TRACE)
+def test_handler_throws(ng):
+    before = pid(ng)
+    since = ng.log_size()
+    r = ng.get("/boom")
+    assert r.status == 500
+    assert ng.wait_log(r"\[error\] .*jvm: the handler threw: "
+                       r"clojure.lang.ExceptionInfo: boom-marker", since)
+    # the stack trace, down to the handler's own frame
+    assert "at testapp.errors$boom" in ng.log_text(since)
+    # the same worker goes on serving
+    assert pid(ng) == before
+    assert ng.get("/static").body == b"static ok"
+
+
+@pytest.mark.log_allows(r"jvm: the handler threw", r"not a Ring response map",
+                        TRACE)
+@pytest.mark.parametrize("path, what", [
+    ("/nil", "nil"),
+    ("/string", "a java.lang.String"),
+    ("/number", "a java.lang.Long"),
+])
+def test_handler_returns_no_map(ng, path, what):
+    before = pid(ng)
+    since = ng.log_size()
+    r = ng.get(path)
+    assert r.status == 500
+    assert ng.wait_log(r"\[error\] .*the handler returned %s, not a Ring "
+                       r"response map" % what, since)
+    assert pid(ng) == before
+
+
+@pytest.mark.log_allows(r"jvm: the response body failed", r"seq-boom-marker",
+                        TRACE)
+def test_seq_body_throws_midway(ng):
+    before = pid(ng)
+    since = ng.log_size()
+    # A keep-alive request: a complete response would leave the connection
+    # open and raw() would time out; a failed body must close it.
+    data = ng.raw(b"GET /seq-throws HTTP/1.1\r\nHost: localhost\r\n\r\n",
+                  timeout=10)
+    r = parse_raw(data)
+    assert r.status == 200
+    assert r.header("Transfer-Encoding") == "chunked"
+    body, complete = dechunk(r.body)
+    assert not complete, "the truncated body ended with its 0-chunk"
+    expected = b"".join(bytes([97 + i % 26]) * 1000 for i in range(50))
+    assert len(body) < len(expected) + 1
+    assert expected.startswith(body)
+    assert ng.wait_log(r"\[error\] .*seq-boom-marker", since)
+    assert pid(ng) == before
+
+
+def test_log_of_missing_handlers_once_at_start(ng):
+    lines = ng.log_lines(r'\[error\] .*jvm: cannot load handler '
+                         r'"com.nope.Missing": java.lang.ClassNotFoundException')
+    assert len(lines) == 1, lines
+    lines = ng.log_lines(r'\[error\] .*jvm: cannot load handler '
+                         r'"testapp.errors/no-such-var"')
+    assert len(lines) == 1, lines
+
+
+@pytest.mark.log_allows(r"the handler of this location failed to load")
+@pytest.mark.parametrize("path", ["/missing-class", "/missing-var"])
+def test_missing_handler_answers_500(ng, path):
+    for _ in range(3):
+        assert ng.get(path).status == 500
+    # logged at start only, not once per request
+    assert len(ng.log_lines(r"cannot load handler")) == 2
+    assert pid(ng) > 0
+    assert ng.get("/static").status == 200
