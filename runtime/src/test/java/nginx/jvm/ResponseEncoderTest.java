@@ -13,11 +13,9 @@ import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.File;
 import java.io.IOException;
-import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 
 class ResponseEncoderTest {
@@ -284,40 +282,17 @@ class ResponseEncoderTest {
     }
 
     @Test
-    void errorMessageWithStackTrace() {
-        int n = encoder.error("the handler threw", new IllegalStateException("boom"));
-        DecodedResponse d = DecodedResponse.decode(encoder.buffer(), n);
-        assertEquals(500, d.status);
-        assertEquals("ERROR", d.kind);
-        assertEquals(-1, d.contentLength);
-        assertTrue(d.text.startsWith("the handler threw: java.lang.IllegalStateException: boom"), d.text);
-        assertTrue(d.text.contains("\tat nginx.jvm.ResponseEncoderTest.errorMessageWithStackTrace"), d.text);
-    }
-
-    @Test
     void enormousErrorMessageIsCutToTheBuffer() {
+        // The message names the bad header field; a huge name makes a huge message.
         ResponseEncoder small = new ResponseEncoder(128);
-        int n = small.error("x".repeat(1000), null);
+        int n = small.encode(new Response(200).header("X".repeat(1000), null));
         assertEquals(128, n);
         DecodedResponse d = DecodedResponse.decode(small.buffer(), n);
-        assertEquals("x".repeat(128 - 24), d.text);
+        assertEquals("ERROR", d.kind);
+        assertEquals(128 - 24, d.text.length());
+        assertTrue(d.text.startsWith("the handler answered a header field"), d.text);
+        assertFalse(small.replaced, "an error message never grows the buffer");
         assertEquals(128, small.buffer().capacity());
-    }
-
-    @Test
-    void errorClosesAnAbandonedStreamedBody() {
-        AtomicBoolean closed = new AtomicBoolean();
-        InputStream in = new ByteArrayInputStream(new byte[10]) {
-            @Override
-            public void close() {
-                closed.set(true);
-            }
-        };
-        encoder.encode(new Response(200).body(in));
-        assertTrue(encoder.pending != null);
-        encoder.error("gave up", null);
-        assertTrue(closed.get());
-        assertNull(encoder.pending);
     }
 
     @Test
