@@ -31,7 +31,7 @@ $(MODULE): $(BUILD)/.deps $(CSRC) scripts/build-module.sh
 
 jar: $(JAR)
 $(JAR): $(BUILD)/.deps $(JSRC)
-	cd runtime && $(MVN) package -DskipTests
+	cd runtime && $(MVN) package -Dmaven.test.skip=true
 	cp runtime/target/nginx-jvm.jar $@
 
 # Clojure (and its two spec libraries) from Maven Central, for Ring handlers.

@@ -32,6 +32,19 @@ static ngx_int_t ngx_http_jvm_init_process(ngx_cycle_t *cycle);
 static void ngx_http_jvm_exit_process(ngx_cycle_t *cycle);
 
 
+static ngx_conf_enum_t  ngx_http_jvm_modes[] = {
+    { ngx_string("loop"), NGX_HTTP_JVM_LOOP },
+    { ngx_string("pool"), NGX_HTTP_JVM_POOL },
+    { ngx_string("virtual"), NGX_HTTP_JVM_VIRTUAL },
+    { ngx_null_string, 0 }
+};
+
+
+static ngx_conf_num_bounds_t  ngx_http_jvm_positive = {
+    ngx_conf_check_num_bounds, 1, 100000
+};
+
+
 static ngx_command_t  ngx_http_jvm_commands[] = {
 
     { ngx_string("jvm_path"),
@@ -68,6 +81,44 @@ static ngx_command_t  ngx_http_jvm_commands[] = {
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
+
+    { ngx_string("jvm_mode"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_HTTP_LIF_CONF
+                        |NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_jvm_loc_conf_t, mode),
+      &ngx_http_jvm_modes },
+
+    { ngx_string("jvm_async"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_HTTP_LIF_CONF
+                        |NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_jvm_loc_conf_t, async),
+      NULL },
+
+    { ngx_string("jvm_response_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_HTTP_LIF_CONF
+                        |NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_jvm_loc_conf_t, response_timeout),
+      NULL },
+
+    { ngx_string("jvm_pool_size"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_jvm_main_conf_t, pool_size),
+      &ngx_http_jvm_positive },
+
+    { ngx_string("jvm_queue"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_jvm_main_conf_t, queue),
+      &ngx_http_jvm_positive },
 
       ngx_null_command
 };
@@ -121,7 +172,13 @@ ngx_http_jvm_create_main_conf(ngx_conf_t *cf)
      *     jmcf->classpath = NULL;
      *     jmcf->options = NULL;
      *     jmcf->init = { 0, NULL };
+     *     jmcf->uses_pool = 0;
+     *     jmcf->uses_virtual = 0;
+     *     jmcf->uses_tasks = 0;
      */
+
+    jmcf->pool_size = NGX_CONF_UNSET;
+    jmcf->queue = NGX_CONF_UNSET;
 
     if (ngx_array_init(&jmcf->handlers, cf->pool, 4, sizeof(ngx_str_t))
         != NGX_OK)
@@ -137,6 +194,9 @@ static char *
 ngx_http_jvm_init_main_conf(ngx_conf_t *cf, void *conf)
 {
     ngx_http_jvm_main_conf_t *jmcf = conf;
+
+    ngx_conf_init_value(jmcf->pool_size, 16);
+    ngx_conf_init_value(jmcf->queue, 1024);
 
     if (jmcf->handlers.nelts == 0 && jmcf->init.len == 0) {
         /* the module is loaded but unused: no JVM is needed */
@@ -177,6 +237,9 @@ ngx_http_jvm_create_loc_conf(ngx_conf_t *cf)
     }
 
     jlcf->handler = NGX_CONF_UNSET;
+    jlcf->mode = NGX_CONF_UNSET_UINT;
+    jlcf->async = NGX_CONF_UNSET;
+    jlcf->response_timeout = NGX_CONF_UNSET_MSEC;
 
     return jlcf;
 }
@@ -188,7 +251,31 @@ ngx_http_jvm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_jvm_loc_conf_t *prev = parent;
     ngx_http_jvm_loc_conf_t *conf = child;
 
+    ngx_http_jvm_main_conf_t  *jmcf;
+
     ngx_conf_merge_value(conf->handler, prev->handler, NGX_CONF_UNSET);
+    ngx_conf_merge_uint_value(conf->mode, prev->mode, NGX_HTTP_JVM_LOOP);
+    ngx_conf_merge_value(conf->async, prev->async, 0);
+    ngx_conf_merge_msec_value(conf->response_timeout, prev->response_timeout,
+                              60000);
+
+    /* the worker starts only the executors that some location uses */
+
+    if (conf->handler != NGX_CONF_UNSET) {
+        jmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_jvm_module);
+
+        if (conf->mode == NGX_HTTP_JVM_POOL) {
+            jmcf->uses_pool = 1;
+        }
+
+        if (conf->mode == NGX_HTTP_JVM_VIRTUAL) {
+            jmcf->uses_virtual = 1;
+        }
+
+        if (conf->mode != NGX_HTTP_JVM_LOOP || conf->async) {
+            jmcf->uses_tasks = 1;
+        }
+    }
 
     return NGX_CONF_OK;
 }

@@ -141,6 +141,10 @@ ngx_http_jvm_call(ngx_http_request_t *r)
 
     len = ngx_http_jvm_encode(r, &jr, jvm->req_addr);
 
+    if (jlcf->mode != NGX_HTTP_JVM_LOOP || jlcf->async) {
+        return ngx_http_jvm_task_submit(r, len);
+    }
+
     env = jvm->env;
 
     n = (*env)->CallStaticIntMethod(env, jvm->worker, jvm->handle,

@@ -14,13 +14,6 @@
 
 
 typedef struct {
-    jobject        body;        /* global ref to the nginx.jvm BodySource */
-    ngx_chain_t   *free;
-    ngx_chain_t   *busy;
-} ngx_http_jvm_ctx_t;
-
-
-typedef struct {
     u_char        *pos;
     u_char        *last;
 } ngx_http_jvm_reader_t;
@@ -33,11 +26,9 @@ static ngx_int_t ngx_http_jvm_send_inline(ngx_http_request_t *r,
 static ngx_int_t ngx_http_jvm_send_file(ngx_http_request_t *r,
     ngx_str_t *path);
 static ngx_int_t ngx_http_jvm_send_stream(ngx_http_request_t *r);
-static ngx_int_t ngx_http_jvm_stream(ngx_http_request_t *r,
-    ngx_http_jvm_ctx_t *ctx);
 static void ngx_http_jvm_stream_writer(ngx_http_request_t *r);
 static void ngx_http_jvm_stream_close(ngx_http_jvm_ctx_t *ctx);
-static void ngx_http_jvm_stream_cleanup(void *data);
+static void ngx_http_jvm_cleanup(void *data);
 
 
 static ngx_inline uint32_t
@@ -98,7 +89,9 @@ ngx_http_jvm_send_response(ngx_http_request_t *r, size_t len)
                                   s.data, s.len);
         }
 
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return status == NGX_HTTP_SERVICE_UNAVAILABLE
+               ? NGX_HTTP_SERVICE_UNAVAILABLE
+               : NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     r->headers_out.status = status;
@@ -465,13 +458,47 @@ ngx_http_jvm_send_file(ngx_http_request_t *r, ngx_str_t *path)
 }
 
 
+/*
+ * The request's context, made when the request outlives one call into Java.
+ * Its cleanup runs however the request ends: done, failed, timed out or the
+ * client gone.
+ */
+
+ngx_http_jvm_ctx_t *
+ngx_http_jvm_get_ctx(ngx_http_request_t *r)
+{
+    ngx_pool_cleanup_t  *cln;
+    ngx_http_jvm_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_jvm_module);
+    if (ctx) {
+        return ctx;
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_jvm_ctx_t));
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+
+    if (ctx == NULL || cln == NULL) {
+        return NULL;
+    }
+
+    ctx->request = r;
+
+    cln->handler = ngx_http_jvm_cleanup;
+    cln->data = ctx;
+
+    ngx_http_set_ctx(r, ctx, ngx_http_jvm_module);
+
+    return ctx;
+}
+
+
 static ngx_int_t
 ngx_http_jvm_send_stream(ngx_http_request_t *r)
 {
     jobject              body;
     JNIEnv              *env;
     ngx_int_t            rc;
-    ngx_pool_cleanup_t  *cln;
     ngx_http_jvm_ctx_t  *ctx;
 
     env = ngx_http_jvm_vm.env;
@@ -482,23 +509,14 @@ ngx_http_jvm_send_stream(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_jvm_ctx_t));
-    cln = ngx_pool_cleanup_add(r->pool, 0);
-
-    if (ctx == NULL || cln == NULL) {
+    ctx = ngx_http_jvm_get_ctx(r);
+    if (ctx == NULL) {
         (*env)->DeleteLocalRef(env, body);
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    /* the body is closed however the request ends: done, failed or gone */
-
     ctx->body = (*env)->NewGlobalRef(env, body);
     (*env)->DeleteLocalRef(env, body);
-
-    cln->handler = ngx_http_jvm_stream_cleanup;
-    cln->data = ctx;
-
-    ngx_http_set_ctx(r, ctx, ngx_http_jvm_module);
 
     rc = ngx_http_send_header(r);
 
@@ -524,11 +542,12 @@ ngx_http_jvm_send_stream(ngx_http_request_t *r)
 
 /*
  * Sends pieces of the body until it ends (returns what ngx_http_output_filter
- * returned for the last one), fails (NGX_ERROR) or the client is slower than
- * the body (NGX_AGAIN, with the write event armed).
+ * returned for the last one), fails (NGX_ERROR), the client is slower than
+ * the body (NGX_AGAIN, with the write event armed), or the body is slower
+ * than the client (NGX_AGAIN, waiting for its producer on a JVM thread).
  */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_jvm_stream(ngx_http_request_t *r, ngx_http_jvm_ctx_t *ctx)
 {
     jint                       n;
@@ -558,13 +577,19 @@ ngx_http_jvm_stream(ngx_http_request_t *r, ngx_http_jvm_ctx_t *ctx)
             return ngx_http_send_special(r, NGX_HTTP_LAST);
         }
 
-        if (n < -1) {
+        if (n == -2) {
+            /* a JVM thread has not produced the next piece yet */
+            ngx_http_jvm_task_wait(r, ctx);
+            return NGX_AGAIN;
+        }
+
+        if (n < -2) {
             /*
              * The body failed half-way: what was sent stays sent, and
              * closing the connection tells the client it was cut short.
              */
             ngx_http_jvm_log_text(NGX_LOG_ERR, r->connection->log,
-                                  jvm->resp_addr, (size_t) (-2 - n));
+                                  jvm->resp_addr, (size_t) (-3 - n));
             ngx_http_jvm_stream_close(ctx);
             return NGX_ERROR;
         }
@@ -687,7 +712,10 @@ ngx_http_jvm_stream_close(ngx_http_jvm_ctx_t *ctx)
 
 
 static void
-ngx_http_jvm_stream_cleanup(void *data)
+ngx_http_jvm_cleanup(void *data)
 {
-    ngx_http_jvm_stream_close(data);
+    ngx_http_jvm_ctx_t  *ctx = data;
+
+    ngx_http_jvm_task_cancel(ctx);
+    ngx_http_jvm_stream_close(ctx);
 }

@@ -39,6 +39,8 @@ ngx_http_jvm_vm_start(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
     ngx_str_t   *name;
     ngx_uint_t   i;
 
+    ngx_http_jvm_vm.notify_fd = -1;
+
     ngx_http_jvm_check_readable(cycle, jmcf);
 
     if (ngx_http_jvm_vm_create(cycle, jmcf) != NGX_OK) {
@@ -61,12 +63,42 @@ ngx_http_jvm_vm_start(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
                                            &name[i], "jvm_content");
     }
 
+    if (jmcf->uses_tasks && ngx_http_jvm_tasks_init(cycle, jmcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     if (jmcf->init.len) {
         (void) ngx_http_jvm_vm_call_string(cycle, ngx_http_jvm_vm.init,
                                            &jmcf->init, "jvm_init");
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * Threads started while this thread blocks nginx's signals inherit the mask:
+ * those signals are then always delivered to the event loop's thread.
+ */
+
+void
+ngx_http_jvm_block_signals(sigset_t *old)
+{
+    sigset_t  set;
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGQUIT);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGWINCH);
+    sigaddset(&set, SIGALRM);
+    sigaddset(&set, SIGIO);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGPIPE);
+
+    pthread_sigmask(SIG_BLOCK, &set, old);
 }
 
 
@@ -77,7 +109,7 @@ ngx_http_jvm_vm_create(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
     void                    *lib;
     size_t                   len;
     jint                     rc;
-    sigset_t                 set, old;
+    sigset_t                 old;
     ngx_str_t               *cp, *opt;
     ngx_uint_t               i, n;
     JavaVMOption            *options;
@@ -152,24 +184,7 @@ ngx_http_jvm_vm_create(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
     args.options = options;
     args.ignoreUnrecognized = JNI_FALSE;
 
-    /*
-     * Threads the JVM starts inherit this thread's signal mask: with nginx's
-     * signals blocked there, they are always delivered to the event loop.
-     */
-
-    sigemptyset(&set);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGQUIT);
-    sigaddset(&set, SIGUSR1);
-    sigaddset(&set, SIGWINCH);
-    sigaddset(&set, SIGALRM);
-    sigaddset(&set, SIGIO);
-    sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGPIPE);
-
-    pthread_sigmask(SIG_BLOCK, &set, &old);
+    ngx_http_jvm_block_signals(&old);
 
     rc = create(&ngx_http_jvm_vm.vm, (void **) &ngx_http_jvm_vm.env, &args);
 
@@ -226,6 +241,14 @@ ngx_http_jvm_vm_bind(ngx_cycle_t *cycle)
     jvm->close = (*env)->GetStaticMethodID(env, jvm->worker, "close",
                                            "(Ljava/lang/Object;)V");
     jvm->stop = (*env)->GetStaticMethodID(env, jvm->worker, "stop", "()V");
+    jvm->configure = (*env)->GetStaticMethodID(env, jvm->worker, "configure",
+                             "(IIZ)Ljava/lang/String;");
+    jvm->submit = (*env)->GetStaticMethodID(env, jvm->worker, "submit",
+                                            "(IIJIZ)I");
+    jvm->poll = (*env)->GetStaticMethodID(env, jvm->worker, "poll", "()J");
+    jvm->take = (*env)->GetStaticMethodID(env, jvm->worker, "take", "(J)I");
+    jvm->cancel = (*env)->GetStaticMethodID(env, jvm->worker, "cancel",
+                                            "(J)V");
     jvm->pending = (*env)->GetStaticFieldID(env, jvm->worker, "pending",
                                             "Ljava/lang/Object;");
 

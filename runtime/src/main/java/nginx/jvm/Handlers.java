@@ -15,15 +15,17 @@ final class Handlers {
         return name.indexOf('/') > 0;
     }
 
-    static Handler load(String name) throws Exception {
+    /** A {@link Handler}, an {@link AsyncHandler}, or both (Ring handlers). */
+    static Object load(String name) throws Exception {
         if (isClojureVar(name)) {
-            return (Handler) ring("handler", name);
+            return ring("handler", name);
         }
         Class<?> c = Class.forName(name);
-        if (!Handler.class.isAssignableFrom(c)) {
-            throw new IllegalArgumentException(name + " does not implement " + Handler.class.getName());
+        if (!Handler.class.isAssignableFrom(c) && !AsyncHandler.class.isAssignableFrom(c)) {
+            throw new IllegalArgumentException(name + " implements neither "
+                    + Handler.class.getName() + " nor " + AsyncHandler.class.getName());
         }
-        return (Handler) c.getDeclaredConstructor().newInstance();
+        return c.getDeclaredConstructor().newInstance();
     }
 
     /** A Clojure var (called with no arguments) or a Java class implementing Runnable. */

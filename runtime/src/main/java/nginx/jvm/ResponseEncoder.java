@@ -52,13 +52,13 @@ final class ResponseEncoder {
                 buffer = ByteBuffer.allocateDirect(buffer.capacity() * 2).order(ByteOrder.nativeOrder());
                 replaced = true;
             } catch (BadResponseException e) {
-                return error(e.getMessage(), null);
+                return error(500, e.getMessage(), null);
             }
         }
     }
 
-    /** Encodes "answer 500 and log this message" (with the stack trace of {@code t}, if any). */
-    int error(String message, Throwable t) {
+    /** Encodes "answer {@code status} and log this message" (with the stack trace of {@code t}, if any). */
+    int error(int status, String message, Throwable t) {
         String text = message;
         if (t != null) {
             StringWriter sw = new StringWriter();
@@ -80,7 +80,7 @@ final class ResponseEncoder {
             pending = null;
         }
         buffer.clear();
-        buffer.putInt(500).putInt(ERROR).putLong(-1).putInt(0);
+        buffer.putInt(status).putInt(ERROR).putLong(-1).putInt(0);
         buffer.putInt(bytes.length).put(bytes);
         return buffer.position();
     }
@@ -125,20 +125,29 @@ final class ResponseEncoder {
             buffer.putInt(path.length).put(path);
             return buffer.position();
         }
-        BodySource source;
-        if (body instanceof InputStream) {
-            source = new BodySource.Stream((InputStream) body);
-        } else if (body instanceof Iterable) {
-            source = new BodySource.Elements(((Iterable<?>) body).iterator(), charset(contentType));
-        } else if (body instanceof BodyWriter) {
-            source = new BodySource.Stream(Pipe.start((BodyWriter) body));
-        } else {
-            throw new BadResponseException("the handler answered a body of type "
-                    + body.getClass().getName() + ", which nginx-jvm cannot send");
-        }
+        BodySource source = source(r);
         buffer.putInt(kindAt, STREAM);
         pending = source;
         return buffer.position();
+    }
+
+    /** The source of a body sent in pieces: a stream, elements, a writer, or one already made. */
+    static BodySource source(Response r) {
+        Object body = r.body();
+        if (body instanceof BodySource) {
+            return (BodySource) body;
+        }
+        if (body instanceof InputStream) {
+            return new BodySource.Stream((InputStream) body);
+        }
+        if (body instanceof Iterable) {
+            return new BodySource.Elements(((Iterable<?>) body).iterator(), charset(r.header("Content-Type")));
+        }
+        if (body instanceof BodyWriter) {
+            return new BodySource.Stream(Pipe.start((BodyWriter) body));
+        }
+        throw new BadResponseException("the handler answered a body of type "
+                + body.getClass().getName() + ", which nginx-jvm cannot send");
     }
 
     private int inline(int kindAt, byte[] bytes) {

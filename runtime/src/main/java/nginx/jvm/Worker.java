@@ -17,7 +17,8 @@ import java.util.List;
 public final class Worker {
     private static final int BUFFER_SIZE = 64 * 1024;
 
-    private static final List<Handler> handlers = new ArrayList<>();
+    private static final List<Object> handlers = new ArrayList<>();
+    private static final Tasks tasks = new Tasks(Worker::wake);
     private static ByteBuffer requestBuffer =
             ByteBuffer.allocateDirect(BUFFER_SIZE).order(ByteOrder.nativeOrder());
     private static final ResponseEncoder encoder = new ResponseEncoder(BUFFER_SIZE);
@@ -72,33 +73,106 @@ public final class Worker {
      * response buffer, negated when the response buffer was replaced.
      */
     public static int handle(int index, int length) {
-        Handler handler = handlers.get(index);
+        Object handler = handlers.get(index);
         int n;
-        if (handler == null) {
-            n = encoder.error("the handler of this location failed to load (see the log at worker start)", null);
+        if (!(handler instanceof Handler)) {
+            n = notLoaded(handler, Handler.class);
         } else {
             try {
-                byte[] data = new byte[length];
-                requestBuffer.get(0, data, 0, length);
-                Response response = handler.handle(new Request(data));
+                Response response = ((Handler) handler).handle(request(length));
                 if (response == null) {
-                    n = encoder.error("the handler returned no response (null)", null);
+                    n = encoder.error(500, "the handler returned no response (null)", null);
                 } else {
                     n = encoder.encode(response);
                 }
             } catch (Throwable t) {
-                n = encoder.error("the handler threw", t);
+                n = encoder.error(500, "the handler threw", t);
             }
         }
+        return result(n);
+    }
+
+    private static Request request(int length) {
+        byte[] data = new byte[length];
+        requestBuffer.get(0, data, 0, length);
+        return new Request(data);
+    }
+
+    private static int notLoaded(Object handler, Class<?> kind) {
+        if (handler == null) {
+            return encoder.error(500, "the handler of this location failed to load"
+                    + " (see the log at worker start)", null);
+        }
+        return encoder.error(500, handler.getClass().getName() + " does not implement "
+                + kind.getName() + " (check jvm_async)", null);
+    }
+
+    /** What handle() and take() return: the length, negated if the buffer was replaced. */
+    private static int result(int n) {
         pending = encoder.pending;
         encoder.pending = null;
         return encoder.replaced ? -n : n;
     }
 
     /**
+     * Sets up where handlers may run: a pool of {@code poolSize} threads
+     * (none if 0) with {@code queueSize} waiting requests, and virtual threads.
+     * Returns null, or why virtual threads cannot be had.
+     */
+    public static String configure(int poolSize, int queueSize, boolean virtual) {
+        try {
+            return tasks.configure(poolSize, queueSize, virtual);
+        } catch (Throwable t) {
+            return describe("cannot start the thread pool", t);
+        }
+    }
+
+    /**
+     * Starts the request in the request buffer as task {@code id}: on the
+     * loop (async handlers), a pool thread or a virtual thread. Returns 0 when
+     * accepted: {@link #poll} names it when its response is ready. Otherwise
+     * returns the length of an encoded error response (503 when refused).
+     */
+    public static int submit(int index, int length, long id, int mode, boolean async) {
+        Object handler = handlers.get(index);
+        if (!(async ? handler instanceof AsyncHandler : handler instanceof Handler)) {
+            return result(notLoaded(handler, async ? AsyncHandler.class : Handler.class));
+        }
+        try {
+            String refused = tasks.submit(new Task(id, mode, handler, request(length), async, tasks), mode);
+            return refused == null ? 0 : result(encoder.error(503, refused, null));
+        } catch (Throwable t) {
+            return result(encoder.error(500, "cannot start the handler", t));
+        }
+    }
+
+    /** The id of the next task with something for the event loop, or 0. */
+    public static long poll() {
+        return tasks.poll();
+    }
+
+    /** Encodes task {@code id}'s response, as {@link #handle} does. */
+    public static int take(long id) {
+        Task task = tasks.get(id);
+        int n = task == null
+                ? encoder.error(500, "no such task", null)
+                : task.encode(encoder);
+        return result(n);
+    }
+
+    /** Task {@code id}'s request is over: forget it, stop its body. */
+    public static void cancel(long id) {
+        tasks.cancel(id);
+    }
+
+    /** Wakes the event loop (the C module's eventfd); any thread. */
+    private static native void wake();
+
+    /**
      * Writes the next piece of a streamed body into the response buffer.
-     * Returns its length; -1 at the end; or, when the body failed, -2 minus
-     * the length of an error message written into the buffer instead.
+     * Returns its length; -1 at the end; -2 when the piece is not produced
+     * yet (the task is named by {@link #poll} when it is); or, when the body
+     * failed, -3 minus the length of an error message written instead.
      */
     public static int next(Object body) {
         ByteBuffer out = encoder.buffer();
@@ -108,7 +182,7 @@ public final class Worker {
             byte[] msg = describe("the response body failed", t).getBytes(StandardCharsets.UTF_8);
             int n = Math.min(msg.length, out.capacity());
             out.put(0, msg, 0, n);
-            return -2 - n;
+            return -3 - n;
         }
     }
 

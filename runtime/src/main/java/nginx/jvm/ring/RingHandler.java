@@ -1,5 +1,6 @@
 package nginx.jvm.ring;
 
+import clojure.lang.AFn;
 import clojure.lang.IFn;
 import clojure.lang.ILookup;
 import clojure.lang.Keyword;
@@ -10,9 +11,11 @@ import clojure.lang.Var;
 import java.io.File;
 import java.io.InputStream;
 import java.util.Map;
+import nginx.jvm.AsyncHandler;
 import nginx.jvm.BodyWriter;
 import nginx.jvm.Handler;
 import nginx.jvm.Request;
+import nginx.jvm.Responder;
 import nginx.jvm.Response;
 
 /**
@@ -21,7 +24,7 @@ import nginx.jvm.Response;
  * {@link Response}. The runtime reaches this class only by reflection, so it
  * needs Clojure only when a Clojure handler is configured.
  */
-public final class RingHandler implements Handler {
+public final class RingHandler implements Handler, AsyncHandler {
     private static final Keyword STATUS = Keyword.intern("status");
     private static final Keyword HEADERS = Keyword.intern("headers");
     private static final Keyword BODY = Keyword.intern("body");
@@ -77,6 +80,34 @@ public final class RingHandler implements Handler {
     @Override
     public Response handle(Request request) {
         return response(var.invoke(new RingRequest(request)));
+    }
+
+    /** The 3-arity form: {@code (handler request respond raise)}. */
+    @Override
+    public void handle(Request request, Responder responder) {
+        IFn respond = new AFn() {
+            @Override
+            public Object invoke(Object ring) {
+                Response r;
+                try {
+                    r = response(ring);
+                } catch (RuntimeException e) {
+                    responder.raise(e);
+                    return null;
+                }
+                responder.respond(r);
+                return null;
+            }
+        };
+        IFn raise = new AFn() {
+            @Override
+            public Object invoke(Object error) {
+                responder.raise(error instanceof Throwable ? (Throwable) error
+                        : new IllegalStateException("raise called with " + error));
+                return null;
+            }
+        };
+        var.invoke(new RingRequest(request), respond, raise);
     }
 
     /** Converts a Ring response map; anything else is the handler's mistake. */

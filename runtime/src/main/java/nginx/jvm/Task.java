@@ -1,0 +1,122 @@
+package nginx.jvm;
+
+import java.lang.System.Logger.Level;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * One request served off the event loop (or answered later by an async
+ * handler). A JVM thread completes it; the event loop takes the response
+ * when {@link Tasks} tells it the task is ready. Everything but
+ * {@link #respond} and {@link #raise} runs on the event loop.
+ */
+final class Task implements Responder, Runnable {
+    private static final System.Logger LOG = System.getLogger("nginx.jvm");
+
+    final long id;
+    final int mode;
+    /** True while the task is on the ready queue (see {@link Tasks#ready}). */
+    final AtomicBoolean queued = new AtomicBoolean();
+    private final Object handler;
+    private final Request request;
+    private final boolean async;
+    private final Tasks tasks;
+    private final AtomicBoolean done = new AtomicBoolean();
+
+    // Written once by the completing thread before the task is queued as
+    // ready; the queue hands them to the event loop safely.
+    private Response response;
+    private Throwable error;
+    private String errorMessage;
+
+    volatile boolean cancelled;
+
+    private volatile Thread handlerThread;
+
+    Task(long id, int mode, Object handler, Request request, boolean async, Tasks tasks) {
+        this.id = id;
+        this.mode = mode;
+        this.handler = handler;
+        this.request = request;
+        this.async = async;
+        this.tasks = tasks;
+    }
+
+    /** Runs the handler: on a pool or virtual thread, or on the loop for async handlers. */
+    @Override
+    public void run() {
+        handlerThread = Thread.currentThread();
+        try {
+            if (async) {
+                ((AsyncHandler) handler).handle(request, this);
+            } else {
+                Response r = ((Handler) handler).handle(request);
+                if (r == null) {
+                    fail("the handler returned no response (null)", null);
+                } else {
+                    respond(r);
+                }
+            }
+        } catch (Throwable t) {
+            fail("the handler threw", t);
+        } finally {
+            handlerThread = null;
+        }
+    }
+
+    boolean onHandlerThread() {
+        return handlerThread == Thread.currentThread();
+    }
+
+    /** The request is over: a body still being produced stops. */
+    void closeBody() {
+        Response r = response;
+        if (r != null && r.body() instanceof BodySource) {
+            try {
+                ((BodySource) r.body()).close();
+            } catch (Exception ignored) {
+                // nobody is left to tell
+            }
+        }
+    }
+
+    @Override
+    public void respond(Response r) {
+        if (r == null) {
+            fail("the handler responded with no response (null)", null);
+            return;
+        }
+        if (!done.compareAndSet(false, true)) {
+            LOG.log(Level.DEBUG, "respond() after the response was given: ignored");
+            return;
+        }
+        response = r;
+        tasks.stream(this, r);
+    }
+
+    @Override
+    public void raise(Throwable t) {
+        fail("the handler raised", t);
+    }
+
+    private void fail(String message, Throwable t) {
+        if (!done.compareAndSet(false, true)) {
+            LOG.log(Level.DEBUG, "raise() after the response was given: ignored", t);
+            return;
+        }
+        errorMessage = message;
+        error = t;
+        tasks.ready(this);
+    }
+
+    Response response() {
+        return response;
+    }
+
+    /** Encodes the response (or the failure) into the encoder's buffer. */
+    int encode(ResponseEncoder encoder) {
+        if (errorMessage != null) {
+            return encoder.error(500, errorMessage, error);
+        }
+        return encoder.encode(response);
+    }
+}

@@ -1,0 +1,181 @@
+package nginx.jvm;
+
+import java.io.InputStream;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Where handlers run when not on the event loop, and the way their results
+ * come back to it: a completed task is put on the ready queue and the event
+ * loop is woken through the C module's eventfd, once per batch.
+ */
+final class Tasks {
+    static final int LOOP = 0, POOL = 1, VIRTUAL = 2;
+
+    private final ConcurrentLinkedQueue<Task> ready = new ConcurrentLinkedQueue<>();
+    private final AtomicBoolean signalled = new AtomicBoolean();
+    private final Runnable waker;
+
+    // Event loop only.
+    private final Map<Long, Task> live = new HashMap<>();
+
+    private ThreadPoolExecutor pool;
+    private ExecutorService virtual;
+    private Semaphore virtualSlots;
+    private String virtualError = "virtual threads were not configured";
+
+    private static final ExecutorService PRODUCERS = Executors.newCachedThreadPool(daemon("nginx-jvm-body"));
+
+    Tasks(Runnable waker) {
+        this.waker = waker;
+    }
+
+    private static java.util.concurrent.ThreadFactory daemon(String name) {
+        AtomicInteger n = new AtomicInteger();
+        return r -> {
+            Thread t = new Thread(r, name + "-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        };
+    }
+
+    /**
+     * Makes the pool and, if asked, the virtual-thread executor. Returns null,
+     * or why virtual threads cannot be had (a JDK older than 21).
+     */
+    String configure(int poolSize, int queueSize, boolean useVirtual) {
+        if (poolSize > 0) {
+            pool = new ThreadPoolExecutor(poolSize, poolSize, 60, TimeUnit.SECONDS,
+                    new ArrayBlockingQueue<>(Math.max(1, queueSize)), daemon("nginx-jvm-pool"));
+            // made now, on the thread that blocks nginx's signals
+            pool.prestartAllCoreThreads();
+        }
+        if (!useVirtual) {
+            return null;
+        }
+        try {
+            virtual = (ExecutorService) Executors.class
+                    .getMethod("newVirtualThreadPerTaskExecutor").invoke(null);
+            virtualSlots = new Semaphore(Math.max(1, queueSize));
+            virtualError = null;
+            return null;
+        } catch (ReflectiveOperationException e) {
+            virtualError = "jvm_mode virtual needs a JDK 21 or newer; this JVM is "
+                    + System.getProperty("java.version") + " (set jvm_path)";
+            return virtualError;
+        }
+    }
+
+    /**
+     * Starts a task; returns null when accepted, otherwise why it was refused
+     * (the caller answers 503).
+     */
+    String submit(Task task, int mode) {
+        switch (mode) {
+            case POOL:
+                if (pool == null) {
+                    return "jvm_mode pool without a pool";
+                }
+                try {
+                    live.put(task.id, task);
+                    pool.execute(task);
+                    return null;
+                } catch (RejectedExecutionException e) {
+                    live.remove(task.id);
+                    return "the thread pool's queue is full (jvm_pool_size " + pool.getMaximumPoolSize()
+                            + ", jvm_queue " + (pool.getQueue().size() + pool.getQueue().remainingCapacity())
+                            + ")";
+                }
+            case VIRTUAL:
+                if (virtual == null) {
+                    return virtualError;
+                }
+                if (!virtualSlots.tryAcquire()) {
+                    return "too many requests in flight on virtual threads (jvm_queue "
+                            + (virtualSlots.availablePermits()) + " left)";
+                }
+                live.put(task.id, task);
+                virtual.execute(() -> {
+                    try {
+                        task.run();
+                    } finally {
+                        virtualSlots.release();
+                    }
+                });
+                return null;
+            default:
+                live.put(task.id, task);
+                task.run();
+                return null;
+        }
+    }
+
+    /**
+     * The handler answered. A body that may block while produced (a stream,
+     * a seq, a writer) is produced on a JVM thread when the task runs off the
+     * loop: on the handler's own thread when it answered synchronously.
+     */
+    void stream(Task task, Response response) {
+        Object body = response.body();
+        boolean blocking = body instanceof InputStream || body instanceof Iterable
+                || body instanceof BodyWriter;
+        if (!blocking || task.mode == LOOP) {
+            ready(task);
+            return;
+        }
+        AsyncBody async = new AsyncBody(ResponseEncoder.source(response), task, this);
+        response.body(async);
+        ready(task);
+        if (task.onHandlerThread()) {
+            async.produce();
+        } else {
+            PRODUCERS.execute(async::produce);
+        }
+    }
+
+    /** From any thread: the task has something for the event loop. */
+    void ready(Task task) {
+        if (task.queued.compareAndSet(false, true)) {
+            ready.add(task);
+            if (signalled.compareAndSet(false, true)) {
+                waker.run();
+            }
+        }
+    }
+
+    /** Event loop: the next ready task's id, or 0. */
+    long poll() {
+        signalled.set(false);
+        Task t;
+        while ((t = ready.poll()) != null) {
+            t.queued.set(false);
+            if (!t.cancelled) {
+                return t.id;
+            }
+        }
+        return 0;
+    }
+
+    Task get(long id) {
+        return live.get(id);
+    }
+
+    /** Event loop: the request is over (answered, timed out or gone). */
+    void cancel(long id) {
+        Task t = live.remove(id);
+        if (t != null) {
+            t.cancelled = true;
+            t.closeBody();
+        }
+    }
+}
