@@ -323,15 +323,20 @@ class Nginx:
 
     def test_config(self):
         """Runs `nginx -t`; returns the CompletedProcess (text output)."""
-        return subprocess.run([NGINX, "-t", "-p", self.prefix, "-c",
-                               self.conf], stdout=subprocess.PIPE,
+        return subprocess.run([NGINX, "-t", "-p", self.prefix, "-e",
+                               self.log, "-c", self.conf], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, timeout=60)
 
-    def start(self, timeout=30):
+    def start(self, timeout=30, wait=True):
+        """Starts nginx and, unless wait is false, waits until its workers
+        serve and checks the error log of their start."""
         self.stderr = open(self.path("logs", "stderr.log"), "ab")
         self.proc = subprocess.Popen(
-            [NGINX, "-p", self.prefix, "-c", self.conf, "-g", "daemon off;"],
+            [NGINX, "-p", self.prefix, "-e", self.log, "-c", self.conf,
+             "-g", "daemon off;"],
             stdout=self.stderr, stderr=self.stderr)
+        if not wait:
+            return self
         if not self.wait_ready(timeout=timeout):
             self.stop()
             raise RuntimeError("nginx did not get ready:\n" + self.log_text()
@@ -392,8 +397,8 @@ class Nginx:
 
     def control(self, args):
         """`nginx -s ARG`"""
-        return subprocess.run([NGINX, "-p", self.prefix, "-c", self.conf,
-                               "-s", args], stdout=subprocess.PIPE,
+        return subprocess.run([NGINX, "-p", self.prefix, "-e", self.log,
+                               "-c", self.conf, "-s", args], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True,
                               timeout=30)
 

@@ -1,0 +1,88 @@
+"""`nginx -t` rejects bad jvm_* directives, naming the directive."""
+
+import pytest
+
+from harness import Nginx, ring_classpath
+
+OK_LOCATION = "        location / { jvm_content testapp.ring/echo; }\n"
+
+
+def nginx_t(locations=OK_LOCATION, http="", classpath="ring"):
+    n = Nginx(locations, http=http, classpath=classpath)
+    try:
+        return n, n.test_config()
+    finally:
+        n.cleanup()
+
+
+def test_good_config():
+    _, t = nginx_t()
+    assert t.returncode == 0, t.stderr
+    assert "syntax is ok" in t.stderr
+
+
+BAD = {
+    "jvm_path missing file": (
+        dict(http="    jvm_path /nonexistent/lib/server/libjvm.so;"),
+        "jvm_path", "/nonexistent/lib/server/libjvm.so"),
+    "jvm_path a directory": (
+        dict(http="    jvm_path /usr/lib/jvm;"), "jvm_path", "not a file"),
+    "jvm_classpath missing entry": (
+        dict(classpath=ring_classpath() + ["/nonexistent/x.jar"]),
+        "jvm_classpath", "/nonexistent/x.jar"),
+    "jvm_classpath missing dir/*": (
+        dict(classpath=ring_classpath() + ["/nonexistent/dir/*"]),
+        "jvm_classpath", "/nonexistent/dir"),
+    "jvm_classpath joined with colons": (
+        dict(classpath=[":".join(ring_classpath())]),
+        "jvm_classpath", "separate arguments"),
+    "jvm_options without dash": (
+        dict(http="    jvm_options Xmx1g;"), "jvm_options", "Xmx1g"),
+    "jvm_options class path": (
+        dict(http="    jvm_options -Djava.class.path=/tmp;"), "jvm_options",
+        "jvm_classpath"),
+    "jvm_content a/b/c": (
+        dict(locations="location / { jvm_content a/b/c; }"),
+        "jvm_content", "a/b/c"),
+    "jvm_content with a space": (
+        dict(locations='location / { jvm_content "foo bar"; }'),
+        "jvm_content", "foo bar"),
+    "jvm_content /x": (
+        dict(locations="location / { jvm_content /x; }"), "jvm_content",
+        "/x"),
+    "jvm_content two arguments": (
+        dict(locations="location / { jvm_content testapp.ring/echo "
+                       "testapp.ring/pid; }"),
+        "jvm_content", "invalid number of arguments"),
+    "jvm_content twice": (
+        dict(locations="location / { jvm_content testapp.ring/echo; "
+                       "jvm_content testapp.ring/pid; }"),
+        "jvm_content", "duplicate"),
+    "jvm_content in http": (
+        dict(http="    jvm_content testapp.ring/echo;"),
+        "jvm_content", "not allowed here"),
+    "jvm_classpath in a location": (
+        dict(locations="location / { jvm_classpath /tmp; }"),
+        "jvm_classpath", "not allowed here"),
+    "jvm_init twice": (
+        dict(http="    jvm_init testapp.init/init;\n"
+                  "    jvm_init testapp.init/init;"),
+        "jvm_init", "duplicate"),
+    "jvm_init bad name": (
+        dict(http="    jvm_init /init;"), "jvm_init", "/init"),
+    "jvm_content without jvm_classpath": (
+        dict(classpath=None), "jvm_classpath", "required"),
+}
+
+
+@pytest.mark.log_allows(r"\[emerg\]")
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_config(case):
+    kwargs, directive, detail = BAD[case]
+    n, t = nginx_t(**kwargs)
+    assert t.returncode != 0, t.stderr
+    assert "[emerg]" in t.stderr
+    assert directive in t.stderr, t.stderr
+    assert detail in t.stderr, t.stderr
+    # the message points at the configuration file
+    assert n.conf + ":" in t.stderr, t.stderr

@@ -1,0 +1,57 @@
+"""A JVM that cannot start: nginx keeps serving what does not need it,
+jvm locations answer 500, and the error is logged once per worker start
+(no respawn loop)."""
+
+import time
+
+import pytest
+
+from harness import Nginx, wait_for
+
+LOCATIONS = """
+        location /jvm { jvm_content testapp.ring/pid; }
+        location /static { return 200 "static ok"; }
+"""
+
+FAILED = r'\[emerg\] .*jvm: the JVM ".*" failed to start'
+WORKERS = 2
+
+
+@pytest.fixture(scope="module", params=["-XX:+NoSuchOption", "-Xmx1k"])
+def ng(request, mode):
+    n = Nginx(LOCATIONS, http="    jvm_options %s;\n" % request.param,
+              workers=WORKERS, mode=mode, startup_allow=[FAILED])
+    n.start(wait=False)
+    # ready: every worker logged its failure and waits for requests; stop
+    # waiting early when the master keeps starting workers (a respawn loop)
+    n.ready = wait_for(lambda: len(n.log_lines(FAILED)) >= WORKERS
+                       and n.wait_ready(timeout=0)
+                       or len(n.log_lines("start worker process")) > 10, 15)
+    yield n
+    n.stop()
+    n.cleanup()
+
+
+def test_failure_logged_once_per_worker_start(ng):
+    assert ng.ready, "workers did not start:\n" + ng.log_text()[-3000:]
+    time.sleep(2)
+    # no respawn loop: the same workers, one message each
+    assert len(ng.log_lines(r"start worker process \d+")) == WORKERS
+    assert len(ng.log_lines(FAILED)) == WORKERS
+    assert len(ng.worker_pids()) == WORKERS
+    assert not ng.log_lines(r"exited with code"), ng.log_text()[-3000:]
+    assert not ng.log_problems(0, [FAILED])
+
+
+def test_static_location_still_serves(ng):
+    for _ in range(3):
+        r = ng.get("/static", timeout=3)
+        assert r.status == 200
+        assert r.body == b"static ok"
+
+
+def test_jvm_location_answers_500(ng):
+    for _ in range(3):
+        assert ng.get("/jvm", timeout=3).status == 500
+    # and it is not logged again per request
+    assert len(ng.log_lines(FAILED)) == WORKERS

@@ -1,0 +1,130 @@
+"""Process lifecycle: reload, quit, signals to workers, single-process
+mode, and a worker the JVM kills (OutOfMemoryError)."""
+
+import http.client
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from harness import alive, Nginx, wait_for
+
+LOCATIONS = """
+        location /pid { jvm_content testapp.ring/pid; }
+        location /slow { jvm_content testapp.ring/slow; }
+        location /oom { jvm_content testapp.ring/oom; }
+        location /static { return 200 "static ok"; }
+"""
+
+
+@pytest.fixture(scope="module")
+def ng(mode):
+    with Nginx(LOCATIONS, workers=2, mode=mode) as n:
+        yield n
+
+
+def pid_of(n, **kw):
+    r = n.get("/pid", **kw)
+    assert r.status == 200, r
+    return int(r.body)
+
+
+def wait_gone(pids, timeout=15):
+    return wait_for(lambda: not any(alive(p) for p in pids), timeout)
+
+
+def reload(n):
+    old = set(n.worker_pids())
+    assert len(old) == n.workers
+    r = n.control("reload")
+    assert r.returncode == 0, r.stdout
+    assert n.wait_ready(timeout=30, exclude=old), n.log_text()[-3000:]
+    return old
+
+
+def test_reload_keeps_serving(ng):
+    old = reload(ng)
+    assert wait_gone(old), "old workers still alive after reload"
+    new = set(ng.worker_pids())
+    assert new and not new & old
+    for _ in range(4):
+        assert pid_of(ng) in new
+
+
+def test_slow_request_completes_across_reload(ng):
+    result = {}
+
+    def slow():
+        try:
+            result["reply"] = ng.get("/slow?ms=1500", timeout=20)
+        except Exception as e:          # reported below
+            result["error"] = e
+
+    before = set(ng.worker_pids())
+    t = threading.Thread(target=slow)
+    t.start()
+    time.sleep(0.5)                     # the handler is sleeping now
+    reload(ng)
+    t.join(30)
+    assert not t.is_alive()
+    assert "error" not in result, result
+    assert result["reply"].status == 200
+    assert int(result["reply"].body) in before
+    assert wait_gone(before)
+    assert pid_of(ng) in ng.worker_pids()
+
+
+def test_sigquit_to_workers(ng):
+    # each worker in turn: it quits, the master starts another one
+    for victim in ng.worker_pids():
+        os.kill(victim, signal.SIGQUIT)
+        assert wait_gone([victim], 10), "worker ignored SIGQUIT"
+        assert ng.wait_ready(timeout=30, exclude=[victim])
+    new = ng.worker_pids()
+    for _ in range(4):
+        assert pid_of(ng) in new        # only new workers are left
+    assert ng.get("/static").status == 200
+
+
+def test_quit_exits_quickly(mode):
+    with Nginx(LOCATIONS, mode=mode) as n:
+        worker = n.worker_pids()[0]
+        assert pid_of(n) == worker
+        started = time.monotonic()
+        assert n.control("quit").returncode == 0
+        n.proc.wait(10)
+        assert time.monotonic() - started < 10
+        assert n.proc.returncode == 0
+        assert wait_gone([worker], 2)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGQUIT],
+                         ids=["SIGTERM", "SIGQUIT"])
+def test_single_process(mode, sig):
+    with Nginx(LOCATIONS, main="master_process off;", mode=mode) as n:
+        assert pid_of(n) == n.master_pid
+        assert n.get("/static").status == 200
+        n.proc.send_signal(sig)
+        n.proc.wait(10)
+        assert n.proc.returncode == 0
+
+
+@pytest.mark.log_allows(r"worker process \d+ exited", r"OutOfMemoryError")
+def test_worker_killed_by_the_jvm_is_replaced(mode):
+    with Nginx(LOCATIONS, http="    jvm_options -Xmx64m "
+               "-XX:+ExitOnOutOfMemoryError;\n", mode=mode) as n:
+        before = pid_of(n)
+        with pytest.raises((http.client.HTTPException, ConnectionError)):
+            n.get("/oom", timeout=60)
+        assert wait_gone([before], 10)
+
+        def served():
+            try:
+                return pid_of(n, timeout=5)
+            except (OSError, http.client.HTTPException):
+                return None
+        new = wait_for(served, 20, interval=0.2)
+        assert new and new != before
+        assert n.get("/static").status == 200
