@@ -43,16 +43,17 @@ class HandlersTest {
 
     @Test
     void javaHandlerClass() throws Exception {
-        Handler h = Handlers.load(Hello.class.getName());
+        Object h = Handlers.load(Hello.class.getName());
         assertInstanceOf(Hello.class, h);
-        assertEquals("hello", h.handle(new RequestBytes().request()).body());
+        assertEquals("hello", ((Handler) h).handle(new RequestBytes().request()).body());
     }
 
     @Test
     void classThatIsNotAHandler() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> Handlers.load(NotAHandler.class.getName()));
-        assertEquals(NotAHandler.class.getName() + " does not implement nginx.jvm.Handler", e.getMessage());
+        assertEquals(NotAHandler.class.getName() + " implements neither nginx.jvm.Handler"
+                + " nor nginx.jvm.AsyncHandler", e.getMessage());
         // Checked before any instance is made: String has a no-argument constructor too.
         assertThrows(IllegalArgumentException.class, () -> Handlers.load("java.lang.String"));
     }
@@ -78,8 +79,11 @@ class HandlersTest {
 
     @Test
     void clojureVarBecomesARingHandler() throws Exception {
-        Handler h = Handlers.load("clojure.core/identity");
+        Object h = Handlers.load("clojure.core/identity");
         assertEquals("nginx.jvm.ring.RingHandler", h.getClass().getName());
+        // A Ring handler serves both ways: (handler request) and (handler request respond raise).
+        assertInstanceOf(Handler.class, h);
+        assertInstanceOf(AsyncHandler.class, h);
     }
 
     @Test

@@ -104,6 +104,13 @@ class WorkerTest {
     public static class NotRunnable {
     }
 
+    public static class AsyncOnly implements AsyncHandler {
+        @Override
+        public void handle(Request r, Responder responder) {
+            responder.respond(new Response(204));
+        }
+    }
+
     @BeforeEach
     void clearHandlers() {
         // Handler indexes count from 0 again, as in a fresh worker.
@@ -201,7 +208,35 @@ class WorkerTest {
     void classThatIsNotAHandler() {
         String msg = Worker.register(NotRunnable.class.getName());
         assertNotNull(msg);
-        assertTrue(msg.contains("does not implement nginx.jvm.Handler"), msg);
+        assertTrue(msg.contains("implements neither nginx.jvm.Handler nor nginx.jvm.AsyncHandler"), msg);
+    }
+
+    @Test
+    void handlerOfTheWrongKindForTheLocation() {
+        // jvm_async on needs an AsyncHandler, off a Handler: a mismatch answers 500 and says so.
+        assertNull(Worker.register(Echo.class.getName()));
+        assertNull(Worker.register(AsyncOnly.class.getName()));
+        byte[] req = new RequestBytes().build();
+        Worker.requestBuffer(req.length).put(0, req);
+        int n = Worker.submit(0, req.length, 1, Tasks.LOOP, true);
+        assertTrue(n > 0, "answered at once, not accepted: " + n);
+        DecodedResponse d = DecodedResponse.decode(Worker.responseBuffer(), n);
+        assertEquals("ERROR", d.kind);
+        assertTrue(d.text.contains(Echo.class.getName() + " does not implement nginx.jvm.AsyncHandler"
+                + " (check jvm_async)"), d.text);
+        d = call(1, req);
+        assertEquals("ERROR", d.kind);
+        assertTrue(d.text.contains("does not implement nginx.jvm.Handler"), d.text);
+    }
+
+    @Test
+    void unknownTask() {
+        assertEquals(0, Worker.poll(), "nothing was submitted");
+        int n = Worker.take(424242);
+        DecodedResponse d = DecodedResponse.decode(Worker.responseBuffer(), Math.abs(n));
+        assertEquals("ERROR", d.kind);
+        assertEquals("no such task", d.text);
+        Worker.cancel(424242);
     }
 
     @Test
@@ -220,8 +255,8 @@ class WorkerTest {
         assertEquals("STREAM", call(0, new RequestBytes().build()).kind);
         Object body = Worker.pending;
         int n = Worker.next(body);
-        assertTrue(n < -1, "a failure is -2 minus the message length: " + n);
-        byte[] msg = new byte[-2 - n];
+        assertTrue(n <= -3, "a failure is -3 minus the message length: " + n);
+        byte[] msg = new byte[-3 - n];
         Worker.responseBuffer().get(0, msg);
         String text = new String(msg, StandardCharsets.UTF_8);
         assertTrue(text.startsWith("the response body failed: java.io.IOException: the source went away"), text);
