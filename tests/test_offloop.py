@@ -1,0 +1,309 @@
+"""Handlers off the event loop: thread pool, virtual threads, Ring async,
+response timeouts, clients that leave, and reload/quit with work in flight.
+"""
+
+import glob
+import os
+import re
+import socket
+import threading
+import time
+
+import pytest
+
+from harness import Nginx, alive, dechunk, parse_raw, request, wait_for
+
+
+def jdk21_libjvm():
+    """libjvm.so of an installed JDK 21 or newer, or None."""
+    for release in sorted(glob.glob("/usr/lib/jvm/*/release")):
+        home = os.path.dirname(release)
+        with open(release) as f:
+            m = re.search(r'^JAVA_VERSION="(\d+)', f.read(), re.M)
+        lib = os.path.join(home, "lib/server/libjvm.so")
+        if m and int(m.group(1)) >= 21 and os.path.exists(lib):
+            return lib
+    return None
+
+
+JDK21 = jdk21_libjvm()
+needs_jdk21 = pytest.mark.skipif(JDK21 is None, reason="no JDK 21+ installed")
+
+LOCATIONS = """
+        location /pool/slow { jvm_mode pool; jvm_content testapp.offloop/slow; }
+        location /pool/seq { jvm_mode pool; jvm_content testapp.offloop/seq-body; }
+        location /pool/big { jvm_mode pool; jvm_content testapp.offloop/big-stream; }
+        location /pool/broken { jvm_mode pool; jvm_content testapp.offloop/broken-seq; }
+        location /fast { jvm_content testapp.offloop/fast; }
+        location /static { return 200 "static"; }
+        location /async/ {
+            jvm_async on;
+            jvm_response_timeout 1s;
+            location /async/later { jvm_content testapp.offloop/async-later; }
+            location /async/now { jvm_content testapp.offloop/async-now; }
+            location /async/raise { jvm_content testapp.offloop/async-raise; }
+            location /async/throw { jvm_content testapp.offloop/async-throw; }
+            location /async/twice { jvm_content testapp.offloop/async-twice; }
+            location /async/never { jvm_content testapp.offloop/async-never; }
+            location /async/late { jvm_response_timeout 10s;
+                                   jvm_content testapp.offloop/async-late; }
+            location /async/stream { jvm_content testapp.offloop/async-stream; }
+            location /async/java { jvm_content testapp.AsyncJava; }
+            location /async/pool { jvm_mode pool;
+                                   jvm_content testapp.offloop/async-later; }
+        }
+        location /late-count { jvm_content testapp.offloop/late-count; }
+        location /pid { jvm_content testapp.offloop/pid; }
+"""
+
+
+@pytest.fixture(scope="module")
+def ng():
+    with Nginx(LOCATIONS, http="    jvm_pool_size 64;") as n:
+        yield n
+
+
+def concurrent(port, path, count, timeout=60):
+    """count requests at once; returns their replies (None for a failure)."""
+    replies = [None] * count
+    barrier = threading.Barrier(count)
+
+    def one(i):
+        barrier.wait()
+        try:
+            replies[i] = request(port, "GET", path, timeout=timeout)
+        except OSError as e:
+            replies[i] = e
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    return threads, replies
+
+
+def check_not_serialised(n, path):
+    """200 requests to a handler that sleeps 200 ms, while a fast route keeps
+    answering; serialised they would take 40 s."""
+    start = time.monotonic()
+    threads, replies = concurrent(n.port, path, 200)
+    time.sleep(0.3)
+    fast = []
+    for _ in range(5):
+        t0 = time.monotonic()
+        r = n.get("/fast")
+        fast.append((r.status, time.monotonic() - t0))
+    for t in threads:
+        t.join()
+    elapsed = time.monotonic() - start
+    assert [getattr(r, "status", r) for r in replies] == [200] * 200
+    assert all(s == 200 for s, _ in fast)
+    # generous bounds: correctness, not speed
+    assert max(d for _, d in fast) < 2.0, fast
+    assert elapsed < 15, "200 x 200 ms took %.1f s: serialised?" % elapsed
+    return replies
+
+
+def test_pool_runs_blocking_handlers_concurrently(ng):
+    replies = check_not_serialised(ng, "/pool/slow")
+    threads = {r.text.split(" on ")[1] for r in replies}
+    assert all(t.startswith("nginx-jvm-pool-") for t in threads)
+    assert 1 < len(threads) <= 64
+
+
+def test_fast_route_stays_on_the_loop(ng):
+    r = ng.get("/fast")
+    assert r.status == 200
+    assert "pool" not in r.text
+
+
+@pytest.mark.log_allows(r"thread pool's queue is full")
+def test_full_queue_answers_503():
+    with Nginx("""
+        location /slow { jvm_mode pool; jvm_content testapp.offloop/slow; }
+    """, http="    jvm_pool_size 1; jvm_queue 1;") as n:
+        threads, replies = concurrent(n.port, "/slow?ms=500", 6)
+        for t in threads:
+            t.join()
+        statuses = sorted(r.status for r in replies)
+        assert statuses.count(200) >= 2          # one running, one queued
+        assert statuses.count(503) >= 1
+        assert set(statuses) <= {200, 503}
+        assert n.log_lines(r"\[error\].*thread pool's queue is full")
+
+
+def test_streaming_bodies_in_pool_mode(ng):
+    r = ng.get("/pool/seq")
+    assert r.status == 200
+    assert r.header("Transfer-Encoding") == "chunked"
+    assert r.text == "".join("line %d\n" % i for i in range(100))
+
+    r = ng.get("/pool/big")
+    assert r.status == 200
+    n = 5 * 1024 * 1024
+    assert len(r.body) == n
+    assert r.body == bytes(i % 251 for i in range(n))
+
+
+@pytest.mark.log_allows(r"producer failed", r"the response body failed")
+def test_pool_body_failing_half_way_is_cut_short(ng):
+    data = ng.raw(b"GET /pool/broken HTTP/1.1\r\nHost: x\r\n\r\n", timeout=10)
+    reply = parse_raw(data)
+    assert reply.status == 200
+    body, complete = dechunk(reply.body)
+    assert not complete
+    assert body.startswith(b"piece 0\n")
+    assert ng.wait_log(r"producer failed")
+
+
+def test_async_respond_from_another_thread(ng):
+    r = ng.get("/async/later")
+    assert r.status == 200
+    assert r.text.startswith("later from ")
+    r = ng.get("/async/now")
+    assert (r.status, r.text) == (201, "at once")
+    r = ng.get("/async/stream")
+    assert r.text == "".join("%d\n" % i for i in range(50))
+    r = ng.get("/async/pool")
+    assert r.status == 200
+
+
+@pytest.mark.log_allows(r"raised on purpose", r"thrown instead of raise",
+                        r"the handler (raised|threw)", r"^\s+at ")
+def test_async_raise_and_throw_answer_500(ng):
+    since = ng.log_size()
+    assert ng.get("/async/raise").status == 500
+    assert ng.wait_log(r"\[error\].*raised on purpose", since)
+    assert ng.get("/async/throw").status == 500
+    assert ng.wait_log(r"\[error\].*thrown instead of raise", since)
+    assert ng.get("/fast").status == 200
+
+
+def test_async_second_answer_is_ignored(ng):
+    r = ng.get("/async/twice")
+    assert (r.status, r.text) == (200, "first")
+    # the later respond and raise returned normally (no exception thrown
+    # into the caller), and nothing was logged above debug level
+    assert wait_for(lambda: ng.get("/fast").status == 200, 5)
+
+
+@pytest.mark.log_allows(r"no response within jvm_response_timeout")
+def test_async_timeout_answers_504(ng):
+    since = ng.log_size()
+    t0 = time.monotonic()
+    r = ng.get("/async/never")
+    assert r.status == 504
+    assert 0.8 < time.monotonic() - t0 < 5
+    assert ng.log_lines(r"\[error\].*no response within jvm_response_timeout",
+                        since)
+
+
+def test_java_async_handler(ng):
+    r = ng.get("/async/java")
+    assert (r.status, r.text) == (200, "async java /async/java")
+
+
+@pytest.mark.log_allows(r"raised by AsyncJava", r"the handler raised",
+                        r"^\s+at ")
+def test_java_async_handler_raise(ng):
+    assert ng.get("/async/java?raise").status == 500
+
+
+def worker_rss_kb(n):
+    (pid,) = n.worker_pids()
+    with open("/proc/%d/status" % pid) as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
+def abandon(port, path, count):
+    """Sends count requests and hangs up without reading the answers."""
+    socks = []
+    for _ in range(count):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path).encode())
+        socks.append(s)
+    time.sleep(0.05)
+    for s in socks:
+        s.close()
+
+
+def test_clients_that_leave_leak_nothing(ng):
+    """Requests abandoned while their handler runs: freed at once, a late
+    respond is harmless, and the worker's memory does not grow with them."""
+    def late():
+        return int(ng.get("/late-count").text)
+
+    def round_of(count):
+        # small rounds, so that the test's 256 worker_connections suffice
+        start = late()
+        abandon(ng.port, "/async/late?ms=300", count)
+        abandon(ng.port, "/pool/slow?ms=100", count // 2)
+        assert wait_for(lambda: late() >= start + count, 20), \
+            "late responses: %d of %d" % (late() - start, count)
+
+    round_of(100)                                      # warm-up
+    rss0 = worker_rss_kb(ng)
+    for _ in range(10):
+        round_of(100)
+    time.sleep(0.5)
+    rss1 = worker_rss_kb(ng)
+    # 1,500 abandoned requests: a leak of even 1 KB each would show
+    assert rss1 - rss0 < 1024, "worker RSS grew from %d to %d KB" % (rss0, rss1)
+    assert ng.get("/fast").status == 200
+
+
+def test_reload_and_quit_with_work_in_flight():
+    """Requests in flight on pool threads and async handlers get their whole
+    response across a reload and a graceful quit; old workers then exit."""
+    with Nginx(LOCATIONS, http="    jvm_pool_size 64;") as n:
+        old = n.worker_pids()
+        threads, replies = concurrent(n.port, "/pool/slow?ms=1500", 20)
+        t2, r2 = concurrent(n.port, "/async/late?ms=1500", 20)
+        time.sleep(0.5)
+        assert n.control("reload").returncode == 0
+        for t in threads + t2:
+            t.join()
+        assert [getattr(r, "status", r) for r in replies + r2] == [200] * 40
+        assert all(r.text.startswith("slept 1500") for r in replies)
+        assert wait_for(lambda: not any(alive(p) for p in old), 15)
+
+        assert n.wait_ready(timeout=30, exclude=old)
+        threads, replies = concurrent(n.port, "/pool/slow?ms=1500", 10)
+        t2, r2 = concurrent(n.port, "/async/late?ms=1500", 10)
+        time.sleep(0.5)
+        assert n.control("quit").returncode == 0
+        for t in threads + t2:
+            t.join()
+        assert [getattr(r, "status", r) for r in replies + r2] == [200] * 20
+        assert wait_for(lambda: n.proc.poll() is not None, 15)
+
+
+@needs_jdk21
+def test_virtual_threads():
+    with Nginx("""
+        location /v/slow { jvm_mode virtual; jvm_content testapp.offloop/slow; }
+        location /v/is-virtual { jvm_mode virtual; jvm_content testapp.offloop/virtual?; }
+        location /v/seq { jvm_mode virtual; jvm_content testapp.offloop/seq-body; }
+        location /v/async { jvm_mode virtual; jvm_async on;
+                            jvm_content testapp.offloop/async-later; }
+        location /fast { jvm_content testapp.offloop/fast; }
+    """, http="    jvm_path %s;" % JDK21) as n:
+        assert n.get("/v/is-virtual").text == "true"
+        check_not_serialised(n, "/v/slow")
+        assert n.get("/v/seq").text == "".join("line %d\n" % i
+                                               for i in range(100))
+        assert n.get("/v/async").status == 200
+
+
+@pytest.mark.log_allows(r"jvm_mode virtual needs a JDK 21")
+def test_virtual_threads_on_jdk17_answer_503():
+    with Nginx("""
+        location /v { jvm_mode virtual; jvm_content testapp.offloop/fast; }
+        location /fast { jvm_content testapp.offloop/fast; }
+    """, http="    jvm_path /usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so;",
+               startup_allow=[r"jvm_mode virtual needs a JDK 21"]) as n:
+        assert len(n.log_lines(r"\[error\].*jvm_mode virtual needs a JDK 21")) == 1
+        for _ in range(3):
+            assert n.get("/v").status == 503
+        assert n.get("/fast").status == 200
+        # said once at start, not once per request
+        assert len(n.log_lines(r"jvm_mode virtual needs a JDK 21")) == 1
