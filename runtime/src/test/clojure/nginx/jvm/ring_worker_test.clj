@@ -7,7 +7,8 @@
             [nginx.jvm.wire :as wire])
   (:import (java.nio ByteBuffer)
            (java.nio.charset StandardCharsets)
-           (nginx.jvm Worker)))
+           (nginx.jvm AsyncHandler Responder Response Worker)
+           (nginx.jvm.ring RingHandler)))
 
 (defn app [req]
   {:status 200
@@ -115,3 +116,47 @@
     (is (= (inc before) @init-runs)))
   (is (re-find #"jvm_init \"nginx.jvm.ring-worker-test/nope\" failed"
                (str (Worker/init "nginx.jvm.ring-worker-test/nope")))))
+
+;; The 3-arity Ring form, (handler request respond raise), used with jvm_async on.
+
+(defn async-app [req respond _raise]
+  (future (respond {:status 200 :body (str "later " (:uri req))})))
+
+(defn async-raiser [_ _respond raise]
+  (raise (ex-info "async failure" {})))
+
+(defn async-raises-a-value [_ _respond raise]
+  (raise "not a throwable"))
+
+(defn async-bad-response [_ respond _raise]
+  (respond "not a map"))
+
+(defn- answer
+  "Calls the Ring var by name as an AsyncHandler; returns [:respond Response]
+  or [:raise Throwable], whichever the responder got first (bounded wait)."
+  [var-name request]
+  (let [p (promise)
+        responder (reify Responder
+                    (respond [_ r] (deliver p [:respond r]))
+                    (raise [_ t] (deliver p [:raise t])))]
+    (.handle ^AsyncHandler (RingHandler/handler var-name) (wire/request request) responder)
+    (deref p 5000 [:timeout nil])))
+
+(deftest async-ring-handler-responds-from-another-thread
+  (let [[how ^Response r] (answer "nginx.jvm.ring-worker-test/async-app" {:path "/deferred"})]
+    (is (= :respond how))
+    (is (= 200 (some-> r .status)))
+    (is (= "later /deferred" (some-> r .body)))))
+
+(deftest async-ring-handler-raises
+  (let [[how t] (answer "nginx.jvm.ring-worker-test/async-raiser" {})]
+    (is (= :raise how))
+    (is (= "async failure" (ex-message t))))
+  (let [[how t] (answer "nginx.jvm.ring-worker-test/async-raises-a-value" {})]
+    (is (= :raise how))
+    (is (re-find #"raise called with not a throwable" (str (ex-message t))))))
+
+(deftest async-ring-handler-responds-with-no-map
+  (let [[how t] (answer "nginx.jvm.ring-worker-test/async-bad-response" {})]
+    (is (= :raise how) "the mistake is raised, not sent")
+    (is (re-find #"not a Ring response map" (str (ex-message t))))))
