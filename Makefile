@@ -11,6 +11,7 @@ JAR       := $(BUILD)/nginx-jvm.jar
 LIBS      := $(BUILD)/lib/.done
 CSRC      := $(wildcard src/c/*.c src/c/*.h) src/c/config
 JSRC      := $(shell find runtime/src/main -type f) runtime/pom.xml
+RING_TEST_JARS := /usr/share/java/ring-core.jar:/usr/share/java/commons-io.jar:/usr/share/java/ring-codec.jar:/usr/share/java/commons-codec.jar
 PYTHON    ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest' 2>/dev/null && { command -v $$p; break; }; done)
 
 .PHONY: all deps module jar libs run test test-java test-clojure test-integration \
@@ -52,7 +53,7 @@ test-java: $(BUILD)/.deps
 	cd runtime && $(MVN) test
 
 test-clojure: all
-	$(JAVA_HOME)/bin/java -cp "$(JAR):$(BUILD)/lib/*:runtime/src/test/clojure" \
+	$(JAVA_HOME)/bin/java -cp "$(JAR):$(BUILD)/lib/*:runtime/src/test/clojure:$(RING_TEST_JARS)" \
 	    clojure.main -m nginx.jvm.test-runner
 
 test-integration: all

@@ -50,11 +50,15 @@ final class AsyncBody extends BodySource {
         } catch (Throwable t) {
             put(t);
         } finally {
-            try {
-                source.close();
-            } catch (Exception ignored) {
-                // the body is over either way
-            }
+            closeSource();
+        }
+    }
+
+    void closeSource() {
+        try {
+            source.close();
+        } catch (Exception ignored) {
+            // the body is over either way
         }
     }
 

@@ -72,8 +72,13 @@ abstract class BodySource {
         }
     }
 
-    /** Each element of an Iterable in turn: a String, a byte[], or anything else as its toString(). */
+    /**
+     * Each element of an Iterable in turn: a String, a byte[], or anything
+     * else as its toString(); null is empty, as Ring's {@code (str nil)}.
+     */
     static final class Elements extends BodySource {
+        private static final byte[] EMPTY = new byte[0];
+
         private final Iterator<?> it;
         private final Charset charset;
         private byte[] rest;
@@ -91,7 +96,8 @@ abstract class BodySource {
                     return -1;
                 }
                 Object e = it.next();
-                rest = e instanceof byte[] ? (byte[]) e : String.valueOf(e).getBytes(charset);
+                rest = e == null ? EMPTY
+                        : e instanceof byte[] ? (byte[]) e : e.toString().getBytes(charset);
                 restAt = 0;
             }
             int n = Math.min(out.capacity(), rest.length - restAt);

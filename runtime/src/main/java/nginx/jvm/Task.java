@@ -24,11 +24,13 @@ final class Task implements Responder, Runnable {
 
     // Written once by the completing thread before the task is queued as
     // ready; the queue hands them to the event loop safely.
-    private Response response;
+    private volatile Response response;
     private Throwable error;
     private String errorMessage;
 
     volatile boolean cancelled;
+    /** A body being produced on a JVM thread; see {@link Tasks#stream}. */
+    volatile AsyncBody body;
 
     private volatile Thread handlerThread;
 
@@ -69,13 +71,9 @@ final class Task implements Responder, Runnable {
 
     /** The request is over: a body still being produced stops. */
     void closeBody() {
-        Response r = response;
-        if (r != null && r.body() instanceof BodySource) {
-            try {
-                ((BodySource) r.body()).close();
-            } catch (Exception ignored) {
-                // nobody is left to tell
-            }
+        AsyncBody b = body;
+        if (b != null) {
+            b.close();
         }
     }
 

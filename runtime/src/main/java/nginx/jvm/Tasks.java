@@ -135,7 +135,15 @@ final class Tasks {
         }
         AsyncBody async = new AsyncBody(ResponseEncoder.source(response), task, this);
         response.body(async);
+        // Either this sees the cancel, or cancel() sees the body and closes it.
+        task.body = async;
         ready(task);
+        if (task.cancelled) {
+            // The request ended before the answer: nobody will read the body.
+            async.close();
+            async.closeSource();
+            return;
+        }
         if (task.onHandlerThread()) {
             async.produce();
         } else {

@@ -32,17 +32,19 @@ public final class RingHandler implements Handler, AsyncHandler {
     private static final IFn REQUIRE = RT.var("clojure.core", "require");
     private static final IFn SATISFIES = RT.var("clojure.core", "satisfies?");
     // ring.core.protocols, when ring-core is on the class path; else null.
-    private static final Object STREAMABLE;
+    // The protocol's var is read at each use: extending the protocol (in a
+    // handler's namespace, loaded later) replaces the var's value.
+    private static final Var STREAMABLE;
     private static final IFn WRITE_BODY;
 
     static {
-        Object protocol = null;
+        Var protocol = null;
         IFn write = null;
         ClassLoader loader = RT.baseLoader();
         if (loader.getResource("ring/core/protocols.clj") != null
                 || loader.getResource("ring/core/protocols__init.class") != null) {
             REQUIRE.invoke(Symbol.intern("ring.core.protocols"));
-            protocol = RT.var("ring.core.protocols", "StreamableResponseBody").deref();
+            protocol = RT.var("ring.core.protocols", "StreamableResponseBody");
             write = RT.var("ring.core.protocols", "write-body-to-stream");
         }
         STREAMABLE = protocol;
@@ -159,7 +161,7 @@ public final class RingHandler implements Handler, AsyncHandler {
                 || body instanceof clojure.lang.ISeq) {
             return body;
         }
-        if (STREAMABLE != null && SATISFIES.invoke(STREAMABLE, body) == Boolean.TRUE) {
+        if (STREAMABLE != null && SATISFIES.invoke(STREAMABLE.deref(), body) == Boolean.TRUE) {
             return (BodyWriter) out -> WRITE_BODY.invoke(body, ring, out);
         }
         if (body instanceof Iterable) {
