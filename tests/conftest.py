@@ -3,7 +3,7 @@
 Each test module starts its own nginx (module-scoped fixture) because a
 worker's JVM takes a second or more to start.  Every module fixture depends
 on `mode`, so the whole suite runs once per execution mode listed in
-NGINX_JVM_MODES (comma-separated; default "loop").
+NGINX_JVM_MODES (comma-separated: loop,pool,virtual; default "loop").
 """
 
 import os
@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from harness import MODULE, JAR, Nginx  # noqa: E402
+from harness import MODULE, JAR, Nginx, jdk21_libjvm  # noqa: E402
 
 MODES = [m for m in os.environ.get("NGINX_JVM_MODES", "loop").split(",") if m]
 
@@ -32,6 +32,8 @@ def pytest_sessionstart(session):
 
 @pytest.fixture(scope="session", params=MODES)
 def mode(request):
+    if request.param == "virtual" and jdk21_libjvm() is None:
+        pytest.skip("jvm_mode virtual needs a JDK 21 or newer")
     return request.param
 
 

@@ -41,23 +41,28 @@ KEEP = os.environ.get("NGINX_JVM_KEEP") == "1"   # keep prefixes to debug
 
 # --- the execution-mode hook ----------------------------------------------
 
-def mode_directives(mode):
-    """Directives added after every jvm_content for an execution mode.
+def jdk21_libjvm():
+    """libjvm.so of an installed JDK 21 or newer (virtual threads), or None."""
+    for release in sorted(Path("/usr/lib/jvm").glob("*/release")):
+        m = re.search(r'^JAVA_VERSION="(\d+)', release.read_text(), re.M)
+        lib = release.parent / "lib/server/libjvm.so"
+        if m and int(m.group(1)) >= 21 and lib.exists():
+            return str(lib)
+    return None
 
-    "loop" (handlers on the event loop) is the default and adds nothing; a
-    later mode adds its directive here and the whole suite runs again.
+
+def mode_directives(mode, http=""):
+    """http-level directives that make `mode` every location's default.
+
+    "loop" (handlers on the event loop) is the module's default and adds
+    nothing.  Locations that name their own jvm_mode keep it.
     """
     if mode == "loop":
         return ""
-    return " jvm_mode %s;" % mode
-
-
-def apply_mode(conf, mode):
-    extra = mode_directives(mode)
-    if not extra:
-        return conf
-    return re.sub(r"(jvm_content\s+[^;]+;)", lambda m: m.group(1) + extra,
-                  conf)
+    text = "    jvm_mode %s;\n" % mode
+    if mode == "virtual" and "jvm_path" not in http:
+        text += "    jvm_path %s;\n" % jdk21_libjvm()
+    return text
 
 
 # --- Java test handlers, compiled once per session -------------------------
@@ -255,7 +260,7 @@ http {
     fastcgi_temp_path @PREFIX@/fastcgi_temp;
     uwsgi_temp_path @PREFIX@/uwsgi_temp;
     scgi_temp_path @PREFIX@/scgi_temp;
-@CLASSPATH@
+@MODE@@CLASSPATH@
 @HTTP@
     server {
         listen 127.0.0.1:@PORT@;
@@ -304,7 +309,9 @@ class Nginx:
         if classpath:
             cp = "    jvm_classpath %s;" % " ".join(classpath)
         text = CONF
-        for key, value in (("@MAIN@", main), ("@CLASSPATH@", cp),
+        for key, value in (("@MAIN@", main),
+                           ("@MODE@", mode_directives(mode, http)),
+                           ("@CLASSPATH@", cp),
                            ("@HTTP@", http), ("@LOCATIONS@", locations),
                            ("@MODULE@", str(MODULE)),
                            ("@WORKERS@", str(workers)),
@@ -313,7 +320,7 @@ class Nginx:
                            ("@PORT@", str(self.port))):
             text = text.replace(key, value)
         with open(self.conf, "w") as f:
-            f.write(apply_mode(text, mode))
+            f.write(text)
         Nginx.instances.append(self)
 
     # -- control --
@@ -327,7 +334,7 @@ class Nginx:
                                self.log, "-c", self.conf], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, timeout=60)
 
-    def start(self, timeout=30, wait=True):
+    def start(self, timeout=60, wait=True):
         """Starts nginx and, unless wait is false, waits until its workers
         serve and checks the error log of their start."""
         self.stderr = open(self.path("logs", "stderr.log"), "ab")
@@ -371,7 +378,7 @@ class Nginx:
                 pids.append(pid)
         return pids
 
-    def wait_ready(self, timeout=30, exclude=()):
+    def wait_ready(self, timeout=60, exclude=()):
         """Waits until `workers` workers (none in exclude) serve requests."""
         def ready():
             if self.proc.poll() is not None:

@@ -84,7 +84,8 @@ def test_seq_body_throws_midway(ng):
     expected = b"".join(bytes([97 + i % 26]) * 1000 for i in range(50))
     assert len(body) < len(expected) + 1
     assert expected.startswith(body)
-    assert ng.wait_log(r"\[error\] .*seq-boom-marker", since)
+    assert ng.wait_log(r"\[error\] .*jvm: the response body failed", since)
+    assert "seq-boom-marker" in ng.log_text(since)
     assert pid(ng) == before
 
 
