@@ -26,8 +26,7 @@ APPS = Path(__file__).resolve().parent / "apps"
 CLJ_APPS = APPS / "clj"
 JAVA_APPS = APPS / "java"
 NGINX = os.environ.get("NGINX", "/usr/sbin/nginx")
-JAVA_HOME = os.environ.get("JAVA_HOME_TESTS",
-                           "/usr/lib/jvm/java-17-openjdk-amd64")
+JAVA_HOME = os.environ.get("JAVA_HOME") or "/usr/lib/jvm/java-17-openjdk-amd64"
 
 # Ring and Compojure from Debian (Debian's own clojure.jar 1.11 stays out).
 RING_JARS = ["/usr/share/java/" + j + ".jar" for j in (
@@ -77,9 +76,13 @@ def java_classes():
         out = tempfile.mkdtemp(prefix="nginx-jvm-classes-")
         atexit.register(shutil.rmtree, out, True)
         sources = sorted(str(p) for p in JAVA_APPS.rglob("*.java"))
-        subprocess.run([JAVA_HOME + "/bin/javac", "-nowarn", "-cp", str(JAR),
-                        "-d", out] + sources, check=True,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        # --release 17: the classes also run in a worker on JDK 17
+        javac = subprocess.run([JAVA_HOME + "/bin/javac", "--release", "17",
+                                "-nowarn", "-cp", str(JAR), "-d", out]
+                               + sources, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+        if javac.returncode != 0:
+            raise RuntimeError("javac failed:\n" + javac.stdout)
         _java_classes = out
     return _java_classes
 
