@@ -1,0 +1,302 @@
+"""The Markdown report: a pure function of the run's measurements.
+
+`results` is the dict bench.py fills in (see its docstring there); every
+section copes with parts left out by --no-latency, --no-memory or a subset
+of --servers / --routes.
+"""
+
+import statistics
+
+JVM_SERVERS = ("jvm-loop", "jvm-pool", "jvm-virtual", "jvm-async", "jvm-java")
+
+# (route, servers, least ratio to plain nginx, why), from BASELINES.md
+THROUGHPUT_TARGETS = [
+    ("hello", ("jvm-loop", "jvm-java"), 0.92, "handler on the event loop"),
+    ("file", ("jvm-loop", "jvm-java"), 0.98, "File body, sent by nginx"),
+    ("hello", ("jvm-pool", "jvm-virtual", "jvm-async"), 0.75,
+     "off the event loop / async path"),
+]
+P999_TARGET = 1.5           # times plain nginx's p99.9, at the same rate
+IDLE_TARGET = 1024          # bytes per idle keep-alive connection
+REST_TARGET_KB = 60 * 1024  # a worker's resident memory at rest
+
+
+def median(values):
+    return statistics.median(values) if values else None
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def rps_median(results, server, route):
+    return median(results.get("throughput", {}).get(server, {}).get(route))
+
+
+def fmt_rps(v):
+    if v is None:
+        return "n/a"
+    return "%.1fk" % (v / 1000) if v >= 1000 else "%.0f" % v
+
+
+def fmt_ratio(v):
+    return "n/a" if v is None else "%.2f" % v
+
+
+def fmt_ms(v):
+    if v is None:
+        return "n/a"
+    return "%.2f ms" % v if v < 10 else "%.1f ms" % v
+
+
+def fmt_kb(kb):
+    return "n/a" if kb is None else "%.1f MB" % (kb / 1024)
+
+
+def mark(ok):
+    return "n/a" if ok is None else ("pass" if ok else "**FAIL**")
+
+
+def evaluate_targets(results):
+    """Rows (target, server, measured, pass: True/False/None) for each
+    target of BASELINES.md that this run measured."""
+    rows = []
+    for route, servers, least, why in THROUGHPUT_TARGETS:
+        base = rps_median(results, "nginx", route)
+        for s in servers:
+            r = ratio(rps_median(results, s, route), base)
+            if r is not None:
+                # three digits: 0.979 must not read as a passing 0.98
+                rows.append(("/%s >= %.2f of nginx (%s)" % (route, least, why),
+                             s, "%.3f" % r, r >= least))
+    lat = results.get("latency", {})
+    base = lat.get("nginx", {})
+    for s in JVM_SERVERS:
+        mine = lat.get(s)
+        if not mine or "p99.9" not in mine:
+            continue
+        r = (ratio(mine["p99.9"], base.get("p99.9"))
+             if base.get("rate") == mine.get("rate") else None)
+        rows.append(("p99.9 <= %.1fx nginx's at %s req/s"
+                     % (P999_TARGET, mine.get("rate")), s,
+                     "n/a" if r is None else "%s (%.2fx)"
+                     % (fmt_ms(mine["p99.9"]), r),
+                     None if r is None else r <= P999_TARGET))
+    mem = results.get("memory", {})
+    for s in JVM_SERVERS:
+        m = mem.get(s)
+        if not m:
+            continue
+        idle = m.get("idle") or {}
+        if idle.get("per_conn_bytes") is not None:
+            per = idle["per_conn_bytes"]
+            rows.append(("idle keep-alive connection <= 1 KB", s,
+                         "%.0f bytes" % per, per <= IDLE_TARGET))
+        if m.get("max_worker_kb") is not None:
+            rows.append(("a worker (with its JVM) at rest <= 60 MB resident",
+                         s, fmt_kb(m["max_worker_kb"]),
+                         m["max_worker_kb"] <= REST_TARGET_KB))
+    return rows
+
+
+def load_note(results):
+    """A warning when the machine was busy with other work."""
+    cores = results["machine"].get("cores") or 1
+    before, after = results.get("load_before"), results.get("load_after")
+    # our own load generator and servers keep about `cores` busy during the
+    # run; before it, anything beyond half the cores is someone else's work
+    if (before is not None and before > cores / 2) or \
+            (after is not None and after > cores * 1.5):
+        return ("**The machine was busy** (load average %s before the run, "
+                "%s after, on %d cores): other work competed with the "
+                "servers and the load generators, so absolute numbers are "
+                "low and noisy. Ratios, taken with the servers interleaved, "
+                "suffer less but are noisy too." % (before, after, cores))
+    return None
+
+
+def render(results):
+    out = []
+    add = out.append
+    st = results["settings"]
+    add("# nginx-jvm benchmark, %s" % results["started"])
+    add("")
+    add("`%s`, finished %s. Every server serves the same routes on "
+        "127.0.0.1; the load generators run on the same machine."
+        % (results.get("command", "bench/bench.py"), results["finished"]))
+    add("")
+    add("## Machine")
+    add("")
+    m = results["machine"]
+    for key, label in (("cores", "cores"), ("memory", "memory"),
+                       ("kernel", "kernel"), ("nginx", "nginx"),
+                       ("jdks", "JDKs"), ("wrk", "wrk"), ("oha", "oha")):
+        value = m.get(key)
+        if isinstance(value, list):
+            value = "; ".join(value)
+        add("- %s: %s" % (label, value if value not in (None, "") else "n/a"))
+    add("- uptime before: `%s`" % results.get("uptime_before", "n/a"))
+    add("- uptime after: `%s`" % results.get("uptime_after", "n/a"))
+    add("")
+    note = load_note(results)
+    if note:
+        add(note)
+        add("")
+
+    add("## Servers")
+    add("")
+    for name, what in results["servers"].items():
+        add("- `%s`: %s" % (name, what))
+    add("")
+
+    add("## Targets (BASELINES.md)")
+    add("")
+    rows = evaluate_targets(results)
+    if rows:
+        add("| target | server | measured | |")
+        add("|---|---|---|---|")
+        for target, server, measured, ok in rows:
+            add("| %s | %s | %s | %s |" % (target, server, measured, mark(ok)))
+    else:
+        add("No target was measured in this run.")
+    add("")
+
+    if results.get("throughput"):
+        render_throughput(results, add)
+    if "latency" in results or results.get("latency_note"):
+        render_latency(results, add)
+    if results.get("memory"):
+        render_memory(results, add)
+
+    add("## Checks")
+    add("")
+    checks = results.get("checks", [])
+    add("Each server's answer to each route, compared with the expected bytes "
+        "before the load: %s." % ("all as expected" if not checks
+                                  else "**%d problems**" % len(checks)))
+    for c in checks:
+        add("- %s" % c)
+    problems = results.get("wrk_problems", [])
+    if problems:
+        add("")
+        add("Errors during the load (wrk):")
+        for p in problems:
+            add("- %s" % p)
+    logs = results.get("log_problems", {})
+    add("")
+    if any(logs.values()):
+        add("Problem lines in the servers' logs:")
+        for server, lines in logs.items():
+            for line in lines[:10]:
+                add("- `%s`: `%s`" % (server, line.strip()[:300]))
+            if len(lines) > 10:
+                add("- `%s`: ... %d more" % (server, len(lines) - 10))
+    else:
+        add("No [alert], [crit], [error] or [emerg] line in the nginx logs, "
+            "no WARN/ERROR/Exception in Jetty's.")
+    add("")
+    return "\n".join(out)
+
+
+def render_throughput(results, add):
+    st = results["settings"]
+    add("## Throughput")
+    add("")
+    add("`wrk -t1 -c%d -d%ds` per server and route after a %d s warm-up, the "
+        "servers interleaved round by round; median of %d rounds. POST /echo "
+        "sends 4 KB (a wrk Lua script); /headers sends 10 extra headers and "
+        "the handler answers the sum of their lengths (plain nginx answers "
+        "a fixed string and cannot echo)."
+        % (st["conns"], st["duration"], st["warmup"], st["rounds"]))
+    add("")
+    tp = results["throughput"]
+    for route in results["routes"]:
+        base = rps_median(results, "nginx", route)
+        jetty = rps_median(results, "jetty", route)
+        add("### /%s" % route)
+        add("")
+        add("| server | req/s | vs nginx | vs Jetty | rounds |")
+        add("|---|---|---|---|---|")
+        for server in results["servers"]:
+            rounds = tp.get(server, {}).get(route)
+            if not rounds:
+                add("| %s | n/a | | | |" % server)
+                continue
+            med = median(rounds)
+            add("| %s | %s | %s | %s | %s |"
+                % (server, fmt_rps(med), fmt_ratio(ratio(med, base)),
+                   fmt_ratio(ratio(med, jetty)),
+                   " ".join(fmt_rps(r) for r in rounds)))
+        add("")
+
+
+def render_latency(results, add):
+    st = results["settings"]
+    add("## Latency")
+    add("")
+    if results.get("latency_note"):
+        add(results["latency_note"])
+        add("")
+    lat = results.get("latency", {})
+    if not lat:
+        return
+    add("`oha -q RATE --latency-correction -c %d -z %ds` on /hello: a fixed "
+        "rate, open model (the wrk2 method), percentiles of the corrected "
+        "latency. A server that could not hold the rate (achieved < 95%% of "
+        "it) is marked." % (st["conns"], st["latency_duration"]))
+    add("")
+    add("| server | rate | achieved | p50 | p90 | p99 | p99.9 | p99.99 "
+        "| p99.9 vs nginx | non-200 |")
+    add("|---|---|---|---|---|---|---|---|---|---|")
+    base = lat.get("nginx", {})
+    for server in results["servers"]:
+        r = lat.get(server)
+        if r is None:
+            continue
+        if "error" in r:
+            add("| %s | %s | %s | | | | | | | |" % (server, r.get("rate", ""),
+                                                   r["error"]))
+            continue
+        held = r.get("rps") is not None and r["rps"] >= 0.95 * r["rate"]
+        vs = (ratio(r.get("p99.9"), base.get("p99.9"))
+              if base.get("rate") == r["rate"] else None)
+        bad = sum(v for k, v in r.get("statuses", {}).items() if k != "200")
+        bad += r.get("errors", 0)
+        add("| %s | %s | %s%s | %s | %s | %s | %s | %s | %s | %s |"
+            % (server, r["rate"], fmt_rps(r.get("rps")),
+               "" if held else " (not held)",
+               fmt_ms(r.get("p50")), fmt_ms(r.get("p90")),
+               fmt_ms(r.get("p99")), fmt_ms(r.get("p99.9")),
+               fmt_ms(r.get("p99.99")),
+               "n/a" if vs is None else "%.2fx" % vs, bad))
+    add("")
+
+
+def render_memory(results, add):
+    st = results["settings"]
+    add("## Memory")
+    add("")
+    add("Resident memory (VmRSS) after the warm-up and the throughput runs, "
+        "summed over all of a server's processes (nginx: master and 2 "
+        "workers; nginx-jetty: nginx plus the Jetty behind it), and the "
+        "largest single worker. Idle connections: %s keep-alive connections "
+        "opened, one GET /hello each, then held open; (RSS after - RSS "
+        "before) / connections held." % format(st["idle"], ","))
+    add("")
+    add("| server | resident at rest | largest worker | idle conns held "
+        "| resident with them | per idle connection |")
+    add("|---|---|---|---|---|---|")
+    for server in results["servers"]:
+        m = results["memory"].get(server)
+        if m is None:
+            continue
+        idle = m.get("idle") or {}
+        per = idle.get("per_conn_bytes")
+        held = ("n/a" if "held" not in idle else
+                "%d%s" % (idle["held"], " (%d failed)" % idle["failed"]
+                          if idle.get("failed") else ""))
+        add("| %s | %s | %s | %s | %s | %s |"
+            % (server, fmt_kb(m.get("rest_kb")), fmt_kb(m.get("max_worker_kb")),
+               held, fmt_kb(idle.get("after_kb")),
+               "n/a" if per is None else "%.0f bytes" % per))
+    add("")

@@ -1,0 +1,338 @@
+"""The servers under test and the routes they all serve.
+
+Every server listens on a free port of 127.0.0.1 and serves the same routes
+at the same paths.  nginx masters run in the foreground (`daemon off`) as
+our children, and Jetty is a child too, so each is stopped by its own PID;
+workers are found through /proc.
+"""
+
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build"
+MODULE = BUILD / "ngx_http_jvm_module.so"
+JAR = BUILD / "nginx-jvm.jar"
+RING_APP = ROOT / "bench" / "ring"
+JAVA_APP = ROOT / "bench" / "java"
+NGINX = os.environ.get("NGINX", "/usr/sbin/nginx")
+JDK17 = os.environ.get("BENCH_JDK17", "/usr/lib/jvm/java-17-openjdk-amd64")
+JDK25 = os.environ.get("BENCH_JDK25", "/usr/lib/jvm/temurin-25-jdk-amd64")
+HOST = "127.0.0.1"
+
+# --- the routes -------------------------------------------------------------
+
+ROUTES = ("hello", "json", "file", "echo", "headers")
+HELLO = b"Hello, Clojure!"
+FILE_SIZE = 29686
+ECHO_BODY = b"0123456789abcdef" * 256            # 4 KB, POSTed to /echo
+# The 10 headers sent to /headers; the handlers answer their values' length.
+HEADERS = [("X-Bench-%d" % i, "value-%d-%s" % (i, "x" * (3 * i)))
+           for i in range(10)]
+
+
+def json_body():
+    """The /json answer: the bytes bench.routes and bench.JavaRoutes build."""
+    items = ",".join(
+        '{"id":%d,"name":"item-%d","price":%d,"in_stock":%s,'
+        '"tags":["bench","json"]}' % (i, i, i * 25, "true" if i % 2 == 0
+                                        else "false")
+        for i in range(13))
+    return ('{"items":[%s],"count":13}' % items).encode()
+
+
+def file_body():
+    """A 29,686-byte HTML file, as in BASELINES.md."""
+    line = "<p>nginx-jvm benchmark file: the same bytes from every server.</p>\n"
+    body = "<!doctype html>\n<html><body>\n"
+    while len(body) + len(line) + 15 <= FILE_SIZE:
+        body += line
+    body += "</body></html>\n"
+    return (body + " " * (FILE_SIZE - len(body))).encode()
+
+
+def expected_body(route):
+    return {"hello": HELLO, "json": json_body(), "file": file_body(),
+            "echo": ECHO_BODY,
+            "headers": str(sum(len(v) for _, v in HEADERS)).encode()}[route]
+
+
+def request_of(route):
+    """(method, headers, body) of the request each route is measured with."""
+    if route == "echo":
+        return "POST", [("Content-Type", "application/octet-stream")], ECHO_BODY
+    if route == "headers":
+        return "GET", HEADERS, None
+    return "GET", [], None
+
+
+# --- the servers ------------------------------------------------------------
+
+# name -> what it is, in the report's words
+SERVERS = {
+    "nginx": "plain nginx: `return 200`, static file (sendfile)",
+    "jvm-loop": "nginx-jvm, Ring handler on the event loop",
+    "jvm-pool": "nginx-jvm, Ring handler, `jvm_mode pool` (16 threads)",
+    "jvm-virtual": "nginx-jvm, Ring handler, `jvm_mode virtual` (JDK 25)",
+    "jvm-async": "nginx-jvm, Ring 3-arity handler, `jvm_async on` (loop)",
+    "jvm-java": "nginx-jvm, Java handler (nginx.jvm.Handler) on the loop",
+    "jetty": "ring-jetty-adapter 1.8.2 on Jetty 9.4, JDK 17, default flags",
+    "nginx-jetty": "nginx `proxy_pass` to that Jetty (upstream keepalive 64)",
+}
+
+# nginx-jvm servers: name -> (location directives, jvm_path JDK, Java handler?)
+NGINX_JVM = {
+    "jvm-loop": ("jvm_content bench.routes/handler;", JDK17, False),
+    "jvm-pool": ("jvm_mode pool; jvm_content bench.routes/handler;", JDK17,
+                 False),
+    "jvm-virtual": ("jvm_mode virtual; jvm_content bench.routes/handler;",
+                    JDK25, False),
+    "jvm-async": ("jvm_async on; jvm_content bench.routes/handler;", JDK17,
+                  False),
+    "jvm-java": ("jvm_content bench.JavaRoutes;", JDK17, True),
+}
+
+# Jetty's class path: Debian's libring-jetty-adapter-clojure and what it
+# depends on (dpkg -L libring-jetty-adapter-clojure libring-servlet-clojure
+# libring-core-clojure libjetty9-java libservlet-api-java), Clojure 1.12 from
+# build/lib rather than Debian's 1.11.
+JETTY_PACKAGE = "libring-jetty-adapter-clojure"
+JETTY_JARS = ["/usr/share/java/%s.jar" % j for j in (
+    "ring-jetty-adapter", "ring-servlet", "ring-core", "ring-codec",
+    "commons-codec", "commons-io", "commons-fileupload", "crypto-random",
+    "crypto-equality", "servlet-api", "jetty9-server", "jetty9-http",
+    "jetty9-io", "jetty9-util")]
+
+MAIN_CONF = """user root;
+worker_processes 2;
+# 10,000 idle connections may all land on one worker
+worker_rlimit_nofile 20000;
+error_log logs/error.log warn;
+pid logs/nginx.pid;
+events { worker_connections 16384; }
+"""
+
+HTTP_CONF = """    access_log off;
+    keepalive_requests 1000000;
+    keepalive_timeout 300s;
+    sendfile on;
+    client_body_temp_path tmp/body;
+    proxy_temp_path tmp/proxy;
+    fastcgi_temp_path tmp/fastcgi;
+    uwsgi_temp_path tmp/uwsgi;
+    scgi_temp_path tmp/scgi;
+"""
+
+
+def nginx_conf(name, port, work, jetty_port=None):
+    """The nginx.conf of server `name` (nginx, nginx-jetty or jvm-*)."""
+    head, http, locations = MAIN_CONF, HTTP_CONF, ""
+    if name == "nginx":
+        total = expected_body("headers").decode()
+        locations = (
+            "        location = /hello { default_type text/plain;"
+            " return 200 '%s'; }\n"
+            "        location = /json { default_type application/json;"
+            " return 200 '%s'; }\n"
+            "        location = /file { default_type text/html; alias %s; }\n"
+            # nginx cannot add up header lengths: a fixed answer
+            "        location = /headers { default_type text/plain;"
+            " return 200 '%s'; }\n"
+            % (HELLO.decode(), json_body().decode(), work / "index.html",
+               total))
+    elif name == "nginx-jetty":
+        http += ("    upstream jetty { server %s:%d; keepalive 64; }\n"
+                 % (HOST, jetty_port))
+        locations = ("        location / { proxy_pass http://jetty;"
+                     " proxy_http_version 1.1;"
+                     " proxy_set_header Connection \"\"; }\n")
+    else:
+        directives, jdk, java = NGINX_JVM[name]
+        head = "load_module %s;\n%s" % (MODULE, head)
+        classpath = [JAR, work / "classes"] if java else [
+            JAR, BUILD / "lib" / "*", RING_APP]
+        http += ("    jvm_path %s/lib/server/libjvm.so;\n"
+                 "    jvm_classpath %s;\n"
+                 "    jvm_options -Dbench.file=%s;\n"
+                 % (jdk, " ".join(map(str, classpath)), work / "index.html"))
+        locations = "        location / { %s }\n" % directives
+    return ("%shttp {\n%s    server {\n        listen %s:%d;\n%s    }\n}\n"
+            % (head, http, HOST, port, locations))
+
+
+def parse_stat_ppid(text):
+    """The parent PID from the text of /proc/PID/stat."""
+    # the command name may hold spaces and parentheses: skip past the last ')'
+    return int(text[text.rindex(")") + 2:].split()[1])
+
+
+def children(pid):
+    """PIDs of the processes whose parent is `pid`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    if parse_stat_ppid(f.read()) == pid:
+                        found.append(int(entry))
+            except (OSError, ValueError):
+                pass          # gone meanwhile
+    return sorted(found)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """One running server: its child process and the port it listens on."""
+
+    def __init__(self, name, port, proc, log, routes, behind=None):
+        self.name, self.port, self.proc, self.log = name, port, proc, log
+        self.routes = routes          # the routes it can serve
+        self.behind = behind          # nginx-jetty: the Jetty Server
+
+    def pids(self):
+        """Every process of the server: master and workers, or the JVM; with
+        nginx-jetty, the Jetty behind it too."""
+        pids = [self.proc.pid] + children(self.proc.pid)
+        return pids + (self.behind.pids() if self.behind else [])
+
+    def workers(self):
+        return children(self.proc.pid) if self.name != "jetty" else []
+
+    def url(self, route):
+        return "http://%s:%d/%s" % (HOST, self.port, route)
+
+
+class Fleet:
+    """The servers of one run, in a work directory; a context manager that
+    stops them all on the way out, exceptions and Ctrl-C included."""
+
+    def __init__(self, names, work):
+        self.names, self.work = list(names), Path(work)
+        self.servers = {}             # name -> Server, in start order
+        self.jetty = None
+
+    def __enter__(self):
+        try:
+            self._prepare()
+            for name in self.names:
+                self.servers[name] = self._start(name)
+            for server in self.servers.values():
+                wait_ready(server)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def _prepare(self):
+        (self.work / "index.html").write_bytes(file_body())
+        if any(NGINX_JVM.get(n, ("", "", False))[2] for n in self.names):
+            classes = self.work / "classes"
+            subprocess.run([JDK17 + "/bin/javac", "-nowarn", "--release", "17",
+                            "-cp", str(JAR), "-d", str(classes)]
+                           + sorted(map(str, JAVA_APP.rglob("*.java"))),
+                           check=True)
+
+    def _start(self, name):
+        if name == "jetty" or name == "nginx-jetty":
+            if self.jetty is None:
+                self.jetty = self._start_jetty()
+            if name == "jetty":
+                return self.jetty
+        port, prefix = free_port(), self.work / name
+        for d in ("logs", "tmp"):
+            (prefix / d).mkdir(parents=True, exist_ok=True)
+        conf = prefix / "nginx.conf"
+        conf.write_text(nginx_conf(name, port, self.work,
+                                   self.jetty and self.jetty.port))
+        log = prefix / "logs" / "error.log"
+        with open(prefix / "logs" / "stderr.log", "w") as out:
+            proc = subprocess.Popen(
+                [NGINX, "-p", "%s/" % prefix, "-c", str(conf),
+                 "-g", "daemon off;"], stdout=out, stderr=out,
+                start_new_session=True)   # Ctrl-C reaches us, not them
+        routes = [r for r in ROUTES if not (name == "nginx" and r == "echo")]
+        return Server(name, port, proc, log, routes,
+                      self.jetty if name == "nginx-jetty" else None)
+
+    def _start_jetty(self):
+        missing = [j for j in JETTY_JARS if not os.path.exists(j)]
+        if missing and os.geteuid() == 0:
+            print("bench: installing %s with apt" % JETTY_PACKAGE, flush=True)
+            subprocess.run(["apt-get", "install", "-y", "-q", JETTY_PACKAGE],
+                           check=False, stdout=subprocess.DEVNULL)
+            missing = [j for j in JETTY_JARS if not os.path.exists(j)]
+        if missing:
+            raise RuntimeError("missing %s: apt-get install %s"
+                               % (", ".join(missing), JETTY_PACKAGE))
+        port = free_port()
+        classpath = JETTY_JARS + [str(BUILD / "lib" / "*"), str(RING_APP)]
+        expr = ("(require 'ring.adapter.jetty 'bench.routes)"
+                "(ring.adapter.jetty/run-jetty bench.routes/handler"
+                " {:host \"%s\" :port %d})" % (HOST, port))
+        log = self.work / "jetty.log"
+        with open(log, "w") as out:
+            proc = subprocess.Popen(
+                [JDK17 + "/bin/java", "-Dbench.file=%s" % (self.work /
+                                                           "index.html"),
+                 "-cp", ":".join(classpath), "clojure.main", "-e", expr],
+                stdout=out, stderr=out, start_new_session=True)
+        return Server("jetty", port, proc, log, list(ROUTES))
+
+    def stop(self):
+        """Stops every server by its PID: nginx's fast shutdown (SIGTERM),
+        then SIGKILL to what is left after 20 s."""
+        procs = [s.proc for s in self.servers.values()]
+        if self.jetty is not None and self.jetty.proc not in procs:
+            procs.append(self.jetty.proc)
+        workers = {p.pid: children(p.pid) for p in procs}
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        for p in procs:
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                print("bench: %d did not stop in 20 s; killing it" % p.pid)
+                for pid in [p.pid] + workers[p.pid]:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                p.wait()
+
+
+def wait_ready(server, timeout=180):
+    """Waits until the server answers /hello with 200 (a JVM on a busy
+    2-core machine may take a while to start)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.proc.poll() is not None:
+            raise RuntimeError("%s exited (status %s): see %s"
+                               % (server.name, server.proc.returncode,
+                                  server.log))
+        try:
+            conn = http.client.HTTPConnection(HOST, server.port, timeout=5)
+            conn.request("GET", "/hello")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        finally:
+            conn.close()
+        time.sleep(0.3)
+    raise RuntimeError("%s did not answer /hello within %d s"
+                       % (server.name, timeout))

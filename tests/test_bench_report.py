@@ -1,0 +1,140 @@
+"""Unit tests of the benchmark's report (bench/benchsuite/report.py) on a
+recorded set of measurements.  No servers, no tools run."""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from benchsuite import report  # noqa: E402
+
+
+def results(**changes):
+    r = {
+        "started": "2025-01-02 03:04", "finished": "2025-01-02 03:40",
+        "command": "bench/bench.py",
+        "machine": {"cores": 2, "memory": "23.4 GiB", "kernel": "Linux 6.1",
+                    "nginx": "nginx version: nginx/1.22.1",
+                    "jdks": ["openjdk version \"17.0.16\""],
+                    "wrk": "wrk debian/4.1.0", "oha": "oha 1.10.0"},
+        "uptime_before": "up 1 day, load average: 0.10, 0.2, 0.3",
+        "load_before": 0.1, "uptime_after": "load average: 2.1",
+        "load_after": 2.1,
+        "settings": {"duration": 10, "rounds": 3, "warmup": 5, "conns": 50,
+                     "latency_duration": 15, "idle": 10000},
+        "servers": {"nginx": "plain nginx", "jvm-loop": "loop",
+                    "jvm-pool": "pool", "jetty": "Jetty"},
+        "routes": ["hello", "file", "echo"],
+        "throughput": {
+            "nginx": {"hello": [100000, 90000, 110000],
+                      "file": [70000, 72000, 71000]},
+            "jvm-loop": {"hello": [95000, 94000, 80000],
+                         "file": [70000, 69800, 69700], "echo": [30000]},
+            "jvm-pool": {"hello": [70000, 74000, 76000]},
+            "jetty": {"hello": [34000, 33000, 35000]},
+        },
+        "latency": {
+            "nginx": {"rate": 10000, "rps": 9999.0, "p50": 0.3, "p90": 0.5,
+                      "p99": 0.8, "p99.9": 2.0, "p99.99": 9.8,
+                      "statuses": {"200": 150000}, "errors": 0},
+            "jvm-loop": {"rate": 10000, "rps": 9990.0, "p50": 0.4,
+                         "p90": 0.6, "p99": 1.0, "p99.9": 2.9,
+                         "p99.99": 10.0, "statuses": {"200": 149000},
+                         "errors": 0},
+            "jvm-pool": {"rate": 10000, "rps": 9000.0, "p50": 0.8,
+                         "p90": 2.0, "p99": 4.0, "p99.9": 3.1,
+                         "p99.99": 12.0, "statuses": {"200": 1, "503": 2},
+                         "errors": 0},
+            "jetty": {"rate": 5000, "error": "oha failed (1): boom"},
+        },
+        "memory": {
+            "nginx": {"rest_kb": 9000, "max_worker_kb": 3000,
+                      "idle": {"held": 10000, "failed": 0, "before_kb": 9000,
+                               "after_kb": 14000, "per_conn_bytes": 512.0}},
+            "jvm-loop": {"rest_kb": 200000, "max_worker_kb": 59000,
+                         "idle": {"held": 10000, "failed": 0,
+                                  "before_kb": 200000, "after_kb": 215000,
+                                  "per_conn_bytes": 1536.0}},
+        },
+        "checks": [], "wrk_problems": [], "log_problems": {},
+    }
+    r.update(changes)
+    return r
+
+
+def targets(r):
+    return {(t.split(" (")[0], s): (m, ok)
+            for t, s, m, ok in report.evaluate_targets(r)}
+
+
+def test_throughput_targets_use_medians_against_nginx():
+    t = targets(results())
+    assert t[("/hello >= 0.92 of nginx", "jvm-loop")] == ("0.940", True)
+    assert t[("/file >= 0.98 of nginx", "jvm-loop")] == ("0.983", True)
+    assert t[("/hello >= 0.75 of nginx", "jvm-pool")] == ("0.740", False)
+    # servers not run are not judged
+    assert ("/hello >= 0.92 of nginx", "jvm-java") not in t
+
+
+def test_latency_target_compares_p999_at_the_same_rate():
+    rows = {s: (m, ok) for tgt, s, m, ok in report.evaluate_targets(results())
+            if tgt.startswith("p99.9")}
+    assert rows["jvm-loop"] == ("2.90 ms (1.45x)", True)
+    assert rows["jvm-pool"] == ("3.10 ms (1.55x)", False)
+    r = results()
+    r["latency"]["jvm-loop"]["rate"] = 20000
+    rows = {s: ok for tgt, s, m, ok in report.evaluate_targets(r)
+            if tgt.startswith("p99.9")}
+    assert rows["jvm-loop"] is None          # different rates: no verdict
+
+
+def test_memory_targets():
+    t = targets(results())
+    assert t[("idle keep-alive connection <= 1 KB", "jvm-loop")] == (
+        "1536 bytes", False)
+    assert t[("a worker", "jvm-loop")] == ("57.6 MB", True)
+    assert ("idle keep-alive connection <= 1 KB", "nginx") not in t
+
+
+def test_report_sections_and_marks():
+    text = report.render(results())
+    assert text.startswith("# nginx-jvm benchmark, 2025-01-02 03:04")
+    for heading in ("## Machine", "## Targets", "## Throughput",
+                    "### /hello", "### /echo", "## Latency", "## Memory",
+                    "## Checks"):
+        assert "\n%s" % heading in text
+    assert "| jvm-loop | 94.0k | 0.94 | 2.76 | 95.0k 94.0k 80.0k |" in text
+    assert "| nginx | n/a | | | |" in text           # nginx cannot echo
+    assert "| jvm-pool | 10000 | 9.0k (not held) |" in text
+    assert "| 1.55x | 2 |" in text                   # the 503s counted
+    assert "oha failed (1): boom" in text
+    assert "**FAIL**" in text and "| pass |" in text
+    assert "busy" not in text
+    assert "all as expected" in text
+
+
+def test_report_says_when_the_machine_was_busy():
+    text = report.render(results(load_before=9.3, load_after=10.5))
+    assert "**The machine was busy** (load average 9.3 before" in text
+
+
+def test_report_lists_problems():
+    text = report.render(results(
+        checks=["jvm-loop GET /json: status 500"],
+        wrk_problems=["jetty /hello: 3 non-2xx answers"],
+        log_problems={"jvm-loop": ["2025/01/02 [error] 1#1: jvm: boom"]}))
+    assert "**1 problems**" in text
+    assert "- jvm-loop GET /json: status 500" in text
+    assert "- jetty /hello: 3 non-2xx answers" in text
+    assert "`jvm-loop`: `2025/01/02 [error] 1#1: jvm: boom`" in text
+
+
+def test_report_without_latency_and_memory():
+    r = results(memory={})
+    del r["latency"]
+    text = report.render(r)
+    assert "## Latency" not in text and "## Memory" not in text
+    assert "## Throughput" in text
+    r["latency_note"] = "Not measured: oha is missing and so is cargo."
+    assert "Not measured: oha is missing" in report.render(r)
