@@ -25,4 +25,6 @@ fi
 make -s -C "$src" -f objs/Makefile modules > "$out/make-module.log" 2>&1 || {
     cat "$out/make-module.log"; exit 1; }
 grep -E "warning|error" "$out/make-module.log" || true
-cp "$src/objs/ngx_http_jvm_module.so" "$out/ngx_http_jvm_module.so"
+# a new file renamed into place: an nginx running the old one keeps it mapped
+cp "$src/objs/ngx_http_jvm_module.so" "$out/ngx_http_jvm_module.so.new"
+mv -f "$out/ngx_http_jvm_module.so.new" "$out/ngx_http_jvm_module.so"

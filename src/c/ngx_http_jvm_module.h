@@ -56,6 +56,8 @@ typedef struct {
     jobject                   body;         /* global ref, a BodySource */
     ngx_chain_t              *free;
     ngx_chain_t              *busy;
+    off_t                     length;       /* Content-Length, or -1 */
+    off_t                     sent;
     ngx_event_t               timer;        /* jvm_response_timeout */
     unsigned                  task:1;       /* Java knows it by its address */
     unsigned                  responded:1;

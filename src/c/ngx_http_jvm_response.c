@@ -121,7 +121,12 @@ ngx_http_jvm_send_response(ngx_http_request_t *r, size_t len)
         return ngx_http_jvm_send_stream(r);
 
     default: /* NGX_HTTP_JVM_BODY_NONE */
-        if (r->headers_out.content_length_n < 0) {
+
+        /* a HEAD answer without a length says none: it may not know GET's */
+
+        if (r->headers_out.content_length_n < 0
+            && r->method != NGX_HTTP_HEAD)
+        {
             r->headers_out.content_length_n = 0;
         }
 
@@ -318,9 +323,8 @@ ngx_http_jvm_send_inline(ngx_http_request_t *r, u_char *data, size_t len)
     ngx_buf_t    *b;
     ngx_chain_t   out;
 
-    if (r->headers_out.content_length_n < 0) {
-        r->headers_out.content_length_n = len;
-    }
+    /* the body's own length: a wrong Content-Length would break framing */
+    r->headers_out.content_length_n = len;
 
     rc = ngx_http_send_header(r);
 
@@ -518,6 +522,8 @@ ngx_http_jvm_send_stream(ngx_http_request_t *r)
     ctx->body = (*env)->NewGlobalRef(env, body);
     (*env)->DeleteLocalRef(env, body);
 
+    ctx->length = r->headers_out.content_length_n;
+
     rc = ngx_http_send_header(r);
 
     if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
@@ -574,6 +580,15 @@ ngx_http_jvm_stream(ngx_http_request_t *r, ngx_http_jvm_ctx_t *ctx)
 
         if (n == -1) {
             ngx_http_jvm_stream_close(ctx);
+
+            if (ctx->length >= 0 && ctx->sent < ctx->length) {
+                ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                              "jvm: the response body ended after %O of "
+                              "the %O bytes its Content-Length says",
+                              ctx->sent, ctx->length);
+                return NGX_ERROR;
+            }
+
             return ngx_http_send_special(r, NGX_HTTP_LAST);
         }
 
@@ -593,6 +608,18 @@ ngx_http_jvm_stream(ngx_http_request_t *r, ngx_http_jvm_ctx_t *ctx)
             ngx_http_jvm_stream_close(ctx);
             return NGX_ERROR;
         }
+
+        if (ctx->length >= 0 && ctx->sent + n > ctx->length) {
+            /* more than Content-Length said: what fits, then the end */
+            n = (jint) (ctx->length - ctx->sent);
+
+            if (n == 0) {
+                ngx_http_jvm_stream_close(ctx);
+                return ngx_http_send_special(r, NGX_HTTP_LAST);
+            }
+        }
+
+        ctx->sent += n;
 
         cl = ngx_chain_get_free_buf(r->pool, &ctx->free);
         if (cl == NULL) {

@@ -207,10 +207,4 @@ final class ResponseEncoder {
         }
         return -1;
     }
-
-    static final class BadResponseException extends RuntimeException {
-        BadResponseException(String message) {
-            super(message, null, false, false);
-        }
-    }
 }

@@ -58,6 +58,8 @@ final class Task implements Responder, Runnable {
                     respond(r);
                 }
             }
+        } catch (BadResponseException e) {
+            fail(e.getMessage(), null);
         } catch (Throwable t) {
             fail("the handler threw", t);
         } finally {
@@ -93,7 +95,11 @@ final class Task implements Responder, Runnable {
 
     @Override
     public void raise(Throwable t) {
-        fail("the handler raised", t);
+        if (t instanceof BadResponseException) {
+            fail(t.getMessage(), null);
+        } else {
+            fail("the handler raised", t);
+        }
     }
 
     private void fail(String message, Throwable t) {

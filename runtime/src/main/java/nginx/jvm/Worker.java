@@ -85,6 +85,8 @@ public final class Worker {
                 } else {
                     n = encoder.encode(response);
                 }
+            } catch (BadResponseException e) {
+                n = encoder.error(500, e.getMessage(), null);
             } catch (Throwable t) {
                 n = encoder.error(500, "the handler threw", t);
             }

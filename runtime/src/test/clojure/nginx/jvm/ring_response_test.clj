@@ -42,7 +42,7 @@
   (mapv (fn [i] [(.headerName r i) (.headerValue r i)]) (range (.headerCount r))))
 
 (defn- thrown-message [f]
-  (try (f) nil (catch IllegalStateException e (.getMessage e))))
+  (try (f) nil (catch nginx.jvm.BadResponseException e (.getMessage e))))
 
 (deftest status
   (is (= 200 (.status (->response {:status nil}))) "nil status: 200")
@@ -54,8 +54,8 @@
 (deftest status-that-is-not-a-number
   (let [msg (thrown-message #(->response {:status "200"}))]
     (is (some? msg))
-    (is (re-find #":status 200, not a number" (str msg))))
-  (is (thrown? IllegalStateException (->response {:status :ok}))))
+    (is (re-find #":status \"200\", not a number" (str msg))))
+  (is (thrown? nginx.jvm.BadResponseException (->response {:status :ok}))))
 
 (deftest header-fields-of-all-shapes
   (let [r (->response {:status 200
@@ -136,7 +136,7 @@
                          (.write ^java.io.OutputStream out (.getBytes "late"))))
                      LateBody))
         body (try (.body (->response {:body (.newInstance ^Class t)}))
-                  (catch IllegalStateException e e))]
+                  (catch nginx.jvm.BadResponseException e e))]
     (is (instance? BodyWriter body)
         (str "a type extended after the adapter loaded is refused: " body))
     (when (instance? BodyWriter body)

@@ -380,6 +380,7 @@ class TasksTest {
         // handler still runs; the handler then answers with a large streamed body.
         tasks.configure(1, 1, false);
         CountDownLatch release = new CountDownLatch(1);
+        CountDownLatch started = new CountDownLatch(1);
         AtomicBoolean closed = new AtomicBoolean();
         InputStream large = new ByteArrayInputStream(new byte[1 << 20]) {
             @Override
@@ -388,10 +389,13 @@ class TasksTest {
             }
         };
         Task slow = task(Tasks.POOL, (Handler) r -> {
+            started.countDown();
             release.await(10, TimeUnit.SECONDS);
             return new Response(200).body(large);
         }, false);
         assertNull(tasks.submit(slow, Tasks.POOL));
+        // the pool thread holds it: the queue has room for the next one
+        assertTrue(started.await(10, TimeUnit.SECONDS));
         tasks.cancel(slow.id);
         release.countDown();
         Task next = task(Tasks.POOL, (Handler) r -> new Response(204), false);

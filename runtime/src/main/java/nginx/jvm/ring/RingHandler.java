@@ -12,6 +12,7 @@ import java.io.File;
 import java.io.InputStream;
 import java.util.Map;
 import nginx.jvm.AsyncHandler;
+import nginx.jvm.BadResponseException;
 import nginx.jvm.BodyWriter;
 import nginx.jvm.Handler;
 import nginx.jvm.Request;
@@ -115,7 +116,7 @@ public final class RingHandler implements Handler, AsyncHandler {
     /** Converts a Ring response map; anything else is the handler's mistake. */
     static Response response(Object ring) {
         if (!(ring instanceof ILookup) || !(ring instanceof Map)) {
-            throw new IllegalStateException("the handler returned "
+            throw new BadResponseException("the handler returned "
                     + (ring == null ? "nil" : "a " + ring.getClass().getName())
                     + ", not a Ring response map");
         }
@@ -127,8 +128,8 @@ public final class RingHandler implements Handler, AsyncHandler {
         } else if (status instanceof Number) {
             response = new Response(((Number) status).intValue());
         } else {
-            throw new IllegalStateException("the handler returned :status " + status
-                    + ", not a number");
+            throw new BadResponseException("the handler returned :status "
+                    + RT.printString(status) + ", not a number");
         }
         Object headers = map.valAt(HEADERS);
         if (headers instanceof Map) {
@@ -148,7 +149,7 @@ public final class RingHandler implements Handler, AsyncHandler {
                 }
             }
         } else if (headers != null) {
-            throw new IllegalStateException("the handler returned :headers of type "
+            throw new BadResponseException("the handler returned :headers of type "
                     + headers.getClass().getName() + ", not a map");
         }
         response.body(body(map.valAt(BODY), ring));
@@ -167,7 +168,7 @@ public final class RingHandler implements Handler, AsyncHandler {
         if (body instanceof Iterable) {
             return body;
         }
-        throw new IllegalStateException("the handler returned a :body of type "
+        throw new BadResponseException("the handler returned a :body of type "
                 + body.getClass().getName() + ", which Ring does not define");
     }
 }
