@@ -88,3 +88,15 @@
 
 (defn pid [_]
   {:status 200 :body (str (.pid (java.lang.ProcessHandle/current)))})
+
+(defn live-tasks
+  "How many tasks the runtime still tracks (read by reflection: a test's
+  window into nginx.jvm.Tasks, to prove that abandoned requests are freed)."
+  [_]
+  (let [field (fn [obj cls name]
+                (let [f (.getDeclaredField cls name)]
+                  (.setAccessible f true)
+                  (.get f obj)))
+        tasks (field nil nginx.jvm.Worker "tasks")
+        live (field tasks (class tasks) "live")]
+    {:status 200 :body (str (.size ^java.util.Map live))}))
