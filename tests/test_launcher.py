@@ -1,0 +1,147 @@
+"""bin/nginx-jvm: the generated config, serving, and a clean stop on
+SIGINT and SIGTERM (no nginx left behind, the temporary prefix removed)."""
+
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+from harness import (CLJ_APPS, RING_JARS, ROOT, alive, children, free_port,
+                     java_classes, request, wait_for)
+
+LAUNCHER = str(ROOT / "bin" / "nginx-jvm")
+
+
+def run(*args, **kw):
+    return subprocess.run([LAUNCHER] + list(args), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=60, **kw)
+
+
+def test_print_config_for_a_ring_handler():
+    r = run("run", "--handler", "testapp.offloop/fast", "--classpath",
+            str(CLJ_APPS), "--port", "8123", "--workers", "3",
+            "--max-body-size", "20m", "--jvm-option", "-Xmx128m",
+            "--mode", "pool", "--pool-size", "8", "--queue", "16",
+            "--print-config")
+    assert r.returncode == 0, r.stderr
+    conf = r.stdout
+    assert "listen 127.0.0.1:8123;" in conf
+    assert "worker_processes 3;" in conf
+    assert "client_max_body_size 20m;" in conf
+    assert 'jvm_options "-Xmx128m";' in conf
+    assert 'jvm_content "testapp.offloop/fast";' in conf
+    assert "jvm_mode pool;" in conf
+    assert "jvm_pool_size 8;" in conf and "jvm_queue 16;" in conf
+    assert '"%s"' % (ROOT / "build" / "nginx-jvm.jar") in conf
+    # Clojure from build/lib for a Ring handler
+    assert '"%s/*"' % (ROOT / "build" / "lib") in conf
+
+
+def test_print_config_for_a_java_handler_has_no_clojure():
+    r = run("run", "--handler", "testapp.Echo", "--classpath",
+            java_classes(), "--print-config")
+    assert r.returncode == 0, r.stderr
+    assert str(ROOT / "build" / "lib") not in r.stdout
+
+
+def test_a_classpath_with_clojure_keeps_its_own():
+    r = run("run", "--handler", "a.b/c", "--classpath",
+            str(CLJ_APPS) + ":" + str(ROOT / "build" / "lib" / "*"),
+            "--print-config")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count(str(ROOT / "build" / "lib")) == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], r"--handler is required"),
+    (["--handler", "a.b/c"], r"--classpath is required"),
+    (["--handler", "a.b/c", "--classpath", "/nonexistent/x.jar"],
+     r"does not exist"),
+    (["--handler", "a.b/c", "--classpath", "/tmp", "--port", "http"],
+     r"--port must be"),
+    (["--handler", "a.b/c", "--classpath", "/tmp", "--mode", "fast"],
+     r"--mode must be"),
+    (["--handler", "a.b/c", "--classpath", "/tmp", "--jvm-option", "Xmx1g"],
+     r"is not a JVM option"),
+])
+def test_bad_arguments_are_refused(args, message):
+    r = run("run", *args)
+    assert r.returncode == 2
+    assert re.search(message, r.stderr), r.stderr
+
+
+def nginx_pids_under(pid):
+    """The launcher's nginx master and its workers."""
+    found = []
+    for child in children(pid):
+        found.append(child)
+        found.extend(children(child))
+    return found
+
+
+def prefix_of(proc):
+    masters = children(proc.pid)
+    # the master's title: "nginx: master process nginx -e stderr -p PREFIX ..."
+    with open("/proc/%d/cmdline" % masters[0], "rb") as f:
+        args = f.read().replace(b"\0", b" ").split()
+    return args[args.index(b"-p") + 1].decode()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_serves_then_stops_cleanly(sig):
+    port = free_port()
+    cp = ":".join([str(CLJ_APPS)] + RING_JARS)
+    proc = subprocess.Popen(
+        [LAUNCHER, "run", "--handler", "testapp.offloop/fast",
+         "--classpath", cp, "--port", str(port), "--workers", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        # not a background job of a shell: SIGINT is not ignored
+        start_new_session=True)
+    try:
+        def serving():
+            try:
+                return request(port, "GET", "/x", timeout=2).status == 200
+            except OSError:
+                return False
+        assert wait_for(serving, 60), proc.stderr.read1().decode()
+        r = request(port, "GET", "/x")
+        assert r.text.startswith("fast on ")
+        pids = nginx_pids_under(proc.pid)
+        assert len(pids) == 3                     # master and two workers
+        prefix = prefix_of(proc)
+        assert os.path.isdir(prefix)
+
+        os.kill(proc.pid, sig)
+        proc.wait(timeout=20)
+        assert wait_for(lambda: not any(alive(p) for p in pids), 10)
+        assert not os.path.exists(prefix)
+        err = proc.stderr.read().decode()
+        assert not re.search(r"\[(alert|crit|error|emerg)\]", err), err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_java_handler_through_the_launcher():
+    port = free_port()
+    proc = subprocess.Popen(
+        [LAUNCHER, "run", "--handler", "testapp.Echo", "--classpath",
+         java_classes(), "--port", str(port), "--workers", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True)
+    try:
+        def serving():
+            try:
+                return request(port, "GET", "/hi?x=1", timeout=2)
+            except OSError:
+                return None
+        r = wait_for(serving, 60)
+        assert r is not None and r.status == 200, r
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    assert proc.returncode == 0
