@@ -82,7 +82,8 @@ def test_seq_body_throws_midway(ng):
     body, complete = dechunk(r.body)
     assert not complete, "the truncated body ended with its 0-chunk"
     expected = b"".join(bytes([97 + i % 26]) * 1000 for i in range(50))
-    assert len(body) < len(expected) + 1
+    # what was produced before the failure arrived, then the end
+    assert 0 < len(body) <= len(expected)
     assert expected.startswith(body)
     assert ng.wait_log(r"\[error\] .*jvm: the response body failed", since)
     assert "seq-boom-marker" in ng.log_text(since)
