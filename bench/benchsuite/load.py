@@ -110,6 +110,13 @@ def oha_output_flags(help_text):
     return []
 
 
+def errors(distribution):
+    """The count of failed requests from oha's (error, count) pairs; those
+    still running at the end of -z are not failures."""
+    return sum(int(n) for e, n in distribution
+               if "aborted due to deadline" not in e)
+
+
 def parse_oha_json(text):
     """oha's JSON -> {rps, success, p50 .. p99.99 (ms), statuses}."""
     data = json.loads(text)
@@ -118,7 +125,7 @@ def parse_oha_json(text):
            "success": summary.get("successRate"),
            "statuses": {str(k): v for k, v in
                         (data.get("statusCodeDistribution") or {}).items()},
-           "errors": sum((data.get("errorDistribution") or {}).values())}
+           "errors": errors((data.get("errorDistribution") or {}).items())}
     for key in ("p50", "p90", "p99", "p99.9", "p99.99"):
         value = pct.get(key)
         out[key] = None if value is None else value * 1000.0
@@ -143,6 +150,11 @@ def parse_oha_text(text):
         out[key] = found.get(p)
     for code, count in re.findall(r"\[(\d{3})\]\s+(\d+)\s+responses", text):
         out["statuses"][code] = int(count)
+    tail = text.split("Error distribution:", 1)[1:]
+    if tail:
+        out["errors"] = errors((e, n) for n, e in
+                               re.findall(r"^\s*\[(\d+)\]\s+(.+)$", tail[0],
+                                          re.M))
     return out
 
 

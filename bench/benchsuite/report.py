@@ -284,7 +284,7 @@ def render_memory(results, add):
         "before) / connections held." % format(st["idle"], ","))
     add("")
     add("| server | resident at rest | largest worker | idle conns held "
-        "| resident with them | per idle connection |")
+        "| resident before → with them | per idle connection |")
     add("|---|---|---|---|---|---|")
     for server in results["servers"]:
         m = results["memory"].get(server)
@@ -297,6 +297,7 @@ def render_memory(results, add):
                           if idle.get("failed") else ""))
         add("| %s | %s | %s | %s | %s | %s |"
             % (server, fmt_kb(m.get("rest_kb")), fmt_kb(m.get("max_worker_kb")),
-               held, fmt_kb(idle.get("after_kb")),
+               held, "n/a" if "after_kb" not in idle else "%s → %s" % (
+                   fmt_kb(idle["before_kb"]), fmt_kb(idle["after_kb"])),
                "n/a" if per is None else "%.0f bytes" % per))
     add("")
