@@ -214,6 +214,7 @@ class Runner:
             before = sum(map(load.rss_kb, server.pids()))
             log("idle connections: %s, %d" % (server.name, self.args.idle))
             socks, failed = load.open_idle(HOST, server.port, self.args.idle)
+            log("%d held, %d failed" % (len(socks), failed))
             try:
                 time.sleep(2)
                 after = sum(map(load.rss_kb, server.pids()))

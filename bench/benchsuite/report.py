@@ -276,12 +276,16 @@ def render_memory(results, add):
     st = results["settings"]
     add("## Memory")
     add("")
-    add("Resident memory (VmRSS) after the warm-up and the throughput runs, "
-        "summed over all of a server's processes (nginx: master and 2 "
-        "workers; nginx-jetty: nginx plus the Jetty behind it), and the "
-        "largest single worker. Idle connections: %s keep-alive connections "
-        "opened, one GET /hello each, then held open; (RSS after - RSS "
-        "before) / connections held." % format(st["idle"], ","))
+    add("Resident memory (VmRSS) summed over all of a server's processes "
+        "(nginx: master and 2 workers; nginx-jetty: nginx plus the Jetty "
+        "behind it), at rest after the warm-up and before the throughput "
+        "rounds, and the largest single process of an nginx (a worker, "
+        "with its JVM for nginx-jvm). Idle connections, at the end of the "
+        "run: %s keep-alive connections opened, one GET /hello each, then "
+        "held open; (RSS with them - RSS before) / connections held. A JVM "
+        "server's idle connections are Java objects in a heap whose pages "
+        "the load already made resident, so RSS shows little of them."
+        % format(st["idle"], ","))
     add("")
     add("| server | resident at rest | largest worker | idle conns held "
         "| resident before → with them | per idle connection |")
