@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <signal.h>
 #include <pthread.h>
+#include <sys/wait.h>
 
 
 typedef jint (JNICALL *ngx_http_jvm_create_pt)(JavaVM **vm, void **env,
@@ -28,6 +29,8 @@ static ngx_int_t ngx_http_jvm_vm_call_string(ngx_cycle_t *cycle,
     jmethodID method, ngx_str_t *arg, const char *what);
 static void ngx_http_jvm_check_readable(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
+static ngx_int_t ngx_http_jvm_vm_trial(ngx_cycle_t *cycle,
+    ngx_http_jvm_create_pt create, JavaVMInitArgs *args);
 
 
 ngx_http_jvm_vm_t  ngx_http_jvm_vm;
@@ -184,6 +187,10 @@ ngx_http_jvm_vm_create(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
     args.options = options;
     args.ignoreUnrecognized = JNI_FALSE;
 
+    if (ngx_http_jvm_vm_trial(cycle, create, &args) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     ngx_http_jvm_block_signals(&old);
 
     rc = create(&ngx_http_jvm_vm.vm, (void **) &ngx_http_jvm_vm.env, &args);
@@ -199,6 +206,74 @@ ngx_http_jvm_vm_create(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * For some bad options (a heap too small, say) the JVM does not fail
+ * JNI_CreateJavaVM(): it exits the process, and the master would respawn the
+ * worker to exit again at once, in a loop.  So a child process starts the
+ * JVM first, with the same options; only if it could does this process.
+ * SIGCHLD stays blocked meanwhile, so that nginx's handler does not reap the
+ * child before waitpid() does.
+ */
+
+static ngx_int_t
+ngx_http_jvm_vm_trial(ngx_cycle_t *cycle, ngx_http_jvm_create_pt create,
+    JavaVMInitArgs *args)
+{
+    int        status;
+    pid_t      pid;
+    JNIEnv    *env;
+    JavaVM    *vm;
+    sigset_t   old;
+
+    ngx_http_jvm_block_signals(&old);
+
+    pid = fork();
+
+    if (pid == 0) {
+        /* the JVM says why it exits on stdout: into the error log with it */
+        (void) dup2(ngx_stderr, STDOUT_FILENO);
+
+        if (create(&vm, (void **) &env, args) != JNI_OK) {
+            _exit(1);
+        }
+
+        (*vm)->DestroyJavaVM(vm);
+        _exit(0);
+    }
+
+    status = 0;
+
+    if (pid != -1) {
+        while (waitpid(pid, &status, 0) == -1 && ngx_errno == NGX_EINTR) {
+            /* void */
+        }
+    }
+
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+    if (pid == -1) {
+        /* no trial is possible: start the JVM here all the same */
+        ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_errno,
+                      "jvm: fork() for a trial start of the JVM failed");
+        return NGX_OK;
+    }
+
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        return NGX_OK;
+    }
+
+    ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
+                  "jvm: the JVM failed to start: a trial start in a child "
+                  "process ended with %s %d (the JVM's reason is above); "
+                  "check \"jvm_options\"; locations with \"jvm_content\" "
+                  "answer 500",
+                  WIFEXITED(status) ? "exit status" : "signal",
+                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+
+    return NGX_ERROR;
 }
 
 
