@@ -56,6 +56,11 @@ test-clojure: all
 	$(JAVA_HOME)/bin/java -cp "$(JAR):$(BUILD)/lib/*:runtime/src/test/clojure:$(RING_TEST_JARS)" \
 	    clojure.main -m nginx.jvm.test-runner
 
+# The integration suite runs once per execution mode (virtual is skipped
+# without a JDK 21+); NGINX_JVM_MODES=loop runs just one.
+NGINX_JVM_MODES ?= loop,pool,virtual
+export NGINX_JVM_MODES
+
 test-integration: all
 	$(PYTHON) -m pytest -q tests
 

@@ -352,7 +352,10 @@ class Nginx:
             raise RuntimeError("nginx did not get ready:\n" + self.log_text()
                                + self.stderr_text())
         problems = self.log_problems(0, self.startup_allow)
-        assert not problems, "errors while starting:\n" + "\n".join(problems)
+        if problems:
+            self.stop()             # not left running by a failed fixture
+            raise AssertionError("errors while starting:\n"
+                                 + "\n".join(problems))
         return self
 
     def __enter__(self):
