@@ -2,8 +2,6 @@ package nginx.jvm;
 
 import java.io.ByteArrayInputStream;
 import java.io.InputStream;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.security.cert.CertificateFactory;
 import java.security.cert.X509Certificate;
@@ -27,7 +25,6 @@ public final class Request {
             SERVER_NAME = 4, REMOTE_ADDR = 5, CLIENT_CERT = 6, STRINGS = 7;
 
     private final byte[] data;
-    private final ByteBuffer view;
     private final int flags;
     private final int serverPort;
     // Offsets of the length words of the fixed strings, then of the headers.
@@ -41,20 +38,19 @@ public final class Request {
 
     public Request(byte[] data) {
         this.data = data;
-        this.view = ByteBuffer.wrap(data).order(ByteOrder.nativeOrder());
-        this.flags = view.getInt(0);
-        this.serverPort = view.getInt(4);
+        this.flags = Wire.getInt(data, 0);
+        this.serverPort = Wire.getInt(data, 4);
         int pos = 8;
         for (int i = 0; i < STRINGS; i++) {
             offsets[i] = pos;
-            pos += 4 + view.getInt(pos);
+            pos += 4 + Wire.getInt(data, pos);
         }
-        this.headerCount = view.getInt(pos);
+        this.headerCount = Wire.getInt(data, pos);
         this.headersAt = pos + 4;
     }
 
     private String string(int at) {
-        return new String(data, at + 4, view.getInt(at), StandardCharsets.ISO_8859_1);
+        return new String(data, at + 4, Wire.getInt(data, at), StandardCharsets.ISO_8859_1);
     }
 
     private String field(int which) {
@@ -127,7 +123,7 @@ public final class Request {
     /** The verified client certificate of a TLS connection, or null. */
     public X509Certificate sslClientCert() {
         int at = offsets[CLIENT_CERT];
-        int len = view.getInt(at);
+        int len = Wire.getInt(data, at);
         if (len == 0) {
             return null;
         }
@@ -150,7 +146,7 @@ public final class Request {
         }
         int pos = headersAt;
         for (int n = 0; n < 2 * i; n++) {
-            pos += 4 + view.getInt(pos);
+            pos += 4 + Wire.getInt(data, pos);
         }
         return pos;
     }
@@ -162,7 +158,7 @@ public final class Request {
 
     public String headerValue(int i) {
         int at = headerAt(i);
-        return string(at + 4 + view.getInt(at));
+        return string(at + 4 + Wire.getInt(data, at));
     }
 
     /**
@@ -174,10 +170,10 @@ public final class Request {
             Map<String, String> map = new LinkedHashMap<>(headerCount * 2);
             int pos = headersAt;
             for (int i = 0; i < headerCount; i++) {
-                int nameLen = view.getInt(pos);
+                int nameLen = Wire.getInt(data, pos);
                 String name = lowerCase(data, pos + 4, nameLen);
                 pos += 4 + nameLen;
-                int valueLen = view.getInt(pos);
+                int valueLen = Wire.getInt(data, pos);
                 String value = new String(data, pos + 4, valueLen, StandardCharsets.ISO_8859_1);
                 pos += 4 + valueLen;
                 String old = map.get(name);
@@ -203,7 +199,7 @@ public final class Request {
         if (bodyAt < 0) {
             headers();
         }
-        return RequestBody.open(data, view, bodyAt);
+        return RequestBody.open(data, bodyAt);
     }
 
     /** True when the request came with a body (possibly empty). */
@@ -211,7 +207,7 @@ public final class Request {
         if (bodyAt < 0) {
             headers();
         }
-        return view.getInt(bodyAt) > 0;
+        return Wire.getInt(data, bodyAt) > 0;
     }
 
     static String lowerCase(byte[] b, int off, int len) {

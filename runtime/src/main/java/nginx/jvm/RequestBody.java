@@ -4,7 +4,6 @@ import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.RandomAccessFile;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -18,7 +17,6 @@ final class RequestBody extends InputStream {
 
 
     private final byte[] data;
-    private final ByteBuffer view;
     private int segmentsLeft;
     private int pos;
 
@@ -27,19 +25,18 @@ final class RequestBody extends InputStream {
     private RandomAccessFile file;
     private long fileLeft;
 
-    private RequestBody(byte[] data, ByteBuffer view, int segments, int pos) {
+    private RequestBody(byte[] data, int segments, int pos) {
         this.data = data;
-        this.view = view;
         this.segmentsLeft = segments;
         this.pos = pos;
     }
 
-    static InputStream open(byte[] data, ByteBuffer view, int at) {
-        int segments = view.getInt(at);
+    static InputStream open(byte[] data, int at) {
+        int segments = Wire.getInt(data, at);
         if (segments == 0) {
             return new ByteArrayInputStream(new byte[0]);
         }
-        return new RequestBody(data, view, segments, at + 4);
+        return new RequestBody(data, segments, at + 4);
     }
 
     /** Moves to the next segment that has bytes; false at the end of the body. */
@@ -50,8 +47,8 @@ final class RequestBody extends InputStream {
                 return false;
             }
             segmentsLeft--;
-            int kind = view.getInt(pos);
-            int len = view.getInt(pos + 4);
+            int kind = Wire.getInt(data, pos);
+            int len = Wire.getInt(data, pos + 4);
             if (kind == MEMORY) {
                 memAt = pos + 8;
                 memLeft = len;
@@ -59,8 +56,8 @@ final class RequestBody extends InputStream {
             } else {
                 String path = new String(data, pos + 8, len, StandardCharsets.UTF_8);
                 pos += 8 + len;
-                long offset = view.getLong(pos);
-                fileLeft = view.getLong(pos + 8);
+                long offset = Wire.getLong(data, pos);
+                fileLeft = Wire.getLong(data, pos + 8);
                 pos += 16;
                 file = new RandomAccessFile(path, "r");
                 file.seek(offset);

@@ -3,6 +3,7 @@ package nginx.jvm.ring;
 import clojure.lang.AFn;
 import clojure.lang.IFn;
 import clojure.lang.ILookup;
+import clojure.lang.IMapIterable;
 import clojure.lang.Keyword;
 import clojure.lang.Named;
 import clojure.lang.RT;
@@ -10,6 +11,7 @@ import clojure.lang.Symbol;
 import clojure.lang.Var;
 import java.io.File;
 import java.io.InputStream;
+import java.util.Iterator;
 import java.util.Map;
 import nginx.jvm.AsyncHandler;
 import nginx.jvm.BadResponseException;
@@ -132,21 +134,16 @@ public final class RingHandler implements Handler, AsyncHandler {
                     + RT.printString(status) + ", not a number");
         }
         Object headers = map.valAt(HEADERS);
-        if (headers instanceof Map) {
-            for (Object o : ((Map<?, ?>) headers).entrySet()) {
-                Map.Entry<?, ?> e = (Map.Entry<?, ?>) o;
-                String name = e.getKey() instanceof Named
-                        ? ((Named) e.getKey()).getName() : String.valueOf(e.getKey());
-                Object value = e.getValue();
-                if (value instanceof String) {
-                    response.header(name, (String) value);
-                } else if (value instanceof Iterable) {
-                    for (Object v : (Iterable<?>) value) {
-                        response.header(name, String.valueOf(v));
-                    }
-                } else if (value != null) {
-                    response.header(name, String.valueOf(value));
-                }
+        if (headers instanceof IMapIterable) {
+            // Clojure's maps: keys and values without an entry object each
+            Iterator<?> keys = ((IMapIterable) headers).keyIterator();
+            Iterator<?> values = ((IMapIterable) headers).valIterator();
+            while (keys.hasNext()) {
+                header(response, keys.next(), values.next());
+            }
+        } else if (headers instanceof Map) {
+            for (Map.Entry<?, ?> e : ((Map<?, ?>) headers).entrySet()) {
+                header(response, e.getKey(), e.getValue());
             }
         } else if (headers != null) {
             throw new BadResponseException("the handler returned :headers of type "
@@ -154,6 +151,20 @@ public final class RingHandler implements Handler, AsyncHandler {
         }
         response.body(body(map.valAt(BODY), ring));
         return response;
+    }
+
+    /** One Ring header: a String, or a seq of Strings for several fields. */
+    private static void header(Response response, Object key, Object value) {
+        String name = key instanceof Named ? ((Named) key).getName() : String.valueOf(key);
+        if (value instanceof String) {
+            response.header(name, (String) value);
+        } else if (value instanceof Iterable) {
+            for (Object v : (Iterable<?>) value) {
+                response.header(name, String.valueOf(v));
+            }
+        } else if (value != null) {
+            response.header(name, String.valueOf(value));
+        }
     }
 
     private static Object body(Object body, Object ring) {
