@@ -29,6 +29,7 @@ static ngx_int_t ngx_http_jvm_vm_call_string(ngx_cycle_t *cycle,
     jmethodID method, ngx_str_t *arg, const char *what);
 static void ngx_http_jvm_check_readable(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
+static ngx_uint_t ngx_http_jvm_vm_chooses_gc(ngx_http_jvm_main_conf_t *jmcf);
 static ngx_int_t ngx_http_jvm_vm_trial(ngx_cycle_t *cycle,
     ngx_http_jvm_create_pt create, JavaVMInitArgs *args);
 
@@ -105,6 +106,33 @@ ngx_http_jvm_block_signals(sigset_t *old)
 }
 
 
+/* -XX:+UseG1GC, -XX:+UseParallelGC, ... */
+
+static ngx_uint_t
+ngx_http_jvm_vm_chooses_gc(ngx_http_jvm_main_conf_t *jmcf)
+{
+    ngx_str_t   *opt;
+    ngx_uint_t   i;
+
+    if (jmcf->options == NULL) {
+        return 0;
+    }
+
+    opt = jmcf->options->elts;
+
+    for (i = 0; i < jmcf->options->nelts; i++) {
+        if (opt[i].len > 10
+            && ngx_strncmp(opt[i].data, "-XX:+Use", 8) == 0
+            && ngx_strcmp(opt[i].data + opt[i].len - 2, "GC") == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
 static ngx_int_t
 ngx_http_jvm_vm_create(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 {
@@ -135,9 +163,9 @@ ngx_http_jvm_vm_create(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         return NGX_ERROR;
     }
 
-    n = 2 + (jmcf->options ? jmcf->options->nelts : 0);
-
-    options = ngx_pcalloc(cycle->pool, n * sizeof(JavaVMOption));
+    options = ngx_pcalloc(cycle->pool, (3 + (jmcf->options
+                                             ? jmcf->options->nelts : 0))
+                                       * sizeof(JavaVMOption));
     if (options == NULL) {
         return NGX_ERROR;
     }
@@ -174,11 +202,24 @@ ngx_http_jvm_vm_create(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 
     options[1].optionString = "-Xrs";
 
+    /*
+     * The serial collector, unless the options choose another: handlers of
+     * a worker mostly run on its one event loop thread, and a concurrent
+     * collector's threads and barriers cost CPU and memory for nothing.
+     * Naming two collectors would stop the JVM, so it is only a default.
+     */
+
+    n = 2;
+
+    if (!ngx_http_jvm_vm_chooses_gc(jmcf)) {
+        options[n++].optionString = "-XX:+UseSerialGC";
+    }
+
     if (jmcf->options) {
         opt = jmcf->options->elts;
 
         for (i = 0; i < jmcf->options->nelts; i++) {
-            options[2 + i].optionString = (char *) opt[i].data;
+            options[n++].optionString = (char *) opt[i].data;
         }
     }
 

@@ -157,7 +157,9 @@ final class ResponseEncoder {
             return buffer.position();
         }
         buffer.putInt(kindAt, INLINE).putLong(kindAt + 4, bytes.length);
-        buffer.putInt(bytes.length).put(bytes);
+        buffer.putInt(bytes.length);
+        Wire.put(buffer, buffer.position(), bytes, 0, bytes.length);
+        buffer.position(buffer.position() + bytes.length);
         return buffer.position();
     }
 

@@ -96,7 +96,7 @@ public final class Worker {
 
     private static Request request(int length) {
         byte[] data = new byte[length];
-        requestBuffer.get(0, data, 0, length);
+        Wire.get(requestBuffer, 0, data, 0, length);
         return new Request(data);
     }
 
