@@ -65,6 +65,9 @@ def parse_args(argv):
                    % ", ".join("%s=%s" % kv for kv in QUICK.items()))
     p.add_argument("--out", help="the report's file (default: "
                    "bench/results/YYYY-MM-DD-HHMM.md)")
+    p.add_argument("--jvm-options", default="",
+                   help="more jvm_options for the nginx-jvm servers, e.g. "
+                   "\"-Xms16m -XX:+UseSerialGC\" (default: none)")
     p.add_argument("--keep", action="store_true",
                    help="keep the work directory (configs, logs)")
     args = p.parse_args(argv)
@@ -187,13 +190,14 @@ class Runner:
                         tp.setdefault(server.name, {}).setdefault(
                             route, []).append(rps)
 
-    def memory_at_rest(self):
+    def memory_at_rest(self, when):
+        """Resident memory now, as `when` ("start" or "rest")."""
         time.sleep(2)
         for server in self.fleet.servers.values():
             workers = [load.rss_kb(p) for p in server.workers()]
-            self.results["memory"][server.name] = {
-                "rest_kb": sum(map(load.rss_kb, server.pids())),
-                "max_worker_kb": max(workers) if workers else None}
+            m = self.results["memory"].setdefault(server.name, {})
+            m[when + "_kb"] = sum(map(load.rss_kb, server.pids()))
+            m[when + "_worker_kb"] = max(workers) if workers else None
 
     def latency(self, oha_path):
         for server in self.fleet.servers.values():
@@ -211,13 +215,14 @@ class Runner:
 
     def idle(self):
         for server in self.fleet.servers.values():
-            before = sum(map(load.rss_kb, server.pids()))
+            # nginx-jetty: only nginx's own processes hold these connections
+            before = sum(map(load.rss_kb, server.pids(own=True)))
             log("idle connections: %s, %d" % (server.name, self.args.idle))
             socks, failed = load.open_idle(HOST, server.port, self.args.idle)
             log("%d held, %d failed" % (len(socks), failed))
             try:
                 time.sleep(2)
-                after = sum(map(load.rss_kb, server.pids()))
+                after = sum(map(load.rss_kb, server.pids(own=True)))
             finally:
                 load.close_all(socks)
             self.results["memory"].setdefault(server.name, {})["idle"] = {
@@ -288,7 +293,7 @@ def main(argv):
         "settings": {"duration": args.duration, "rounds": args.rounds,
                      "warmup": args.warmup, "conns": args.conns,
                      "latency_duration": args.latency_duration,
-                     "idle": args.idle},
+                     "idle": args.idle, "jvm_options": args.jvm_options},
         "servers": {s: servers.SERVERS[s] for s in args.servers},
         "routes": args.routes, "throughput": {}, "memory": {},
         "checks": list(notes), "wrk_problems": [], "log_problems": {}}
@@ -298,13 +303,15 @@ def main(argv):
     work = Path(tempfile.mkdtemp(prefix="nginx-jvm-bench-"))
     try:
         log("starting %s in %s" % (", ".join(args.servers), work))
-        with servers.Fleet(args.servers, work) as fleet:
+        with servers.Fleet(args.servers, work, args.jvm_options) as fleet:
             log("all up")
             run = Runner(args, fleet, work, results)
             run.checks()
+            if not args.no_memory:
+                run.memory_at_rest("start")
             run.warm_up()
             if not args.no_memory:
-                run.memory_at_rest()
+                run.memory_at_rest("rest")
             run.throughput()
             if oha_path:
                 run.latency(oha_path)

@@ -49,10 +49,12 @@ def results(**changes):
             "jetty": {"rate": 5000, "error": "oha failed (1): boom"},
         },
         "memory": {
-            "nginx": {"rest_kb": 9000, "max_worker_kb": 3000,
+            "nginx": {"start_kb": 8000, "start_worker_kb": 2900,
+                      "rest_kb": 9000, "rest_worker_kb": 3000,
                       "idle": {"held": 10000, "failed": 0, "before_kb": 9000,
                                "after_kb": 14000, "per_conn_bytes": 512.0}},
-            "jvm-loop": {"rest_kb": 200000, "max_worker_kb": 59000,
+            "jvm-loop": {"start_kb": 150000, "start_worker_kb": 40960,
+                         "rest_kb": 200000, "rest_worker_kb": 59000,
                          "idle": {"held": 10000, "failed": 0,
                                   "before_kb": 200000, "after_kb": 215000,
                                   "per_conn_bytes": 1536.0}},
@@ -93,7 +95,8 @@ def test_memory_targets():
     t = targets(results())
     assert t[("idle keep-alive connection <= 1 KB", "jvm-loop")] == (
         "1536 bytes", False)
-    assert t[("a worker", "jvm-loop")] == ("57.6 MB", True)
+    assert t[("a worker", "jvm-loop")] == (
+        "57.6 MB (40.0 MB before any load)", True)
     assert ("idle keep-alive connection <= 1 KB", "nginx") not in t
 
 
@@ -112,6 +115,15 @@ def test_report_sections_and_marks():
     assert "**FAIL**" in text and "| pass |" in text
     assert "busy" not in text
     assert "all as expected" in text
+    assert ("| jvm-loop | 146.5 MB | 40.0 MB | 195.3 MB | 57.6 MB | 10000 "
+            "| 195.3 MB → 210.0 MB | 1536 bytes |") in text
+
+
+def test_report_names_extra_jvm_options():
+    r = results()
+    assert "jvm_options" not in report.render(r)
+    r["settings"]["jvm_options"] = "-Xmx64m"
+    assert "ran with `jvm_options -Xmx64m`" in report.render(r)
 
 
 def test_report_says_when_the_machine_was_busy():

@@ -70,6 +70,13 @@ def test_nginx_jvm_modes():
     assert "build/lib" not in java          # no Clojure for Java handlers
 
 
+def test_extra_jvm_options_reach_only_nginx_jvm():
+    conf = servers.nginx_conf("jvm-pool", 1, WORK, jvm_options="-Xms16m")
+    assert "jvm_options -Dbench.file=/tmp/w/index.html -Xms16m;" in conf
+    assert "-Xms16m" not in servers.nginx_conf("nginx", 1, WORK,
+                                               jvm_options="-Xms16m")
+
+
 def test_proxy_to_jetty_keeps_connections():
     conf = servers.nginx_conf("nginx-jetty", 1, WORK, 4321)
     assert "server 127.0.0.1:4321; keepalive 64;" in conf

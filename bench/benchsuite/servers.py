@@ -129,8 +129,10 @@ HTTP_CONF = """    access_log off;
 """
 
 
-def nginx_conf(name, port, work, jetty_port=None):
-    """The nginx.conf of server `name` (nginx, nginx-jetty or jvm-*)."""
+def nginx_conf(name, port, work, jetty_port=None, jvm_options=""):
+    """The nginx.conf of server `name` (nginx, nginx-jetty or jvm-*);
+    `jvm_options` are added to nginx-jvm's (none by default: the JVM's
+    defaults are part of what is measured)."""
     head, http, locations = MAIN_CONF, HTTP_CONF, ""
     if name == "nginx":
         total = expected_body("headers").decode()
@@ -158,8 +160,9 @@ def nginx_conf(name, port, work, jetty_port=None):
             JAR, BUILD / "lib" / "*", RING_APP]
         http += ("    jvm_path %s/lib/server/libjvm.so;\n"
                  "    jvm_classpath %s;\n"
-                 "    jvm_options -Dbench.file=%s;\n"
-                 % (jdk, " ".join(map(str, classpath)), work / "index.html"))
+                 "    jvm_options -Dbench.file=%s%s;\n"
+                 % (jdk, " ".join(map(str, classpath)), work / "index.html",
+                    " " + jvm_options if jvm_options else ""))
         locations = "        location / { %s }\n" % directives
     return ("%shttp {\n%s    server {\n        listen %s:%d;\n%s    }\n}\n"
             % (head, http, HOST, port, locations))
@@ -199,11 +202,11 @@ class Server:
         self.routes = routes          # the routes it can serve
         self.behind = behind          # nginx-jetty: the Jetty Server
 
-    def pids(self):
+    def pids(self, own=False):
         """Every process of the server: master and workers, or the JVM; with
-        nginx-jetty, the Jetty behind it too."""
+        nginx-jetty, the Jetty behind it too unless `own`."""
         pids = [self.proc.pid] + children(self.proc.pid)
-        return pids + (self.behind.pids() if self.behind else [])
+        return pids + (self.behind.pids() if self.behind and not own else [])
 
     def workers(self):
         return children(self.proc.pid) if self.name != "jetty" else []
@@ -216,8 +219,9 @@ class Fleet:
     """The servers of one run, in a work directory; a context manager that
     stops them all on the way out, exceptions and Ctrl-C included."""
 
-    def __init__(self, names, work):
+    def __init__(self, names, work, jvm_options=""):
         self.names, self.work = list(names), Path(work)
+        self.jvm_options = jvm_options
         self.servers = {}             # name -> Server, in start order
         self.jetty = None
 
@@ -256,7 +260,8 @@ class Fleet:
             (prefix / d).mkdir(parents=True, exist_ok=True)
         conf = prefix / "nginx.conf"
         conf.write_text(nginx_conf(name, port, self.work,
-                                   self.jetty and self.jetty.port))
+                                   self.jetty and self.jetty.port,
+                                   self.jvm_options))
         log = prefix / "logs" / "error.log"
         with open(prefix / "logs" / "stderr.log", "w") as out:
             proc = subprocess.Popen(
