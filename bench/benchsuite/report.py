@@ -289,8 +289,9 @@ def render_memory(results, add):
         "behind it), and of its largest worker (with its JVM, for "
         "nginx-jvm): once started and answering (before any load), then at "
         "rest after the warm-up (%d s of wrk per route), before the "
-        "throughput rounds. JVMs run with default options: the heap is "
-        "sized from the machine's memory." % st["warmup"])
+        "throughput rounds. %s" % (st["warmup"], "nginx-jvm's JVMs ran with "
+        "the jvm_options above." if st.get("jvm_options") else "JVMs run "
+        "with default options: the heap is sized from the machine's memory."))
     add("")
     add("Idle connections, at the end of the run: %s keep-alive connections "
         "opened, one GET /hello each, then held open; (RSS with them - RSS "
