@@ -15,7 +15,7 @@ RING_TEST_JARS := /usr/share/java/ring-core.jar:/usr/share/java/commons-io.jar:/
 PYTHON    ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest' 2>/dev/null && { command -v $$p; break; }; done)
 
 .PHONY: all deps module jar libs run test test-java test-clojure test-integration \
-        bench-quick clean
+        bench bench-quick clean
 
 all: $(MODULE) $(JAR) $(LIBS)
 
@@ -66,6 +66,10 @@ test-integration: all
 
 bench-quick: all
 	bench/quick.sh
+
+# The full suite (about half an hour; BENCH_ARGS=--quick for under 3 minutes).
+bench: all
+	python3 bench/bench.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD) runtime/target
