@@ -6,7 +6,6 @@ import java.nio.charset.StandardCharsets;
 import java.security.cert.CertificateFactory;
 import java.security.cert.X509Certificate;
 import java.util.LinkedHashMap;
-import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -35,6 +34,7 @@ public final class Request {
 
     private String method, uri, query, protocol, serverName, remoteAddr;
     private Map<String, String> headers;
+    private String[] pairs;
 
     public Request(byte[] data) {
         this.data = data;
@@ -167,7 +167,29 @@ public final class Request {
      */
     public Map<String, String> headers() {
         if (headers == null) {
-            Map<String, String> map = new LinkedHashMap<>(headerCount * 2);
+            String[] kv = pairs();
+            Map<String, String> map = new LinkedHashMap<>(kv.length);
+            for (int i = 0; i < kv.length; i += 2) {
+                map.put(kv[i], kv[i + 1]);
+            }
+            headers = map;
+        }
+        return headers;
+    }
+
+    /**
+     * The header fields as lower-case names and joined values, alternating
+     * (name, value, name, value, ...), in the order of their first field: a
+     * copy, which the Ring adapter makes its header map of.
+     */
+    public String[] headerPairs() {
+        return pairs().clone();
+    }
+
+    private String[] pairs() {
+        if (pairs == null) {
+            String[] kv = new String[headerCount * 2];
+            int n = 0;
             int pos = headersAt;
             for (int i = 0; i < headerCount; i++) {
                 int nameLen = Wire.getInt(data, pos);
@@ -176,28 +198,38 @@ public final class Request {
                 int valueLen = Wire.getInt(data, pos);
                 String value = new String(data, pos + 4, valueLen, StandardCharsets.ISO_8859_1);
                 pos += 4 + valueLen;
-                String old = map.get(name);
-                if (old == null) {
-                    map.put(name, value);
+                int seen = 0;
+                while (seen < n && !kv[seen].equals(name)) {
+                    seen += 2;
+                }
+                if (seen < n) {
+                    kv[seen + 1] += (name.equals("cookie") ? "; " : ",") + value;
                 } else {
-                    map.put(name, old + (name.equals("cookie") ? "; " : ",") + value);
+                    kv[n++] = name;
+                    kv[n++] = value;
                 }
             }
             bodyAt = pos;
-            headers = map;
+            pairs = n == kv.length ? kv : java.util.Arrays.copyOf(kv, n);
         }
-        return headers;
+        return pairs;
     }
 
     /** The joined value of the header named {@code name} (any case), or null. */
     public String header(String name) {
-        return headers().get(name.toLowerCase(Locale.ROOT));
+        String[] kv = pairs();
+        for (int i = 0; i < kv.length; i += 2) {
+            if (kv[i].equalsIgnoreCase(name)) {
+                return kv[i + 1];
+            }
+        }
+        return null;
     }
 
     /** A new stream over the request body; empty when there is none. */
     public InputStream body() {
         if (bodyAt < 0) {
-            headers();
+            pairs();
         }
         return RequestBody.open(data, bodyAt);
     }
@@ -205,7 +237,7 @@ public final class Request {
     /** True when the request came with a body (possibly empty). */
     public boolean hasBody() {
         if (bodyAt < 0) {
-            headers();
+            pairs();
         }
         return Wire.getInt(data, bodyAt) > 0;
     }

@@ -137,13 +137,8 @@ final class RingRequest extends APersistentMap implements IObj {
 
     private IPersistentMap headers() {
         if (headers == null) {
-            Map<String, String> h = request.headers();
-            Object[] kvs = new Object[h.size() * 2];
-            int i = 0;
-            for (Map.Entry<String, String> e : h.entrySet()) {
-                kvs[i++] = e.getKey();
-                kvs[i++] = e.getValue();
-            }
+            // a fresh array: the map may keep it as it is
+            Object[] kvs = request.headerPairs();
             headers = kvs.length <= 16 ? new PersistentArrayMap(kvs) : PersistentHashMap.create(kvs);
         }
         return headers;
