@@ -96,6 +96,16 @@ def first_line(cmd, lines=1):
     return ", ".join(t.strip() for t in text[:lines]) or None
 
 
+def build_info():
+    """The tree's commit and when the module and the jar were built: others
+    may rebuild while a run goes on."""
+    stamp = lambda f: (datetime.datetime.fromtimestamp(f.stat().st_mtime)
+                       .strftime("%Y-%m-%d %H:%M") if f.exists() else "missing")
+    return "commit %s; module built %s, jar built %s" % (
+        first_line(["git", "-C", str(servers.ROOT), "describe", "--always",
+                    "--dirty"]), stamp(servers.MODULE), stamp(servers.JAR))
+
+
 def machine(oha_path):
     with open("/proc/meminfo") as f:
         mem_kb = int(f.readline().split()[1])
@@ -104,7 +114,7 @@ def machine(oha_path):
     return {"cores": os.cpu_count(), "memory": "%.1f GiB" % (mem_kb / 2**20),
             "kernel": first_line(["uname", "-srvm"]),
             "nginx": first_line([servers.NGINX, "-v"]),
-            "jdks": [j for j in jdks if j],
+            "jdks": [j for j in jdks if j], "build": build_info(),
             "wrk": first_line(["wrk", "-v"]),
             "oha": oha_path and first_line([oha_path, "--version"])}
 

@@ -17,7 +17,8 @@ def results(**changes):
         "machine": {"cores": 2, "memory": "23.4 GiB", "kernel": "Linux 6.1",
                     "nginx": "nginx version: nginx/1.22.1",
                     "jdks": ["openjdk version \"17.0.16\""],
-                    "wrk": "wrk debian/4.1.0", "oha": "oha 1.10.0"},
+                    "wrk": "wrk debian/4.1.0", "oha": "oha 1.10.0",
+                    "build": "commit abc1234; module built 2025-01-02 03:00"},
         "uptime_before": "up 1 day, load average: 0.10, 0.2, 0.3",
         "load_before": 0.1, "uptime_after": "load average: 2.1",
         "load_after": 2.1,
@@ -114,6 +115,7 @@ def test_report_sections_and_marks():
     assert "oha failed (1): boom" in text
     assert "**FAIL**" in text and "| pass |" in text
     assert "busy" not in text
+    assert "- nginx-jvm: commit abc1234; module built" in text
     assert "all as expected" in text
     assert ("| jvm-loop | 146.5 MB | 40.0 MB | 195.3 MB | 57.6 MB | 10000 "
             "| 195.3 MB → 210.0 MB | 1536 bytes |") in text

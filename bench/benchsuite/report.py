@@ -133,7 +133,8 @@ def render(results):
     add("")
     m = results["machine"]
     for key, label in (("cores", "cores"), ("memory", "memory"),
-                       ("kernel", "kernel"), ("nginx", "nginx"),
+                       ("kernel", "kernel"), ("build", "nginx-jvm"),
+                       ("nginx", "nginx"),
                        ("jdks", "JDKs"), ("wrk", "wrk"), ("oha", "oha")):
         value = m.get(key)
         if isinstance(value, list):
