@@ -226,6 +226,32 @@ public final class Request {
         return null;
     }
 
+    /** The charset parameter of the Content-Type header, or null. */
+    public String characterEncoding() {
+        return charsetParameter(header("content-type"));
+    }
+
+    /**
+     * The one parser of "charset=" in a Content-Type value (request and
+     * response alike): its value without quotes, or null.
+     */
+    static String charsetParameter(String contentType) {
+        if (contentType == null) {
+            return null;
+        }
+        int n = contentType.length();
+        for (int i = 0; i + 8 <= n; i++) {
+            if (contentType.regionMatches(true, i, "charset=", 0, 8)) {
+                int end = i + 8;
+                while (end < n && contentType.charAt(end) != ';' && contentType.charAt(end) != ' ') {
+                    end++;
+                }
+                return contentType.substring(i + 8, end).replace("\"", "");
+            }
+        }
+        return null;
+    }
+
     /** A new stream over the request body; empty when there is none. */
     public InputStream body() {
         if (bodyAt < 0) {

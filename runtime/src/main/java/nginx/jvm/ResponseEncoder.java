@@ -179,34 +179,14 @@ final class ResponseEncoder {
 
     /** The charset named by a Content-Type value, UTF-8 when it names none or an unknown one. */
     static Charset charset(String contentType) {
-        if (contentType == null) {
+        String name = Request.charsetParameter(contentType);
+        if (name == null) {
             return StandardCharsets.UTF_8;
         }
-        int i = indexOfIgnoreCase(contentType, "charset=");
-        if (i < 0) {
-            return StandardCharsets.UTF_8;
-        }
-        int start = i + 8;
-        int end = start;
-        while (end < contentType.length() && contentType.charAt(end) != ';'
-                && contentType.charAt(end) != ' ') {
-            end++;
-        }
-        String name = contentType.substring(start, end).replace("\"", "");
         try {
             return Charset.forName(name);
         } catch (IllegalArgumentException e) {
             return StandardCharsets.UTF_8;
         }
-    }
-
-    private static int indexOfIgnoreCase(String s, String part) {
-        int n = part.length();
-        for (int i = 0; i + n <= s.length(); i++) {
-            if (s.regionMatches(true, i, part, 0, n)) {
-                return i;
-            }
-        }
-        return -1;
     }
 }

@@ -127,7 +127,7 @@ final class RingRequest extends APersistentMap implements IObj {
             return contentLength();
         }
         if (key == CHARACTER_ENCODING) {
-            return characterEncoding(request.header("content-type"));
+            return request.characterEncoding();
         }
         if (key == SSL_CLIENT_CERT) {
             return request.sslClientCert();
@@ -161,23 +161,6 @@ final class RingRequest extends APersistentMap implements IObj {
         } catch (NumberFormatException e) {
             return null;
         }
-    }
-
-    static String characterEncoding(String contentType) {
-        if (contentType == null) {
-            return null;
-        }
-        String lower = contentType.toLowerCase(java.util.Locale.ROOT);
-        int i = lower.indexOf("charset=");
-        if (i < 0) {
-            return null;
-        }
-        int end = i + 8;
-        while (end < contentType.length() && contentType.charAt(end) != ';'
-                && contentType.charAt(end) != ' ') {
-            end++;
-        }
-        return contentType.substring(i + 8, end).replace("\"", "");
     }
 
     /** This request as an ordinary persistent map (made once). */
