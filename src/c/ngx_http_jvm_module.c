@@ -732,9 +732,17 @@ ngx_http_jvm_valid_handler_name(ngx_str_t *name)
 }
 
 
+/*
+ * A worker's start, in order: the JVM and the Worker class; the handlers,
+ * loaded now so that a missing one is reported once; the executors and the
+ * eventfd of handlers off the loop; the jvm_init handler.
+ */
+
 static ngx_int_t
 ngx_http_jvm_init_process(ngx_cycle_t *cycle)
 {
+    ngx_str_t                 *name;
+    ngx_uint_t                 i;
     ngx_http_jvm_main_conf_t  *jmcf;
 
     /* cache manager and loader processes never serve requests */
@@ -759,7 +767,25 @@ ngx_http_jvm_init_process(ngx_cycle_t *cycle)
      * the worker instead would make the master respawn it in a loop.
      */
 
-    (void) ngx_http_jvm_vm_start(cycle, jmcf);
+    if (ngx_http_jvm_vm_start(cycle, jmcf) != NGX_OK) {
+        return NGX_OK;
+    }
+
+    name = jmcf->handlers.elts;
+
+    for (i = 0; i < jmcf->handlers.nelts; i++) {
+        (void) ngx_http_jvm_vm_register(cycle, &name[i]);
+    }
+
+    if (jmcf->uses_tasks && ngx_http_jvm_tasks_init(cycle, jmcf) != NGX_OK) {
+        return NGX_OK;
+    }
+
+    if (jmcf->init.len) {
+        (void) ngx_http_jvm_vm_init(cycle, &jmcf->init);
+    }
+
+    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, cycle->log, 0, "jvm: worker ready");
 
     return NGX_OK;
 }

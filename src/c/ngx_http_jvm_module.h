@@ -2,13 +2,20 @@
 /*
  * nginx-jvm: JVM web applications served from inside nginx workers.
  *
- * The module is split by concern:
+ * The module is split by concern, in layers that only call downward:
+ *
  *   ngx_http_jvm_module.c    directives, configuration, process hooks
- *   ngx_http_jvm_vm.c        the worker's JVM: loading, start, calls, exit
  *   ngx_http_jvm_request.c   content handler: the request described to Java
- *   ngx_http_jvm_response.c  Java's response back into nginx's output chain
- *   ngx_http_jvm_task.c      handlers off the event loop: submit, eventfd,
- *                            completions, response timeouts
+ *   ngx_http_jvm_task.c      handlers off the event loop: eventfd, tasks,
+ *                            response timeouts
+ *   ngx_http_jvm_response.c  an encoded response into headers_out and the
+ *                            output chain: inline and file bodies
+ *   ngx_http_jvm_stream.c    the request's context; bodies sent in pieces
+ *   ngx_http_jvm_vm.c        the worker's JVM: the only file that calls JNI
+ *
+ * The bytes that cross between C and Java, and the codes Java answers with,
+ * are described once, in docs/internals.md; the constants below are the C
+ * half of that description (nginx.jvm.Wire is the Java half).
  */
 
 
@@ -19,7 +26,30 @@
 #include <ngx_config.h>
 #include <ngx_core.h>
 #include <ngx_http.h>
-#include <jni.h>
+
+
+/* The wire protocol's version: nginx.jvm.Wire.PROTOCOL must be equal. */
+#define NGX_HTTP_JVM_PROTOCOL         2
+
+/* Request flags, the first int of a described request. */
+#define NGX_HTTP_JVM_REQ_HTTPS        1
+#define NGX_HTTP_JVM_REQ_HAS_QUERY    2
+
+/* Body kinds of an encoded response. */
+#define NGX_HTTP_JVM_BODY_NONE        0
+#define NGX_HTTP_JVM_BODY_INLINE      1
+#define NGX_HTTP_JVM_BODY_FILE        2
+#define NGX_HTTP_JVM_BODY_STREAM      3
+#define NGX_HTTP_JVM_BODY_ERROR       4
+#define NGX_HTTP_JVM_BODY_MOVED       5   /* see the new response buffer */
+
+/* The fixed part of an encoded response: status, kind, length, count. */
+#define NGX_HTTP_JVM_RESPONSE_HEAD    20
+
+/* Where a handler runs; nginx.jvm.Wire has the same values. */
+#define NGX_HTTP_JVM_LOOP             0
+#define NGX_HTTP_JVM_POOL             1
+#define NGX_HTTP_JVM_VIRTUAL          2
 
 
 typedef struct {
@@ -36,12 +66,6 @@ typedef struct {
 } ngx_http_jvm_main_conf_t;
 
 
-/* Where a handler runs; the values match nginx.jvm.Tasks. */
-#define NGX_HTTP_JVM_LOOP     0
-#define NGX_HTTP_JVM_POOL     1
-#define NGX_HTTP_JVM_VIRTUAL  2
-
-
 typedef struct {
     ngx_int_t                 handler;      /* index into handlers */
     ngx_uint_t                mode;
@@ -53,82 +77,69 @@ typedef struct {
 /* A request's state once it outlives one call into Java. */
 typedef struct {
     ngx_http_request_t       *request;
-    jobject                   body;         /* global ref, a BodySource */
+    ngx_int_t                 stream;       /* Java's body id, or -1 */
     ngx_chain_t              *free;
     ngx_chain_t              *busy;
     off_t                     length;       /* Content-Length, or -1 */
     off_t                     sent;
     ngx_event_t               timer;        /* jvm_response_timeout */
     unsigned                  task:1;       /* Java knows it by its address */
+    unsigned                  ready:1;      /* Java has something for it */
     unsigned                  responded:1;
     unsigned                  waiting:1;    /* for a piece of the body */
 } ngx_http_jvm_ctx_t;
 
 
-/* The worker's JVM and what the module caches of it. */
+/* What other files may know of the worker's JVM: state and buffers. */
 typedef struct {
-    JavaVM                   *vm;
-    JNIEnv                   *env;
-    jclass                    worker;       /* nginx.jvm.Worker */
-    jmethodID                 request_buffer;
-    jmethodID                 response_buffer;
-    jmethodID                 register_handler;
-    jmethodID                 init;
-    jmethodID                 handle;
-    jmethodID                 next;
-    jmethodID                 close;
-    jmethodID                 stop;
-    jmethodID                 configure;
-    jmethodID                 submit;
-    jmethodID                 poll;
-    jmethodID                 take;
-    jmethodID                 cancel;
-    jfieldID                  pending;
-
-    jobject                   req_buf;      /* global ref, direct buffer */
-    u_char                   *req_addr;
+    u_char                   *req_addr;     /* request buffer */
     size_t                    req_cap;
-    jobject                   resp_buf;
-    u_char                   *resp_addr;
+    u_char                   *resp_addr;    /* response buffer */
     size_t                    resp_cap;
-
-    ngx_fd_t                  notify_fd;    /* eventfd, -1 if none */
-
     unsigned                  ready:1;
     unsigned                  no_virtual:1; /* JDK older than 21 */
 } ngx_http_jvm_vm_t;
-
-
-/* Body kinds of an encoded response; see nginx.jvm.ResponseEncoder. */
-#define NGX_HTTP_JVM_BODY_NONE    0
-#define NGX_HTTP_JVM_BODY_INLINE  1
-#define NGX_HTTP_JVM_BODY_FILE    2
-#define NGX_HTTP_JVM_BODY_STREAM  3
-#define NGX_HTTP_JVM_BODY_ERROR   4
 
 
 extern ngx_module_t       ngx_http_jvm_module;
 extern ngx_http_jvm_vm_t  ngx_http_jvm_vm;
 
 
-ngx_int_t ngx_http_jvm_vm_start(ngx_cycle_t *cycle,
-    ngx_http_jvm_main_conf_t *jmcf);
-void ngx_http_jvm_vm_stop(ngx_cycle_t *cycle);
-ngx_int_t ngx_http_jvm_vm_request_buffer(ngx_log_t *log, size_t size);
-void ngx_http_jvm_vm_refresh_response_buffer(void);
-ngx_int_t ngx_http_jvm_vm_failed(ngx_log_t *log, const char *what);
-void ngx_http_jvm_block_signals(sigset_t *old);
-
+/* ngx_http_jvm_request.c */
 ngx_int_t ngx_http_jvm_content_handler(ngx_http_request_t *r);
-ngx_http_jvm_ctx_t *ngx_http_jvm_get_ctx(ngx_http_request_t *r);
-ngx_int_t ngx_http_jvm_send_response(ngx_http_request_t *r, size_t len);
-ngx_int_t ngx_http_jvm_stream(ngx_http_request_t *r, ngx_http_jvm_ctx_t *ctx);
 
+/* ngx_http_jvm_task.c */
 ngx_int_t ngx_http_jvm_tasks_init(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_task_submit(ngx_http_request_t *r, size_t len);
-void ngx_http_jvm_task_wait(ngx_http_request_t *r, ngx_http_jvm_ctx_t *ctx);
-void ngx_http_jvm_task_cancel(ngx_http_jvm_ctx_t *ctx);
+
+/* ngx_http_jvm_response.c */
+ngx_int_t ngx_http_jvm_send_response(ngx_http_request_t *r, size_t len);
+
+/* ngx_http_jvm_stream.c */
+ngx_http_jvm_ctx_t *ngx_http_jvm_get_ctx(ngx_http_request_t *r);
+ngx_int_t ngx_http_jvm_send_stream(ngx_http_request_t *r, ngx_int_t id);
+void ngx_http_jvm_ctx_release(ngx_http_jvm_ctx_t *ctx);
+
+/* ngx_http_jvm_vm.c: one function per nginx.jvm.Worker entry point */
+ngx_int_t ngx_http_jvm_vm_start(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
+ngx_int_t ngx_http_jvm_vm_register(ngx_cycle_t *cycle, ngx_str_t *name);
+ngx_int_t ngx_http_jvm_vm_init(ngx_cycle_t *cycle, ngx_str_t *name);
+ngx_int_t ngx_http_jvm_vm_configure(ngx_cycle_t *cycle, ngx_fd_t notify_fd,
+    ngx_int_t pool_size, ngx_int_t queue, ngx_uint_t virtual);
+ngx_int_t ngx_http_jvm_vm_request_buffer(ngx_log_t *log, size_t size);
+ngx_int_t ngx_http_jvm_vm_handle(ngx_log_t *log, ngx_int_t handler,
+    size_t len, size_t *out);
+ngx_int_t ngx_http_jvm_vm_submit(ngx_log_t *log, ngx_int_t handler,
+    size_t len, void *id, ngx_uint_t mode, ngx_uint_t async, size_t *out);
+void *ngx_http_jvm_vm_poll(ngx_log_t *log);
+ngx_int_t ngx_http_jvm_vm_take(ngx_log_t *log, void *id, size_t *out);
+void ngx_http_jvm_vm_cancel(void *id);
+ngx_int_t ngx_http_jvm_vm_next(ngx_log_t *log, ngx_int_t stream,
+    size_t *out);
+void ngx_http_jvm_vm_close(ngx_int_t stream);
+void ngx_http_jvm_vm_stop(ngx_cycle_t *cycle);
 void ngx_http_jvm_log_text(ngx_uint_t level, ngx_log_t *log, u_char *text,
     size_t len);
 

@@ -3,25 +3,14 @@
  * nginx-jvm: the content handler, and the request described to Java.
  *
  * The request is copied into the worker's request buffer (a direct
- * ByteBuffer shared with Java) in this layout, native byte order, strings
- * as a 32-bit length and their bytes; nginx.jvm.Request decodes it:
- *
- *   int flags (1: https, 2: the request target has a query), int port,
- *   method, raw path, query, protocol, server name, remote address,
- *   client certificate (PEM, empty when none),
- *   int header count, then a name and a value per header field,
- *   int body segment count, then per segment:
- *     int 0, int length, bytes                       (held in memory)
- *     int 1, int path length, path, long offset, long length  (temp file,
- *     named by /proc/self/fd/N: nginx unlinked it)
+ * ByteBuffer shared with Java) in the layout docs/internals.md describes;
+ * nginx.jvm.Request decodes it lazily.  A handler on the event loop is
+ * called at once; any other becomes a task (ngx_http_jvm_task.c).
  */
 
 
 #include "ngx_http_jvm_module.h"
 
-
-#define NGX_HTTP_JVM_HTTPS      1
-#define NGX_HTTP_JVM_HAS_QUERY  2
 
 #define NGX_HTTP_JVM_FD_PATH_LEN  (sizeof("/proc/self/fd/") - 1 + NGX_INT_T_LEN)
 
@@ -111,20 +100,17 @@ ngx_http_jvm_body_ready(ngx_http_request_t *r)
 static ngx_int_t
 ngx_http_jvm_call(ngx_http_request_t *r)
 {
-    jint                      n;
     size_t                    len;
-    JNIEnv                   *env;
-    ngx_http_jvm_vm_t        *jvm;
+    ngx_log_t                *log;
     ngx_http_jvm_request_t    jr;
     ngx_http_jvm_loc_conf_t  *jlcf;
 
-    jvm = &ngx_http_jvm_vm;
-
-    if (!jvm->ready) {
+    if (!ngx_http_jvm_vm.ready) {
         /* the reason was logged once, when the worker started */
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    log = r->connection->log;
     jlcf = ngx_http_get_module_loc_conf(r, ngx_http_jvm_module);
 
     if (ngx_http_jvm_describe(r, &jr) != NGX_OK) {
@@ -133,40 +119,23 @@ ngx_http_jvm_call(ngx_http_request_t *r)
 
     len = ngx_http_jvm_encoded_size(r, &jr);
 
-    if (len > jvm->req_cap
-        && ngx_http_jvm_vm_request_buffer(r->connection->log, len) != NGX_OK)
+    if (len > ngx_http_jvm_vm.req_cap
+        && ngx_http_jvm_vm_request_buffer(log, len) != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    len = ngx_http_jvm_encode(r, &jr, jvm->req_addr);
+    len = ngx_http_jvm_encode(r, &jr, ngx_http_jvm_vm.req_addr);
 
     if (jlcf->mode != NGX_HTTP_JVM_LOOP || jlcf->async) {
         return ngx_http_jvm_task_submit(r, len);
     }
 
-    env = jvm->env;
-
-    n = (*env)->CallStaticIntMethod(env, jvm->worker, jvm->handle,
-                                    (jint) jlcf->handler, (jint) len);
-
-    if ((*env)->ExceptionCheck(env)) {
-        ngx_http_jvm_vm_failed(r->connection->log, "Worker.handle()");
+    if (ngx_http_jvm_vm_handle(log, jlcf->handler, len, &len) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (n < 0) {
-        ngx_http_jvm_vm_refresh_response_buffer();
-
-        if (jvm->resp_addr == NULL) {
-            return ngx_http_jvm_vm_failed(r->connection->log,
-                                          "Worker.responseBuffer()");
-        }
-
-        n = -n;
-    }
-
-    return ngx_http_jvm_send_response(r, (size_t) n);
+    return ngx_http_jvm_send_response(r, len);
 }
 
 
@@ -194,7 +163,7 @@ ngx_http_jvm_describe(ngx_http_request_t *r, ngx_http_jvm_request_t *jr)
         jr->path.len = q - r->unparsed_uri.data;
         jr->query.data = q + 1;
         jr->query.len = r->unparsed_uri.data + r->unparsed_uri.len - q - 1;
-        jr->flags |= NGX_HTTP_JVM_HAS_QUERY;
+        jr->flags |= NGX_HTTP_JVM_REQ_HAS_QUERY;
     }
 
     if (r->http_protocol.len) {
@@ -223,7 +192,7 @@ ngx_http_jvm_describe(ngx_http_request_t *r, ngx_http_jvm_request_t *jr)
 #if (NGX_HTTP_SSL)
 
     if (c->ssl) {
-        jr->flags |= NGX_HTTP_JVM_HTTPS;
+        jr->flags |= NGX_HTTP_JVM_REQ_HTTPS;
 
         if (ngx_ssl_get_raw_certificate(c, r->pool, &jr->cert) != NGX_OK) {
             return NGX_ERROR;

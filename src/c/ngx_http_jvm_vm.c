@@ -1,50 +1,125 @@
 
 /*
- * nginx-jvm: the JVM of a worker process.
+ * nginx-jvm: the JVM of a worker process, and every call into it.
  *
  * One JVM per worker, created at worker start on the worker's own thread,
  * which stays attached to it for the worker's life and is the only thread
- * that calls into nginx.
+ * that calls into nginx.  This is the only file that calls JNI: one function
+ * per entry point of nginx.jvm.Worker, each checking for a pending Java
+ * exception before anything else is done with the JVM (calling JNI with an
+ * exception pending is undefined).  The codes Java answers with are the
+ * wire protocol's (docs/internals.md); they become nginx's codes here.
  */
 
 
 #include "ngx_http_jvm_module.h"
 
+#include <jni.h>
 #include <dlfcn.h>
 #include <signal.h>
 #include <pthread.h>
 #include <sys/wait.h>
 
 
+/* Worker.submit(): the task was accepted (else a response length). */
+#define NGX_HTTP_JVM_ACCEPTED      0
+
+/* Worker.next(): besides a piece's length. */
+#define NGX_HTTP_JVM_NEXT_END      -1
+#define NGX_HTTP_JVM_NEXT_WAIT     -2
+#define NGX_HTTP_JVM_NEXT_FAILED   -3
+
+
 typedef jint (JNICALL *ngx_http_jvm_create_pt)(JavaVM **vm, void **env,
     void *args);
 
 
+typedef struct {
+    jmethodID                *id;
+    char                     *name;
+    char                     *signature;
+} ngx_http_jvm_method_t;
+
+
 static ngx_int_t ngx_http_jvm_vm_create(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
-static ngx_int_t ngx_http_jvm_vm_bind(ngx_cycle_t *cycle);
-static ngx_int_t ngx_http_jvm_vm_buffer(JNIEnv *env, jobject buf,
-    jobject *ref, u_char **addr, size_t *cap);
-static ngx_int_t ngx_http_jvm_vm_call_string(ngx_cycle_t *cycle,
-    jmethodID method, ngx_str_t *arg, const char *what);
-static void ngx_http_jvm_check_readable(ngx_cycle_t *cycle,
-    ngx_http_jvm_main_conf_t *jmcf);
-static ngx_uint_t ngx_http_jvm_vm_chooses_gc(ngx_http_jvm_main_conf_t *jmcf);
 static ngx_int_t ngx_http_jvm_vm_trial(ngx_cycle_t *cycle,
     ngx_http_jvm_create_pt create, JavaVMInitArgs *args);
+static ngx_uint_t ngx_http_jvm_vm_chooses_gc(ngx_http_jvm_main_conf_t *jmcf);
+static void ngx_http_jvm_check_readable(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
+static ngx_int_t ngx_http_jvm_vm_bind(ngx_cycle_t *cycle);
+static ngx_int_t ngx_http_jvm_vm_buffer(jobject buf, jobject *ref,
+    u_char **addr, size_t *cap);
+static ngx_int_t ngx_http_jvm_vm_response_buffer(ngx_log_t *log);
+static ngx_int_t ngx_http_jvm_vm_response(ngx_log_t *log, jint n,
+    size_t *out, const char *what);
+static ngx_int_t ngx_http_jvm_vm_failed(ngx_log_t *log, const char *what);
+static ngx_int_t ngx_http_jvm_vm_call_string(ngx_cycle_t *cycle,
+    jmethodID method, ngx_str_t *arg, const char *what);
+static void JNICALL ngx_http_jvm_wake(JNIEnv *env, jclass cls);
+static void ngx_http_jvm_vm_block_signals(sigset_t *old);
 
 
 ngx_http_jvm_vm_t  ngx_http_jvm_vm;
 
 
+static JavaVM     *ngx_http_jvm_jvm;
+static JNIEnv     *ngx_http_jvm_env;
+static jclass      ngx_http_jvm_worker;       /* nginx.jvm.Worker */
+static jobject     ngx_http_jvm_req_ref;      /* the buffers, global refs */
+static jobject     ngx_http_jvm_resp_ref;
+static ngx_fd_t    ngx_http_jvm_notify_fd = -1;
+
+static jmethodID   ngx_http_jvm_request_buffer_mid;
+static jmethodID   ngx_http_jvm_response_buffer_mid;
+static jmethodID   ngx_http_jvm_register_mid;
+static jmethodID   ngx_http_jvm_init_mid;
+static jmethodID   ngx_http_jvm_configure_mid;
+static jmethodID   ngx_http_jvm_handle_mid;
+static jmethodID   ngx_http_jvm_submit_mid;
+static jmethodID   ngx_http_jvm_poll_mid;
+static jmethodID   ngx_http_jvm_take_mid;
+static jmethodID   ngx_http_jvm_cancel_mid;
+static jmethodID   ngx_http_jvm_next_mid;
+static jmethodID   ngx_http_jvm_close_mid;
+static jmethodID   ngx_http_jvm_stop_mid;
+
+
+/* The entry points of nginx.jvm.Worker, bound once at start. */
+
+static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
+    { &ngx_http_jvm_request_buffer_mid, "requestBuffer",
+      "(I)Ljava/nio/ByteBuffer;" },
+    { &ngx_http_jvm_response_buffer_mid, "responseBuffer",
+      "()Ljava/nio/ByteBuffer;" },
+    { &ngx_http_jvm_register_mid, "register",
+      "(Ljava/lang/String;)Ljava/lang/String;" },
+    { &ngx_http_jvm_init_mid, "init",
+      "(Ljava/lang/String;)Ljava/lang/String;" },
+    { &ngx_http_jvm_configure_mid, "configure", "(IIZ)Ljava/lang/String;" },
+    { &ngx_http_jvm_handle_mid, "handle", "(II)I" },
+    { &ngx_http_jvm_submit_mid, "submit", "(IIJIZ)I" },
+    { &ngx_http_jvm_poll_mid, "poll", "()J" },
+    { &ngx_http_jvm_take_mid, "take", "(J)I" },
+    { &ngx_http_jvm_cancel_mid, "cancel", "(J)V" },
+    { &ngx_http_jvm_next_mid, "next", "(I)I" },
+    { &ngx_http_jvm_close_mid, "close", "(I)V" },
+    { &ngx_http_jvm_stop_mid, "stop", "()V" },
+    { NULL, NULL, NULL }
+};
+
+
+static JNINativeMethod  ngx_http_jvm_natives[] = {
+    { "wake", "()V", (void *) ngx_http_jvm_wake },
+};
+
+
+/* Creates the JVM and binds the Worker class: the worker's first step. */
+
 ngx_int_t
 ngx_http_jvm_vm_start(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 {
-    ngx_str_t   *name;
-    ngx_uint_t   i;
-
-    ngx_http_jvm_vm.notify_fd = -1;
-
     ngx_http_jvm_check_readable(cycle, jmcf);
 
     if (ngx_http_jvm_vm_create(cycle, jmcf) != NGX_OK) {
@@ -57,25 +132,6 @@ ngx_http_jvm_vm_start(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 
     ngx_http_jvm_vm.ready = 1;
 
-    /* handlers are loaded now, so that a missing one is reported once */
-
-    name = jmcf->handlers.elts;
-
-    for (i = 0; i < jmcf->handlers.nelts; i++) {
-        (void) ngx_http_jvm_vm_call_string(cycle,
-                                           ngx_http_jvm_vm.register_handler,
-                                           &name[i], "jvm_content");
-    }
-
-    if (jmcf->uses_tasks && ngx_http_jvm_tasks_init(cycle, jmcf) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    if (jmcf->init.len) {
-        (void) ngx_http_jvm_vm_call_string(cycle, ngx_http_jvm_vm.init,
-                                           &jmcf->init, "jvm_init");
-    }
-
     return NGX_OK;
 }
 
@@ -85,8 +141,8 @@ ngx_http_jvm_vm_start(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
  * those signals are then always delivered to the event loop's thread.
  */
 
-void
-ngx_http_jvm_block_signals(sigset_t *old)
+static void
+ngx_http_jvm_vm_block_signals(sigset_t *old)
 {
     sigset_t  set;
 
@@ -232,9 +288,9 @@ ngx_http_jvm_vm_create(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         return NGX_ERROR;
     }
 
-    ngx_http_jvm_block_signals(&old);
+    ngx_http_jvm_vm_block_signals(&old);
 
-    rc = create(&ngx_http_jvm_vm.vm, (void **) &ngx_http_jvm_vm.env, &args);
+    rc = create(&ngx_http_jvm_jvm, (void **) &ngx_http_jvm_env, &args);
 
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 
@@ -269,7 +325,7 @@ ngx_http_jvm_vm_trial(ngx_cycle_t *cycle, ngx_http_jvm_create_pt create,
     JavaVM    *vm;
     sigset_t   old;
 
-    ngx_http_jvm_block_signals(&old);
+    ngx_http_jvm_vm_block_signals(&old);
 
     pid = fork();
 
@@ -321,13 +377,14 @@ ngx_http_jvm_vm_trial(ngx_cycle_t *cycle, ngx_http_jvm_create_pt create,
 static ngx_int_t
 ngx_http_jvm_vm_bind(ngx_cycle_t *cycle)
 {
-    jclass              cls;
-    jobject             buf;
-    JNIEnv             *env;
-    ngx_http_jvm_vm_t  *jvm;
+    jint                    version;
+    jclass                  cls, wire;
+    jobject                 buf;
+    JNIEnv                 *env;
+    jfieldID                field;
+    ngx_http_jvm_method_t  *m;
 
-    jvm = &ngx_http_jvm_vm;
-    env = jvm->env;
+    env = ngx_http_jvm_env;
 
     cls = (*env)->FindClass(env, "nginx/jvm/Worker");
     if (cls == NULL) {
@@ -338,72 +395,84 @@ ngx_http_jvm_vm_bind(ngx_cycle_t *cycle)
         return NGX_ERROR;
     }
 
-    jvm->worker = (*env)->NewGlobalRef(env, cls);
+    ngx_http_jvm_worker = (*env)->NewGlobalRef(env, cls);
     (*env)->DeleteLocalRef(env, cls);
 
-    jvm->request_buffer = (*env)->GetStaticMethodID(env, jvm->worker,
-                             "requestBuffer", "(I)Ljava/nio/ByteBuffer;");
-    jvm->response_buffer = (*env)->GetStaticMethodID(env, jvm->worker,
-                             "responseBuffer", "()Ljava/nio/ByteBuffer;");
-    jvm->register_handler = (*env)->GetStaticMethodID(env, jvm->worker,
-                             "register",
-                             "(Ljava/lang/String;)Ljava/lang/String;");
-    jvm->init = (*env)->GetStaticMethodID(env, jvm->worker, "init",
-                             "(Ljava/lang/String;)Ljava/lang/String;");
-    jvm->handle = (*env)->GetStaticMethodID(env, jvm->worker, "handle",
-                                            "(II)I");
-    jvm->next = (*env)->GetStaticMethodID(env, jvm->worker, "next",
-                                          "(Ljava/lang/Object;)I");
-    jvm->close = (*env)->GetStaticMethodID(env, jvm->worker, "close",
-                                           "(Ljava/lang/Object;)V");
-    jvm->stop = (*env)->GetStaticMethodID(env, jvm->worker, "stop", "()V");
-    jvm->configure = (*env)->GetStaticMethodID(env, jvm->worker, "configure",
-                             "(IIZ)Ljava/lang/String;");
-    jvm->submit = (*env)->GetStaticMethodID(env, jvm->worker, "submit",
-                                            "(IIJIZ)I");
-    jvm->poll = (*env)->GetStaticMethodID(env, jvm->worker, "poll", "()J");
-    jvm->take = (*env)->GetStaticMethodID(env, jvm->worker, "take", "(J)I");
-    jvm->cancel = (*env)->GetStaticMethodID(env, jvm->worker, "cancel",
-                                            "(J)V");
-    jvm->pending = (*env)->GetStaticFieldID(env, jvm->worker, "pending",
-                                            "Ljava/lang/Object;");
+    /* the wire protocol first: nothing else means anything if it differs */
+
+    version = -1;
+    wire = (*env)->FindClass(env, "nginx/jvm/Wire");
+
+    if (wire != NULL) {
+        field = (*env)->GetStaticFieldID(env, wire, "PROTOCOL", "I");
+
+        if (field != NULL) {
+            version = (*env)->GetStaticIntField(env, wire, field);
+        }
+
+        (*env)->DeleteLocalRef(env, wire);
+    }
 
     if ((*env)->ExceptionCheck(env)) {
-        (*env)->ExceptionDescribe(env);
+        (*env)->ExceptionClear(env);
+    }
+
+    if (version != NGX_HTTP_JVM_PROTOCOL) {
         ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
-                      "jvm: nginx.jvm.Worker does not match this module: "
-                      "nginx-jvm.jar and ngx_http_jvm_module.so differ "
-                      "in version");
+                      "jvm: nginx-jvm.jar speaks wire protocol %d, this "
+                      "module %d: use the jar built with this module",
+                      (int) version, NGX_HTTP_JVM_PROTOCOL);
         return NGX_ERROR;
     }
 
-    buf = (*env)->CallStaticObjectMethod(env, jvm->worker,
-                                         jvm->request_buffer, (jint) 0);
+    for (m = ngx_http_jvm_methods; m->id; m++) {
+        *m->id = (*env)->GetStaticMethodID(env, ngx_http_jvm_worker, m->name,
+                                           m->signature);
 
-    if (ngx_http_jvm_vm_buffer(env, buf, &jvm->req_buf, &jvm->req_addr,
-                               &jvm->req_cap)
+        if (*m->id == NULL) {
+            (*env)->ExceptionClear(env);
+            ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
+                          "jvm: nginx.jvm.Worker has no method %s%s: "
+                          "nginx-jvm.jar and ngx_http_jvm_module.so differ "
+                          "in version", m->name, m->signature);
+            return NGX_ERROR;
+        }
+    }
+
+    if ((*env)->RegisterNatives(env, ngx_http_jvm_worker, ngx_http_jvm_natives,
+                                sizeof(ngx_http_jvm_natives)
+                                / sizeof(JNINativeMethod))
+        != JNI_OK)
+    {
+        return ngx_http_jvm_vm_failed(cycle->log, "RegisterNatives()");
+    }
+
+    buf = (*env)->CallStaticObjectMethod(env, ngx_http_jvm_worker,
+                                         ngx_http_jvm_request_buffer_mid,
+                                         (jint) 0);
+
+    if (ngx_http_jvm_vm_buffer(buf, &ngx_http_jvm_req_ref,
+                               &ngx_http_jvm_vm.req_addr,
+                               &ngx_http_jvm_vm.req_cap)
         != NGX_OK)
     {
-        return ngx_http_jvm_vm_failed(cycle->log, "request buffer");
+        return ngx_http_jvm_vm_failed(cycle->log, "Worker.requestBuffer()");
     }
 
-    ngx_http_jvm_vm_refresh_response_buffer();
-
-    if (jvm->resp_addr == NULL) {
-        return ngx_http_jvm_vm_failed(cycle->log, "response buffer");
-    }
-
-    return NGX_OK;
+    return ngx_http_jvm_vm_response_buffer(cycle->log);
 }
 
 
 /* Takes a direct ByteBuffer (a local ref) as the new cached buffer. */
 
 static ngx_int_t
-ngx_http_jvm_vm_buffer(JNIEnv *env, jobject buf, jobject *ref, u_char **addr,
-    size_t *cap)
+ngx_http_jvm_vm_buffer(jobject buf, jobject *ref, u_char **addr, size_t *cap)
 {
-    if (buf == NULL || (*env)->ExceptionCheck(env)) {
+    JNIEnv  *env;
+
+    env = ngx_http_jvm_env;
+
+    if ((*env)->ExceptionCheck(env) || buf == NULL) {
         return NGX_ERROR;
     }
 
@@ -421,15 +490,40 @@ ngx_http_jvm_vm_buffer(JNIEnv *env, jobject buf, jobject *ref, u_char **addr,
 }
 
 
+static ngx_int_t
+ngx_http_jvm_vm_response_buffer(ngx_log_t *log)
+{
+    jobject  buf;
+    JNIEnv  *env;
+
+    env = ngx_http_jvm_env;
+
+    buf = (*env)->CallStaticObjectMethod(env, ngx_http_jvm_worker,
+                                         ngx_http_jvm_response_buffer_mid);
+
+    if (ngx_http_jvm_vm_buffer(buf, &ngx_http_jvm_resp_ref,
+                               &ngx_http_jvm_vm.resp_addr,
+                               &ngx_http_jvm_vm.resp_cap)
+        != NGX_OK)
+    {
+        ngx_http_jvm_vm.resp_addr = NULL;
+        ngx_http_jvm_vm.resp_cap = 0;
+        return ngx_http_jvm_vm_failed(log, "Worker.responseBuffer()");
+    }
+
+    return NGX_OK;
+}
+
+
+/* Worker.requestBuffer(): a request buffer of at least size bytes. */
+
 ngx_int_t
 ngx_http_jvm_vm_request_buffer(ngx_log_t *log, size_t size)
 {
-    jobject             buf;
-    JNIEnv             *env;
-    ngx_http_jvm_vm_t  *jvm;
+    jobject  buf;
+    JNIEnv  *env;
 
-    jvm = &ngx_http_jvm_vm;
-    env = jvm->env;
+    env = ngx_http_jvm_env;
 
     if (size > NGX_MAX_INT32_VALUE) {
         ngx_log_error(NGX_LOG_ERR, log, 0,
@@ -438,11 +532,16 @@ ngx_http_jvm_vm_request_buffer(ngx_log_t *log, size_t size)
         return NGX_ERROR;
     }
 
-    buf = (*env)->CallStaticObjectMethod(env, jvm->worker,
-                                         jvm->request_buffer, (jint) size);
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, log, 0,
+                   "jvm: request buffer grows to %uz bytes", size);
 
-    if (ngx_http_jvm_vm_buffer(env, buf, &jvm->req_buf, &jvm->req_addr,
-                               &jvm->req_cap)
+    buf = (*env)->CallStaticObjectMethod(env, ngx_http_jvm_worker,
+                                         ngx_http_jvm_request_buffer_mid,
+                                         (jint) size);
+
+    if (ngx_http_jvm_vm_buffer(buf, &ngx_http_jvm_req_ref,
+                               &ngx_http_jvm_vm.req_addr,
+                               &ngx_http_jvm_vm.req_cap)
         != NGX_OK)
     {
         return ngx_http_jvm_vm_failed(log, "Worker.requestBuffer()");
@@ -452,28 +551,46 @@ ngx_http_jvm_vm_request_buffer(ngx_log_t *log, size_t size)
 }
 
 
-/* Java replaced the response buffer with a bigger one. */
+/*
+ * A call answered an encoded response of n bytes.  A response too large for
+ * the response buffer went into a new, larger one; the old one then says
+ * only "moved", and the new one is fetched here.
+ */
 
-void
-ngx_http_jvm_vm_refresh_response_buffer(void)
+static ngx_int_t
+ngx_http_jvm_vm_response(ngx_log_t *log, jint n, size_t *out,
+    const char *what)
 {
-    jobject             buf;
-    JNIEnv             *env;
-    ngx_http_jvm_vm_t  *jvm;
+    uint32_t  kind;
 
-    jvm = &ngx_http_jvm_vm;
-    env = jvm->env;
-
-    buf = (*env)->CallStaticObjectMethod(env, jvm->worker,
-                                         jvm->response_buffer);
-
-    if (ngx_http_jvm_vm_buffer(env, buf, &jvm->resp_buf, &jvm->resp_addr,
-                               &jvm->resp_cap)
-        != NGX_OK)
-    {
-        jvm->resp_addr = NULL;
-        jvm->resp_cap = 0;
+    if ((*ngx_http_jvm_env)->ExceptionCheck(ngx_http_jvm_env)) {
+        return ngx_http_jvm_vm_failed(log, what);
     }
+
+    if (n < NGX_HTTP_JVM_RESPONSE_HEAD) {
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      "jvm: %s answered an invalid length %d", what, n);
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(&kind, ngx_http_jvm_vm.resp_addr + 4, sizeof(uint32_t));
+
+    if (kind == NGX_HTTP_JVM_BODY_MOVED
+        && ngx_http_jvm_vm_response_buffer(log) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if ((size_t) n > ngx_http_jvm_vm.resp_cap) {
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      "jvm: %s answered %d bytes, more than the buffer's %uz",
+                      what, n, ngx_http_jvm_vm.resp_cap);
+        return NGX_ERROR;
+    }
+
+    *out = (size_t) n;
+
+    return NGX_OK;
 }
 
 
@@ -483,12 +600,12 @@ ngx_http_jvm_vm_refresh_response_buffer(void)
  * nginx points at the error log.
  */
 
-ngx_int_t
+static ngx_int_t
 ngx_http_jvm_vm_failed(ngx_log_t *log, const char *what)
 {
     JNIEnv  *env;
 
-    env = ngx_http_jvm_vm.env;
+    env = ngx_http_jvm_env;
 
     if ((*env)->ExceptionCheck(env)) {
         (*env)->ExceptionDescribe(env);
@@ -501,6 +618,8 @@ ngx_http_jvm_vm_failed(ngx_log_t *log, const char *what)
 }
 
 
+/* Calls a Worker method taking a name and answering null or an error. */
+
 static ngx_int_t
 ngx_http_jvm_vm_call_string(ngx_cycle_t *cycle, jmethodID method,
     ngx_str_t *arg, const char *what)
@@ -511,7 +630,7 @@ ngx_http_jvm_vm_call_string(ngx_cycle_t *cycle, jmethodID method,
     jstring      s, err;
     const char  *text;
 
-    env = ngx_http_jvm_vm.env;
+    env = ngx_http_jvm_env;
 
     p = ngx_pnalloc(cycle->pool, arg->len + 1);
     if (p == NULL) {
@@ -525,8 +644,7 @@ ngx_http_jvm_vm_call_string(ngx_cycle_t *cycle, jmethodID method,
         return ngx_http_jvm_vm_failed(cycle->log, what);
     }
 
-    err = (*env)->CallStaticObjectMethod(env, ngx_http_jvm_vm.worker, method,
-                                         s);
+    err = (*env)->CallStaticObjectMethod(env, ngx_http_jvm_worker, method, s);
     (*env)->DeleteLocalRef(env, s);
 
     if ((*env)->ExceptionCheck(env)) {
@@ -549,6 +667,285 @@ ngx_http_jvm_vm_call_string(ngx_cycle_t *cycle, jmethodID method,
     (*env)->DeleteLocalRef(env, err);
 
     return NGX_ERROR;
+}
+
+
+/* Worker.register(): loads a jvm_content handler, reported if it fails. */
+
+ngx_int_t
+ngx_http_jvm_vm_register(ngx_cycle_t *cycle, ngx_str_t *name)
+{
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
+                   "jvm: loading handler \"%V\"", name);
+
+    return ngx_http_jvm_vm_call_string(cycle, ngx_http_jvm_register_mid, name,
+                                       "jvm_content");
+}
+
+
+/* Worker.init(): runs the jvm_init handler. */
+
+ngx_int_t
+ngx_http_jvm_vm_init(ngx_cycle_t *cycle, ngx_str_t *name)
+{
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
+                   "jvm: running jvm_init \"%V\"", name);
+
+    return ngx_http_jvm_vm_call_string(cycle, ngx_http_jvm_init_mid, name,
+                                       "jvm_init");
+}
+
+
+/*
+ * Worker.configure(): the pool's threads and the virtual-thread executor,
+ * started with nginx's signals blocked; JVM threads wake the event loop
+ * through notify_fd.  NGX_DECLINED: virtual threads cannot be had here.
+ */
+
+ngx_int_t
+ngx_http_jvm_vm_configure(ngx_cycle_t *cycle, ngx_fd_t notify_fd,
+    ngx_int_t pool_size, ngx_int_t queue, ngx_uint_t virtual)
+{
+    JNIEnv      *env;
+    jstring      err;
+    sigset_t     old;
+    const char  *text;
+
+    env = ngx_http_jvm_env;
+    ngx_http_jvm_notify_fd = notify_fd;
+
+    ngx_http_jvm_vm_block_signals(&old);
+
+    err = (*env)->CallStaticObjectMethod(env, ngx_http_jvm_worker,
+                                         ngx_http_jvm_configure_mid,
+                                         (jint) pool_size, (jint) queue,
+                                         (jboolean) virtual);
+
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+    if ((*env)->ExceptionCheck(env)) {
+        return ngx_http_jvm_vm_failed(cycle->log, "Worker.configure()");
+    }
+
+    if (err == NULL) {
+        return NGX_OK;
+    }
+
+    text = (*env)->GetStringUTFChars(env, err, NULL);
+    if (text) {
+        ngx_log_error(NGX_LOG_ERR, cycle->log, 0,
+                      "jvm: %s; locations with \"jvm_mode virtual\" "
+                      "answer 503", text);
+        (*env)->ReleaseStringUTFChars(env, err, text);
+    }
+
+    (*env)->DeleteLocalRef(env, err);
+
+    return NGX_DECLINED;
+}
+
+
+/* Worker.wake(), on any JVM thread: the only thing they do to nginx. */
+
+static void JNICALL
+ngx_http_jvm_wake(JNIEnv *env, jclass cls)
+{
+    uint64_t  one = 1;
+
+    if (write(ngx_http_jvm_notify_fd, &one, sizeof(uint64_t)) == -1) {
+        /* EAGAIN: the counter is full, so the loop is being woken anyway */
+    }
+}
+
+
+/* Worker.handle(): serves the described request on the event loop. */
+
+ngx_int_t
+ngx_http_jvm_vm_handle(ngx_log_t *log, ngx_int_t handler, size_t len,
+    size_t *out)
+{
+    jint  n;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, log, 0,
+                   "jvm: handler %i on the loop, request of %uz bytes",
+                   handler, len);
+
+    n = (*ngx_http_jvm_env)->CallStaticIntMethod(ngx_http_jvm_env,
+                                                 ngx_http_jvm_worker,
+                                                 ngx_http_jvm_handle_mid,
+                                                 (jint) handler, (jint) len);
+
+    return ngx_http_jvm_vm_response(log, n, out, "Worker.handle()");
+}
+
+
+/*
+ * Worker.submit(): starts the described request as the task named id.
+ * NGX_OK: accepted; NGX_DECLINED: refused or failed at once, with an
+ * encoded error response of *out bytes.
+ */
+
+ngx_int_t
+ngx_http_jvm_vm_submit(ngx_log_t *log, ngx_int_t handler, size_t len,
+    void *id, ngx_uint_t mode, ngx_uint_t async, size_t *out)
+{
+    jint  n;
+
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, log, 0,
+                   "jvm: task %p submitted: handler %i, mode %ui, async %ui",
+                   id, handler, mode, async);
+
+    n = (*ngx_http_jvm_env)->CallStaticIntMethod(ngx_http_jvm_env,
+                                                 ngx_http_jvm_worker,
+                                                 ngx_http_jvm_submit_mid,
+                                                 (jint) handler, (jint) len,
+                                                 (jlong) (uintptr_t) id,
+                                                 (jint) mode,
+                                                 (jboolean) async);
+
+    if (n == NGX_HTTP_JVM_ACCEPTED
+        && !(*ngx_http_jvm_env)->ExceptionCheck(ngx_http_jvm_env))
+    {
+        return NGX_OK;
+    }
+
+    if (ngx_http_jvm_vm_response(log, n, out, "Worker.submit()") != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return NGX_DECLINED;
+}
+
+
+/* Worker.poll(): the next task with something for the loop, or NULL. */
+
+void *
+ngx_http_jvm_vm_poll(ngx_log_t *log)
+{
+    jlong  id;
+
+    id = (*ngx_http_jvm_env)->CallStaticLongMethod(ngx_http_jvm_env,
+                                                   ngx_http_jvm_worker,
+                                                   ngx_http_jvm_poll_mid);
+
+    if ((*ngx_http_jvm_env)->ExceptionCheck(ngx_http_jvm_env)) {
+        (void) ngx_http_jvm_vm_failed(log, "Worker.poll()");
+        return NULL;
+    }
+
+    return (void *) (uintptr_t) id;
+}
+
+
+/* Worker.take(): the response of a task, encoded. */
+
+ngx_int_t
+ngx_http_jvm_vm_take(ngx_log_t *log, void *id, size_t *out)
+{
+    jint  n;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, log, 0,
+                   "jvm: task %p answered", id);
+
+    n = (*ngx_http_jvm_env)->CallStaticIntMethod(ngx_http_jvm_env,
+                                                 ngx_http_jvm_worker,
+                                                 ngx_http_jvm_take_mid,
+                                                 (jlong) (uintptr_t) id);
+
+    return ngx_http_jvm_vm_response(log, n, out, "Worker.take()");
+}
+
+
+/* Worker.cancel(): the task's request is over. */
+
+void
+ngx_http_jvm_vm_cancel(void *id)
+{
+    JNIEnv  *env;
+
+    env = ngx_http_jvm_env;
+
+    (*env)->CallStaticVoidMethod(env, ngx_http_jvm_worker,
+                                 ngx_http_jvm_cancel_mid,
+                                 (jlong) (uintptr_t) id);
+
+    if ((*env)->ExceptionCheck(env)) {
+        (*env)->ExceptionClear(env);
+    }
+}
+
+
+/*
+ * Worker.next(): the next piece of a streamed body, *out bytes at the
+ * start of the response buffer.  NGX_DONE: the body ended; NGX_AGAIN: a JVM
+ * thread has not produced the piece yet (Worker.poll() names the task when
+ * it has); NGX_ERROR: the body failed, and why is logged.
+ */
+
+ngx_int_t
+ngx_http_jvm_vm_next(ngx_log_t *log, ngx_int_t stream, size_t *out)
+{
+    jint      n;
+    JNIEnv   *env;
+    uint32_t  len;
+
+    env = ngx_http_jvm_env;
+
+    n = (*env)->CallStaticIntMethod(env, ngx_http_jvm_worker,
+                                    ngx_http_jvm_next_mid, (jint) stream);
+
+    if ((*env)->ExceptionCheck(env)) {
+        return ngx_http_jvm_vm_failed(log, "Worker.next()");
+    }
+
+    if (n > 0 && (size_t) n <= ngx_http_jvm_vm.resp_cap) {
+        *out = (size_t) n;
+        return NGX_OK;
+    }
+
+    switch (n) {
+
+    case NGX_HTTP_JVM_NEXT_END:
+        return NGX_DONE;
+
+    case NGX_HTTP_JVM_NEXT_WAIT:
+        return NGX_AGAIN;
+
+    case NGX_HTTP_JVM_NEXT_FAILED:
+        /* the body failed half-way: an int length and the message */
+        ngx_memcpy(&len, ngx_http_jvm_vm.resp_addr, sizeof(uint32_t));
+
+        if (len <= ngx_http_jvm_vm.resp_cap - sizeof(uint32_t)) {
+            ngx_http_jvm_log_text(NGX_LOG_ERR, log,
+                                  ngx_http_jvm_vm.resp_addr
+                                  + sizeof(uint32_t), len);
+        }
+
+        return NGX_ERROR;
+    }
+
+    ngx_log_error(NGX_LOG_ALERT, log, 0,
+                  "jvm: Worker.next() answered an invalid length %d", n);
+
+    return NGX_ERROR;
+}
+
+
+/* Worker.close(): a streamed body is over, at its end or not. */
+
+void
+ngx_http_jvm_vm_close(ngx_int_t stream)
+{
+    JNIEnv  *env;
+
+    env = ngx_http_jvm_env;
+
+    (*env)->CallStaticVoidMethod(env, ngx_http_jvm_worker,
+                                 ngx_http_jvm_close_mid, (jint) stream);
+
+    if ((*env)->ExceptionCheck(env)) {
+        (*env)->ExceptionClear(env);
+    }
 }
 
 
@@ -592,10 +989,10 @@ ngx_http_jvm_vm_stop(ngx_cycle_t *cycle)
         return;
     }
 
-    env = ngx_http_jvm_vm.env;
+    env = ngx_http_jvm_env;
 
-    (*env)->CallStaticVoidMethod(env, ngx_http_jvm_vm.worker,
-                                 ngx_http_jvm_vm.stop);
+    (*env)->CallStaticVoidMethod(env, ngx_http_jvm_worker,
+                                 ngx_http_jvm_stop_mid);
 
     if ((*env)->ExceptionCheck(env)) {
         (*env)->ExceptionClear(env);

@@ -2,9 +2,6 @@ package nginx.jvm;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.TimeUnit;
 
 /**
  * A streamed body produced on a JVM thread and drained by the event loop
@@ -13,16 +10,13 @@ import java.util.concurrent.TimeUnit;
  * next piece fails and it stops.
  */
 final class AsyncBody extends BodySource {
-    static final int WAIT = -2;
-
     private static final int PIECE = 16 * 1024;
     private static final Object END = new Object();
 
     private final BodySource source;
     private final Task task;
     private final Tasks tasks;
-    private final BlockingQueue<Object> queue = new ArrayBlockingQueue<>(4);
-    private volatile boolean closed;
+    private final Handoff<Object> queue = new Handoff<>(4);
     private boolean ended;
 
     AsyncBody(BodySource source, Task task, Tasks tasks) {
@@ -35,7 +29,7 @@ final class AsyncBody extends BodySource {
     void produce() {
         ByteBuffer piece = ByteBuffer.allocate(PIECE);
         try {
-            while (!closed) {
+            while (!queue.isClosed()) {
                 int n = source.fill(piece);
                 if (n < 0) {
                     put(END);
@@ -63,32 +57,26 @@ final class AsyncBody extends BodySource {
     }
 
     private boolean put(Object item) {
-        try {
-            while (!closed) {
-                if (queue.offer(item, 100, TimeUnit.MILLISECONDS)) {
-                    tasks.ready(task);
-                    return true;
-                }
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+        if (!queue.put(item)) {
+            return false;
         }
-        return false;
+        tasks.ready(task);
+        return true;
     }
 
-    /** The event loop's side: the next piece, {@link #WAIT} if none is ready yet, -1 at the end. */
+    /** The event loop's side: the next piece, {@link Wire#NEXT_WAIT} if none is ready yet, -1 at the end. */
     @Override
     int fill(ByteBuffer out) throws IOException {
         if (ended) {
-            return -1;
+            return Wire.NEXT_END;
         }
         Object item = queue.poll();
         if (item == null) {
-            return WAIT;
+            return Wire.NEXT_WAIT;
         }
         if (item == END) {
             ended = true;
-            return -1;
+            return Wire.NEXT_END;
         }
         if (item instanceof Throwable) {
             ended = true;
@@ -101,7 +89,6 @@ final class AsyncBody extends BodySource {
 
     @Override
     void close() {
-        closed = true;
-        queue.clear();
+        queue.close();
     }
 }

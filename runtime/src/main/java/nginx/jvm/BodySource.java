@@ -14,7 +14,8 @@ import java.util.Iterator;
 abstract class BodySource {
     /**
      * Writes the next piece into {@code out} (from position 0) and returns its
-     * length, or -1 when the body has ended. Never returns 0.
+     * length, or {@link Wire#NEXT_END} (-1) when the body has ended. Never
+     * returns 0.
      */
     abstract int fill(ByteBuffer out) throws IOException;
 

@@ -28,6 +28,26 @@ final class Handlers {
         return c.getDeclaredConstructor().newInstance();
     }
 
+    /**
+     * Calls a synchronous handler. Whatever goes wrong (it throws, answers
+     * null or something that is not a response) becomes a {@link Failure}
+     * saying so, for a 500 and the error log.
+     */
+    static Response call(Handler handler, Request request) {
+        Response response;
+        try {
+            response = handler.handle(request);
+        } catch (BadResponseException e) {
+            throw new Failure(e.getMessage(), null);
+        } catch (Throwable t) {
+            throw new Failure("the handler threw", t);
+        }
+        if (response == null) {
+            throw new Failure("the handler returned no response (null)", null);
+        }
+        return response;
+    }
+
     /** A Clojure var (called with no arguments) or a Java class implementing Runnable. */
     static void runInit(String name) throws Exception {
         if (isClojureVar(name)) {

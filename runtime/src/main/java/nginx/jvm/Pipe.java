@@ -4,11 +4,8 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.InterruptedIOException;
 import java.io.OutputStream;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Runs a {@link BodyWriter} on its own thread and hands what it writes to the
@@ -25,8 +22,7 @@ final class Pipe extends InputStream {
         return t;
     });
 
-    private final BlockingQueue<byte[]> queue = new ArrayBlockingQueue<>(4);
-    private volatile boolean closed;
+    private final Handoff<byte[]> queue = new Handoff<>(4);
     private volatile Throwable failure;
     private byte[] current;
     private int at;
@@ -43,21 +39,8 @@ final class Pipe extends InputStream {
         } catch (Throwable t) {
             failure = t;
         } finally {
-            put(END);
+            queue.put(END);
         }
-    }
-
-    private boolean put(byte[] chunk) {
-        try {
-            while (!closed) {
-                if (queue.offer(chunk, 100, TimeUnit.MILLISECONDS)) {
-                    return true;
-                }
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        return false;
     }
 
     @Override
@@ -91,8 +74,7 @@ final class Pipe extends InputStream {
 
     @Override
     public void close() {
-        closed = true;
-        queue.clear();
+        queue.close();
     }
 
     /** The writer's side: buffers small writes, hands over a chunk on flush or when full. */
@@ -129,7 +111,7 @@ final class Pipe extends InputStream {
             }
             byte[] chunk = java.util.Arrays.copyOf(buf, n);
             n = 0;
-            if (!put(chunk)) {
+            if (!queue.put(chunk)) {
                 throw new IOException("client connection closed");
             }
         }

@@ -17,9 +17,6 @@ import java.util.Map;
  * for what it reads. It stays valid after the handler returns.
  */
 public final class Request {
-    static final int HTTPS = 1;
-    static final int HAS_QUERY = 2;
-
     private static final int METHOD = 0, URI = 1, QUERY = 2, PROTOCOL = 3,
             SERVER_NAME = 4, REMOTE_ADDR = 5, CLIENT_CERT = 6, STRINGS = 7;
 
@@ -36,7 +33,7 @@ public final class Request {
     private Map<String, String> headers;
     private String[] pairs;
 
-    public Request(byte[] data) {
+    Request(byte[] data) {
         this.data = data;
         this.flags = Wire.getInt(data, 0);
         this.serverPort = Wire.getInt(data, 4);
@@ -75,7 +72,7 @@ public final class Request {
 
     /** What follows the first '?' of the request target, or null when there is no '?'. */
     public String queryString() {
-        if ((flags & HAS_QUERY) == 0) {
+        if ((flags & Wire.REQ_HAS_QUERY) == 0) {
             return null;
         }
         if (query == null) {
@@ -93,7 +90,7 @@ public final class Request {
     }
 
     public boolean isHttps() {
-        return (flags & HTTPS) != 0;
+        return (flags & Wire.REQ_HTTPS) != 0;
     }
 
     public String scheme() {

@@ -12,9 +12,8 @@ import java.nio.charset.StandardCharsets;
  * that file as the handler asks, never all at once.
  */
 final class RequestBody extends InputStream {
-    static final int MEMORY = 0;
-    static final int FILE = 1;
-
+    /** A segment's kind: held in memory; anything else is in a temporary file. */
+    private static final int MEMORY = 0;
 
     private final byte[] data;
     private int segmentsLeft;

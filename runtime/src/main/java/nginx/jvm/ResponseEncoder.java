@@ -2,37 +2,37 @@ package nginx.jvm;
 
 import java.io.File;
 import java.io.InputStream;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.BufferOverflowException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
+import java.util.function.ToIntFunction;
 
 /**
  * Writes a {@link Response} into the buffer the C module reads
- * ({@code ngx_http_jvm_response.c} decodes it). Layout, native byte order:
+ * ({@code ngx_http_jvm_response.c} decodes it), in the layout of
+ * docs/internals.md, native byte order:
  *
  * <pre>
  * int status, int kind, long content-length (-1: unknown), int header-count,
  * header-count times (int len, name bytes, int len, value bytes),
  * then by kind: NONE nothing; INLINE int len, bytes; FILE int len, path bytes;
- * STREAM nothing (the body is in {@link #pending}); ERROR int len, message.
+ * STREAM int id (of the body kept by the stream table); ERROR int len, message.
  * </pre>
+ *
+ * A response too large for the buffer is written into a new, larger one; the
+ * old one then holds only the kind {@link Wire#BODY_MOVED}, which tells the
+ * C module to fetch the new buffer.
  */
 final class ResponseEncoder {
-    static final int NONE = 0, INLINE = 1, FILE = 2, STREAM = 3, ERROR = 4;
-
-    /** A streamed body waiting for the C module to take it. */
-    BodySource pending;
-
     private ByteBuffer buffer;
-    /** True when {@link #encode} had to replace the buffer with a bigger one. */
-    boolean replaced;
+    /** Keeps a body sent in pieces and answers its id. */
+    private final ToIntFunction<BodySource> streams;
 
-    ResponseEncoder(int capacity) {
+    ResponseEncoder(int capacity, ToIntFunction<BodySource> streams) {
         buffer = ByteBuffer.allocateDirect(capacity).order(ByteOrder.nativeOrder());
+        this.streams = streams;
     }
 
     ByteBuffer buffer() {
@@ -41,17 +41,20 @@ final class ResponseEncoder {
 
     /** Encodes a response; returns its length. */
     int encode(Response response) {
-        replaced = false;
-        pending = null;
+        ByteBuffer first = buffer;
         while (true) {
             try {
                 buffer.clear();
-                return write(response);
+                int n = write(response);
+                if (buffer != first) {
+                    first.putInt(0, 0).putInt(4, Wire.BODY_MOVED);
+                }
+                return n;
             } catch (BufferOverflowException e) {
                 // Only headers can overflow (large bodies are streamed): grow.
                 buffer = ByteBuffer.allocateDirect(buffer.capacity() * 2).order(ByteOrder.nativeOrder());
-                replaced = true;
             } catch (BadResponseException e) {
+                buffer = first;
                 return error(500, e.getMessage(), null);
             }
         }
@@ -59,28 +62,14 @@ final class ResponseEncoder {
 
     /** Encodes "answer {@code status} and log this message" (with the stack trace of {@code t}, if any). */
     int error(int status, String message, Throwable t) {
-        String text = message;
-        if (t != null) {
-            StringWriter sw = new StringWriter();
-            t.printStackTrace(new PrintWriter(sw));
-            text = message + ": " + sw.toString().stripTrailing();
-        }
-        byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
+        byte[] bytes = Failure.describe(message, t).getBytes(StandardCharsets.UTF_8);
         int need = 24 + bytes.length;
         if (need > buffer.capacity()) {
             // Keep the start of an enormous trace: the buffer stays small.
             bytes = java.util.Arrays.copyOf(bytes, buffer.capacity() - 24);
         }
-        if (pending != null) {
-            try {
-                pending.close();
-            } catch (Exception ignored) {
-                // the response is abandoned anyway
-            }
-            pending = null;
-        }
         buffer.clear();
-        buffer.putInt(status).putInt(ERROR).putLong(-1).putInt(0);
+        buffer.putInt(status).putInt(Wire.BODY_ERROR).putLong(-1).putInt(0);
         buffer.putInt(bytes.length).put(bytes);
         return buffer.position();
     }
@@ -96,7 +85,7 @@ final class ResponseEncoder {
         int count = r.headerCount();
         buffer.putInt(status);
         int kindAt = buffer.position();
-        buffer.putInt(NONE).putLong(-1).putInt(count);
+        buffer.putInt(Wire.BODY_NONE).putLong(-1).putInt(count);
         for (int i = 0; i < count; i++) {
             String name = r.headerName(i);
             String value = r.headerValue(i);
@@ -121,13 +110,20 @@ final class ResponseEncoder {
         }
         if (body instanceof File) {
             byte[] path = ((File) body).getPath().getBytes(StandardCharsets.UTF_8);
-            buffer.putInt(kindAt, FILE);
+            buffer.putInt(kindAt, Wire.BODY_FILE);
             buffer.putInt(path.length).put(path);
             return buffer.position();
         }
-        BodySource source = source(r);
-        buffer.putInt(kindAt, STREAM);
-        pending = source;
+        if (buffer.remaining() < 4) {
+            throw new BufferOverflowException();
+        }
+        return stream(kindAt, source(r));
+    }
+
+    /** The body goes in pieces: the C module gets the id it is kept under. */
+    private int stream(int kindAt, BodySource source) {
+        buffer.putInt(kindAt, Wire.BODY_STREAM);
+        buffer.putInt(streams.applyAsInt(source));
         return buffer.position();
     }
 
@@ -151,12 +147,14 @@ final class ResponseEncoder {
     }
 
     private int inline(int kindAt, byte[] bytes) {
-        if (bytes.length > buffer.remaining() - 4) {
-            buffer.putInt(kindAt, STREAM).putLong(kindAt + 4, bytes.length);
-            pending = new BodySource.Bytes(bytes);
-            return buffer.position();
+        if (buffer.remaining() < 4) {
+            throw new BufferOverflowException();
         }
-        buffer.putInt(kindAt, INLINE).putLong(kindAt + 4, bytes.length);
+        if (bytes.length > buffer.remaining() - 4) {
+            buffer.putLong(kindAt + 4, bytes.length);
+            return stream(kindAt, new BodySource.Bytes(bytes));
+        }
+        buffer.putInt(kindAt, Wire.BODY_INLINE).putLong(kindAt + 4, bytes.length);
         buffer.putInt(bytes.length);
         Wire.put(buffer, buffer.position(), bytes, 0, bytes.length);
         buffer.position(buffer.position() + bytes.length);

@@ -51,13 +51,10 @@ final class Task implements Responder, Runnable {
             if (async) {
                 ((AsyncHandler) handler).handle(request, this);
             } else {
-                Response r = ((Handler) handler).handle(request);
-                if (r == null) {
-                    fail("the handler returned no response (null)", null);
-                } else {
-                    respond(r);
-                }
+                respond(Handlers.call((Handler) handler, request));
             }
+        } catch (Failure f) {
+            fail(f.getMessage(), f.getCause());
         } catch (BadResponseException e) {
             fail(e.getMessage(), null);
         } catch (Throwable t) {

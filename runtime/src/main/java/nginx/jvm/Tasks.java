@@ -20,7 +20,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * loop is woken through the C module's eventfd, once per batch.
  */
 final class Tasks {
-    static final int LOOP = 0, POOL = 1, VIRTUAL = 2;
+    static final int LOOP = Wire.LOOP, POOL = Wire.POOL, VIRTUAL = Wire.VIRTUAL;
 
     private final ConcurrentLinkedQueue<Task> ready = new ConcurrentLinkedQueue<>();
     private final AtomicBoolean signalled = new AtomicBoolean();

@@ -5,8 +5,38 @@ import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
-/** The C module's wire layout: native byte order, unaligned. */
+/**
+ * The Java half of the wire protocol between the C module and this runtime,
+ * which docs/internals.md describes in full: the constants (the C module's
+ * are in ngx_http_jvm_module.h and ngx_http_jvm_vm.c, with the same values)
+ * and the reading and copying of the layouts, native byte order, unaligned.
+ */
 final class Wire {
+    /** Checked by the C module when it binds this runtime: equal, or it refuses to start. */
+    static final int PROTOCOL = 2;
+
+    /** Request flags: the first int of a described request. */
+    static final int REQ_HTTPS = 1, REQ_HAS_QUERY = 2;
+
+    /** Body kinds of an encoded response. MOVED: the response is in the new response buffer. */
+    static final int BODY_NONE = 0, BODY_INLINE = 1, BODY_FILE = 2, BODY_STREAM = 3, BODY_ERROR = 4,
+            BODY_MOVED = 5;
+
+    /** The fixed part of an encoded response: int status, int kind, long length, int count. */
+    static final int RESPONSE_HEAD = 20;
+
+    /** Where a handler runs (jvm_mode). */
+    static final int LOOP = 0, POOL = 1, VIRTUAL = 2;
+
+    /** {@link Worker#submit}: the task was accepted (else the length of an error response). */
+    static final int ACCEPTED = 0;
+
+    /**
+     * {@link Worker#next}, besides a piece's length: the body ended; its next piece is not
+     * produced yet; it failed (the response buffer then holds an int length and the message).
+     */
+    static final int NEXT_END = -1, NEXT_WAIT = -2, NEXT_FAILED = -3;
+
     private static final VarHandle INT =
             MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.nativeOrder());
     private static final VarHandle LONG =

@@ -4,33 +4,37 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
- * The entry points the C module calls, on the worker's event-loop thread only.
- * Everything here is static because there is one JVM, one event loop and one
- * set of buffers per nginx worker process.
+ * The entry points the C module calls (ngx_http_jvm_vm.c binds them by name
+ * and signature), on the worker's event-loop thread only. Everything here is
+ * static because there is one JVM, one event loop and one set of buffers per
+ * nginx worker process. What the values mean is the wire protocol
+ * ({@link Wire}, docs/internals.md).
  *
  * <p>None of these methods throws: a failure becomes a value the C module
  * understands (an error message, or a response that answers 500).
  */
-public final class Worker {
+final class Worker {
     private static final int BUFFER_SIZE = 64 * 1024;
 
     private static final List<Object> handlers = new ArrayList<>();
     private static final Tasks tasks = new Tasks(Worker::wake);
     private static ByteBuffer requestBuffer =
             ByteBuffer.allocateDirect(BUFFER_SIZE).order(ByteOrder.nativeOrder());
-    private static final ResponseEncoder encoder = new ResponseEncoder(BUFFER_SIZE);
-
-    /** Read by the C module after {@link #handle} answered a streamed body. */
-    public static Object pending;
+    /** Bodies sent in pieces, by the id their response gave the C module. */
+    private static final Map<Integer, BodySource> streams = new HashMap<>();
+    private static int nextStream;
+    private static final ResponseEncoder encoder = new ResponseEncoder(BUFFER_SIZE, Worker::stream);
 
     private Worker() {
     }
 
     /** The buffer the C module writes requests into, at least {@code capacity} bytes. */
-    public static ByteBuffer requestBuffer(int capacity) {
+    static ByteBuffer requestBuffer(int capacity) {
         if (requestBuffer.capacity() < capacity) {
             requestBuffer = ByteBuffer.allocateDirect(Math.max(capacity, requestBuffer.capacity() * 2))
                     .order(ByteOrder.nativeOrder());
@@ -39,7 +43,7 @@ public final class Worker {
     }
 
     /** The buffer responses and body pieces are written into. */
-    public static ByteBuffer responseBuffer() {
+    static ByteBuffer responseBuffer() {
         return encoder.buffer();
     }
 
@@ -47,51 +51,43 @@ public final class Worker {
      * Loads the handler named in a {@code jvm_content} directive and gives it
      * the next index. Returns null on success, otherwise what went wrong.
      */
-    public static String register(String name) {
+    static String register(String name) {
         try {
             handlers.add(Handlers.load(name));
             return null;
         } catch (Throwable t) {
             handlers.add(null);
-            return describe("cannot load handler \"" + name + "\"", t);
+            return Failure.describe("cannot load handler \"" + name + "\"", t);
         }
     }
 
     /** Runs the {@code jvm_init} handler; returns null on success, otherwise what went wrong. */
-    public static String init(String name) {
+    static String init(String name) {
         try {
             Handlers.runInit(name);
             return null;
         } catch (Throwable t) {
-            return describe("jvm_init \"" + name + "\" failed", t);
+            return Failure.describe("jvm_init \"" + name + "\" failed", t);
         }
     }
 
     /**
      * Serves the request of {@code length} bytes in the request buffer with
-     * handler {@code index}. Returns the length of the encoded response in the
-     * response buffer, negated when the response buffer was replaced.
+     * handler {@code index}, on the event loop. Returns the length of the
+     * encoded response in the response buffer.
      */
-    public static int handle(int index, int length) {
+    static int handle(int index, int length) {
         Object handler = handlers.get(index);
-        int n;
         if (!(handler instanceof Handler)) {
-            n = notLoaded(handler, Handler.class);
-        } else {
-            try {
-                Response response = ((Handler) handler).handle(request(length));
-                if (response == null) {
-                    n = encoder.error(500, "the handler returned no response (null)", null);
-                } else {
-                    n = encoder.encode(response);
-                }
-            } catch (BadResponseException e) {
-                n = encoder.error(500, e.getMessage(), null);
-            } catch (Throwable t) {
-                n = encoder.error(500, "the handler threw", t);
-            }
+            return notLoaded(handler, Handler.class);
         }
-        return result(n);
+        try {
+            return encoder.encode(Handlers.call((Handler) handler, request(length)));
+        } catch (Failure f) {
+            return encoder.error(500, f.getMessage(), f.getCause());
+        } catch (Throwable t) {
+            return encoder.error(500, "the handler failed", t);
+        }
     }
 
     private static Request request(int length) {
@@ -109,102 +105,107 @@ public final class Worker {
                 + kind.getName() + " (check jvm_async)", null);
     }
 
-    /** What handle() and take() return: the length, negated if the buffer was replaced. */
-    private static int result(int n) {
-        pending = encoder.pending;
-        encoder.pending = null;
-        return encoder.replaced ? -n : n;
-    }
-
     /**
      * Sets up where handlers may run: a pool of {@code poolSize} threads
      * (none if 0) with {@code queueSize} waiting requests, and virtual threads.
      * Returns null, or why virtual threads cannot be had.
      */
-    public static String configure(int poolSize, int queueSize, boolean virtual) {
+    static String configure(int poolSize, int queueSize, boolean virtual) {
         try {
             return tasks.configure(poolSize, queueSize, virtual);
         } catch (Throwable t) {
-            return describe("cannot start the thread pool", t);
+            return Failure.describe("cannot start the thread pool", t);
         }
     }
 
     /**
      * Starts the request in the request buffer as task {@code id}: on the
-     * loop (async handlers), a pool thread or a virtual thread. Returns 0 when
-     * accepted: {@link #poll} names it when its response is ready. Otherwise
-     * returns the length of an encoded error response (503 when refused).
+     * loop (async handlers), a pool thread or a virtual thread. Returns
+     * {@link Wire#ACCEPTED}: {@link #poll} names the task when its response
+     * is ready. Otherwise returns the length of an encoded error response
+     * (503 when refused).
      */
-    public static int submit(int index, int length, long id, int mode, boolean async) {
+    static int submit(int index, int length, long id, int mode, boolean async) {
         Object handler = handlers.get(index);
         if (!(async ? handler instanceof AsyncHandler : handler instanceof Handler)) {
-            return result(notLoaded(handler, async ? AsyncHandler.class : Handler.class));
+            return notLoaded(handler, async ? AsyncHandler.class : Handler.class);
         }
         try {
             String refused = tasks.submit(new Task(id, mode, handler, request(length), async, tasks), mode);
-            return refused == null ? 0 : result(encoder.error(503, refused, null));
+            return refused == null ? Wire.ACCEPTED : encoder.error(503, refused, null);
         } catch (Throwable t) {
-            return result(encoder.error(500, "cannot start the handler", t));
+            return encoder.error(500, "cannot start the handler", t);
         }
     }
 
     /** The id of the next task with something for the event loop, or 0. */
-    public static long poll() {
+    static long poll() {
         return tasks.poll();
     }
 
     /** Encodes task {@code id}'s response, as {@link #handle} does. */
-    public static int take(long id) {
+    static int take(long id) {
         Task task = tasks.get(id);
-        int n = task == null
+        return task == null
                 ? encoder.error(500, "no such task", null)
                 : task.encode(encoder);
-        return result(n);
     }
 
     /** Task {@code id}'s request is over: forget it, stop its body. */
-    public static void cancel(long id) {
+    static void cancel(long id) {
         tasks.cancel(id);
     }
 
     /** Wakes the event loop (the C module's eventfd); any thread. */
     private static native void wake();
 
+    /** Keeps a body sent in pieces; returns the id the response gives the C module. */
+    private static int stream(BodySource body) {
+        do {
+            nextStream = nextStream == Integer.MAX_VALUE ? 0 : nextStream + 1;
+        } while (streams.containsKey(nextStream));
+        streams.put(nextStream, body);
+        return nextStream;
+    }
+
     /**
-     * Writes the next piece of a streamed body into the response buffer.
-     * Returns its length; -1 at the end; -2 when the piece is not produced
-     * yet (the task is named by {@link #poll} when it is); or, when the body
-     * failed, -3 minus the length of an error message written instead.
+     * Writes the next piece of body {@code id} into the response buffer.
+     * Returns its length, or {@link Wire#NEXT_END}, {@link Wire#NEXT_WAIT}
+     * (the task is named by {@link #poll} when the piece is there) or
+     * {@link Wire#NEXT_FAILED}, with the message in the response buffer.
      */
-    public static int next(Object body) {
+    static int next(int id) {
         ByteBuffer out = encoder.buffer();
         try {
-            return ((BodySource) body).fill(out);
+            return streams.get(id).fill(out);
         } catch (Throwable t) {
-            byte[] msg = describe("the response body failed", t).getBytes(StandardCharsets.UTF_8);
-            int n = Math.min(msg.length, out.capacity());
-            out.put(0, msg, 0, n);
-            return -3 - n;
+            byte[] msg = Failure.describe("the response body failed", t).getBytes(StandardCharsets.UTF_8);
+            int n = Math.min(msg.length, out.capacity() - 4);
+            out.putInt(0, n);
+            out.put(4, msg, 0, n);
+            return Wire.NEXT_FAILED;
         }
     }
 
-    /** Closes a streamed body: at its end, or when the client went away. */
-    public static void close(Object body) {
+    /** Closes body {@code id}: at its end, or when the client went away. */
+    static void close(int id) {
+        BodySource body = streams.remove(id);
         try {
-            ((BodySource) body).close();
+            if (body != null) {
+                body.close();
+            }
         } catch (Throwable ignored) {
             // The response is over; nothing is left to tell.
         }
     }
 
-    /** Called at worker exit. */
-    public static void stop() {
-        handlers.clear();
+    /** How many bodies are being sent in pieces (tests). */
+    static int streams() {
+        return streams.size();
     }
 
-    static String describe(String what, Throwable t) {
-        java.io.StringWriter sw = new java.io.StringWriter();
-        t.printStackTrace(new java.io.PrintWriter(sw));
-        return what + ": " + sw.toString().stripTrailing();
+    /** Called at worker exit. */
+    static void stop() {
+        handlers.clear();
     }
 }

@@ -7,7 +7,7 @@
             [nginx.jvm.wire :as wire])
   (:import (java.nio ByteBuffer)
            (java.nio.charset StandardCharsets)
-           (nginx.jvm AsyncHandler Responder Response Worker)
+           (nginx.jvm AsyncHandler Responder Response)
            (nginx.jvm.ring RingHandler)))
 
 (defn app [req]
@@ -32,33 +32,34 @@
 (defn init []
   (swap! init-runs inc))
 
-(use-fixtures :each (fn [t] (Worker/stop) (t)))
+(use-fixtures :each (fn [t] (wire/worker :stop) (t)))
 
 (defn- handle
   "Serves a request with the handler registered at index i; returns the decoded response."
   [i request]
   (let [bytes (wire/request-bytes request)
-        ^ByteBuffer in (Worker/requestBuffer (alength bytes))]
+        ^ByteBuffer in (wire/worker :requestBuffer (alength bytes))]
     (.put in 0 bytes)
-    (wire/decode-response (Worker/responseBuffer) (Math/abs (Worker/handle i (alength bytes))))))
+    (let [n (wire/worker :handle i (alength bytes))]
+      (wire/decode-response (wire/worker :responseBuffer) n))))
 
 (defn- drain
-  "The streamed body pending after handle, pulled as the C module does."
-  []
-  (let [body Worker/pending
+  "The body of a :stream response, pulled as the C module does."
+  [response]
+  (let [body (:stream response)
         out (java.io.ByteArrayOutputStream.)]
     (loop [pieces 0]
-      (let [n (Worker/next body)]
+      (let [n (wire/worker :next body)]
         (when (and (pos? n) (< pieces 10000))
           (let [piece (byte-array n)]
-            (.get (Worker/responseBuffer) 0 piece)
+            (.get ^ByteBuffer (wire/worker :responseBuffer) 0 piece)
             (.write out piece)
             (recur (inc pieces))))))
-    (Worker/close body)
+    (wire/worker :close body)
     (.toString out "UTF-8")))
 
 (deftest ring-handler-end-to-end
-  (is (nil? (Worker/register "nginx.jvm.ring-worker-test/app")))
+  (is (nil? (wire/worker :register "nginx.jvm.ring-worker-test/app")))
   (let [r (handle 0 {:method "PUT" :path "/things/1" :query "v=2"
                      :headers [["Host" "example.test"]] :body ["pay" "load"]})]
     (is (= 200 (:status r)))
@@ -69,7 +70,7 @@
            (:headers r)))))
 
 (deftest handler-that-throws
-  (is (nil? (Worker/register "nginx.jvm.ring-worker-test/thrower")))
+  (is (nil? (wire/worker :register "nginx.jvm.ring-worker-test/thrower")))
   (let [r (handle 0 {})]
     (is (= 500 (:status r)))
     (is (= :error (:kind r)))
@@ -77,34 +78,34 @@
     (is (re-find #"ring_worker_test" (:text r)) "with the stack trace")))
 
 (deftest handler-that-returns-no-map
-  (is (nil? (Worker/register "nginx.jvm.ring-worker-test/not-a-map")))
+  (is (nil? (wire/worker :register "nginx.jvm.ring-worker-test/not-a-map")))
   (let [r (handle 0 {})]
     (is (= :error (:kind r)))
     (is (re-find #"the handler returned a java.lang.String, not a Ring response map" (:text r)))))
 
 (deftest seq-body-elements-as-ring-writes-them
   ;; Ring sends each element of a seq body as (str element): nil is "".
-  (is (nil? (Worker/register "nginx.jvm.ring-worker-test/seq-body")))
+  (is (nil? (wire/worker :register "nginx.jvm.ring-worker-test/seq-body")))
   (let [r (handle 0 {})]
     (is (= :stream (:kind r)))
-    (is (= "ab1:k" (drain)))))
+    (is (= "ab1:k" (drain r)))))
 
 (deftest streamable-body-of-a-handler-namespace
   ;; nginx.jvm.streaming-app extends StreamableResponseBody when it loads,
   ;; which register does after the Ring adapter itself has loaded.
-  (is (nil? (Worker/register "nginx.jvm.streaming-app/handler")))
+  (is (nil? (wire/worker :register "nginx.jvm.streaming-app/handler")))
   (let [r (handle 0 {})]
     (is (= :stream (:kind r))
         (str "answered " (:status r) " " (:kind r) ": " (first (str/split-lines (str (:text r))))))
     (when (= :stream (:kind r))
-      (is (= "one\ntwo\nthree\n" (drain))))))
+      (is (= "one\ntwo\nthree\n" (drain r))))))
 
 (deftest undefined-var-or-namespace
-  (let [msg (Worker/register "nginx.jvm.ring-worker-test/no-such-handler")]
+  (let [msg (wire/worker :register "nginx.jvm.ring-worker-test/no-such-handler")]
     (is (string? msg))
     (is (re-find #"cannot load handler \"nginx.jvm.ring-worker-test/no-such-handler\"" msg))
     (is (re-find #"is not defined" msg)))
-  (let [msg (Worker/register "nginx.jvm.no-such-namespace/handler")]
+  (let [msg (wire/worker :register "nginx.jvm.no-such-namespace/handler")]
     (is (string? msg))
     (is (re-find #"nginx/jvm/no_such_namespace" msg)))
   (let [r (handle 0 {})]
@@ -112,10 +113,10 @@
 
 (deftest init-var
   (let [before @init-runs]
-    (is (nil? (Worker/init "nginx.jvm.ring-worker-test/init")))
+    (is (nil? (wire/worker :init "nginx.jvm.ring-worker-test/init")))
     (is (= (inc before) @init-runs)))
   (is (re-find #"jvm_init \"nginx.jvm.ring-worker-test/nope\" failed"
-               (str (Worker/init "nginx.jvm.ring-worker-test/nope")))))
+               (str (wire/worker :init "nginx.jvm.ring-worker-test/nope")))))
 
 ;; The 3-arity Ring form, (handler request respond raise), used with jvm_async on.
 

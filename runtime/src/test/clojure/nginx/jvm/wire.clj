@@ -3,6 +3,7 @@
   ngx_http_jvm_request.c writes, and responses decoded from the layout
   ResponseEncoder writes, so the runtime can be driven without nginx."
   (:import (java.io ByteArrayOutputStream)
+           (java.lang.reflect Method)
            (java.nio ByteBuffer ByteOrder)
            (java.nio.charset StandardCharsets)
            (nginx.jvm Request)))
@@ -61,11 +62,28 @@
     (.toByteArray out)))
 
 (defn request
-  "A nginx.jvm.Request for a map as request-bytes takes."
+  "A nginx.jvm.Request for a map as request-bytes takes (its constructor is
+  the runtime's own, reached here as the C module reaches it)."
   ^Request [m]
-  (Request. (request-bytes m)))
+  (let [c (.getDeclaredConstructor Request (into-array Class [(Class/forName "[B")]))]
+    (.setAccessible c true)
+    (.newInstance c (object-array [(request-bytes m)]))))
 
-(def ^:private kinds [:none :inline :file :stream :error])
+(defn worker
+  "Calls the static method named method of nginx.jvm.Worker, the runtime's
+  package-private entry points, as the C module does."
+  [method & args]
+  (let [^Method m (->> (.getDeclaredMethods (Class/forName "nginx.jvm.Worker"))
+                       (filter (fn [^Method m] (and (= (name method) (.getName m))
+                                                    (= (count args) (.getParameterCount m)))))
+                       first)]
+    (.setAccessible m true)
+    (.invoke m nil (object-array (map (fn [a t] (cond (= t Integer/TYPE) (int a)
+                                                      (= t Long/TYPE) (long a)
+                                                      :else a))
+                                      args (.getParameterTypes m))))))
+
+(def ^:private kinds [:none :inline :file :stream :error :moved])
 
 (defn decode-response
   "The response of n bytes at the start of buf, as a map: :status :kind
@@ -84,6 +102,7 @@
         rest (case kind
                :inline {:body (get-bytes)}
                (:file :error) {:text (String. ^bytes (get-bytes) StandardCharsets/UTF_8)}
+               :stream {:stream (.getInt b)}
                {})]
     (when (not= n (.position b))
       (throw (IllegalStateException. (str "decoded " (.position b) " of " n " bytes"))))

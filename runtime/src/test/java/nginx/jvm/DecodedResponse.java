@@ -13,7 +13,7 @@ import java.util.List;
  * following the layout documented in ResponseEncoder.
  */
 final class DecodedResponse {
-    static final String[] KINDS = {"NONE", "INLINE", "FILE", "STREAM", "ERROR"};
+    static final String[] KINDS = {"NONE", "INLINE", "FILE", "STREAM", "ERROR", "MOVED"};
 
     int status;
     String kind;
@@ -24,6 +24,8 @@ final class DecodedResponse {
     byte[] body;
     /** FILE: the path; ERROR: the message. */
     String text;
+    /** STREAM: the id of the body, for Worker.next() and close(). */
+    int stream = -1;
 
     /** Decodes {@code length} bytes from the start of {@code buffer}; they must be exactly one response. */
     static DecodedResponse decode(ByteBuffer buffer, int length) {
@@ -46,6 +48,9 @@ final class DecodedResponse {
                 break;
             case "ERROR":
                 r.text = new String(bytes(b), StandardCharsets.UTF_8);
+                break;
+            case "STREAM":
+                r.stream = b.getInt();
                 break;
             default:
                 break;

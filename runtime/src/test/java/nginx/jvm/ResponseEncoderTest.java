@@ -19,7 +19,21 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class ResponseEncoderTest {
-    private final ResponseEncoder encoder = new ResponseEncoder(4096);
+    /** The bodies the encoders kept to be sent in pieces, by id. */
+    private final List<BodySource> kept = new java.util.ArrayList<>();
+    private final ResponseEncoder encoder = newEncoder(4096);
+
+    private ResponseEncoder newEncoder(int capacity) {
+        return new ResponseEncoder(capacity, body -> {
+            kept.add(body);
+            return kept.size() - 1;
+        });
+    }
+
+    /** The body the last response is sent in pieces from, or null. */
+    private BodySource pending() {
+        return kept.isEmpty() ? null : kept.get(kept.size() - 1);
+    }
 
     private DecodedResponse encode(Response r) {
         int n = encoder.encode(r);
@@ -33,7 +47,7 @@ class ResponseEncoderTest {
         assertEquals("NONE", d.kind);
         assertEquals(-1, d.contentLength);
         assertTrue(d.headers.isEmpty());
-        assertNull(encoder.pending);
+        assertNull(pending());
     }
 
     @Test
@@ -131,7 +145,7 @@ class ResponseEncoderTest {
         assertEquals("FILE", d.kind);
         assertEquals(f.getPath(), d.text, "the path in UTF-8");
         assertEquals(-1, d.contentLength, "nginx finds the length itself");
-        assertNull(encoder.pending);
+        assertNull(pending());
     }
 
     @Test
@@ -139,8 +153,8 @@ class ResponseEncoderTest {
         DecodedResponse d = encode(new Response(200).body(new ByteArrayInputStream("abc".getBytes())));
         assertEquals("STREAM", d.kind);
         assertEquals(-1, d.contentLength);
-        assertInstanceOf(BodySource.Stream.class, encoder.pending);
-        assertEquals("abc", drain(encoder.pending));
+        assertInstanceOf(BodySource.Stream.class, pending());
+        assertEquals("abc", drain(pending()));
     }
 
     @Test
@@ -149,11 +163,11 @@ class ResponseEncoderTest {
                 List.of("caf", "\u00e9")));
         assertEquals("STREAM", d.kind);
         assertEquals(-1, d.contentLength);
-        assertInstanceOf(BodySource.Elements.class, encoder.pending);
+        assertInstanceOf(BodySource.Elements.class, pending());
         ByteBuffer out = ByteBuffer.allocate(64);
-        int n = encoder.pending.fill(out);
+        int n = pending().fill(out);
         assertEquals(3, n);
-        n = encoder.pending.fill(out);
+        n = pending().fill(out);
         assertEquals(1, n);
         assertEquals((byte) 0xe9, out.get(0));
     }
@@ -163,12 +177,12 @@ class ResponseEncoderTest {
         BodyWriter w = out -> out.write("written".getBytes(StandardCharsets.US_ASCII));
         DecodedResponse d = encode(new Response(200).body(w));
         assertEquals("STREAM", d.kind);
-        assertEquals("written", drain(encoder.pending));
+        assertEquals("written", drain(pending()));
     }
 
     @Test
     void bodyTooLargeToInlineIsStreamedWithKnownLength() throws IOException {
-        ResponseEncoder small = new ResponseEncoder(256);
+        ResponseEncoder small = newEncoder(256);
         byte[] big = new byte[1000];
         for (int i = 0; i < big.length; i++) {
             big[i] = (byte) ('a' + i % 26);
@@ -178,16 +192,15 @@ class ResponseEncoderTest {
         assertEquals("STREAM", d.kind);
         assertEquals(1000, d.contentLength);
         assertEquals(List.of(List.of("Content-Type", "text/plain")), d.headers);
-        assertFalse(small.replaced, "a large body does not grow the buffer");
         assertEquals(256, small.buffer().capacity());
-        assertInstanceOf(BodySource.Bytes.class, small.pending);
-        assertEquals(new String(big, StandardCharsets.US_ASCII), drain(small.pending));
+        assertInstanceOf(BodySource.Bytes.class, pending());
+        assertEquals(new String(big, StandardCharsets.US_ASCII), drain(pending()));
     }
 
     @Test
     void inlineLimitIsTheRoomLeftInTheBuffer() {
         // 20 bytes of fixed fields and no header: 64 - 20 - 4 = 40 bytes of body fit.
-        ResponseEncoder small = new ResponseEncoder(64);
+        ResponseEncoder small = newEncoder(64);
         int n = small.encode(new Response(200).body(new byte[40]));
         assertEquals("INLINE", DecodedResponse.decode(small.buffer(), n).kind);
         assertEquals(64, n);
@@ -199,7 +212,7 @@ class ResponseEncoderTest {
 
     @Test
     void bufferGrowsWhenHeadersDoNotFit() {
-        ResponseEncoder small = new ResponseEncoder(64);
+        ResponseEncoder small = newEncoder(64);
         ByteBuffer before = small.buffer();
         String longValue = "v".repeat(300);
         Response r = new Response(200)
@@ -208,8 +221,8 @@ class ResponseEncoderTest {
                 .header("Content-Type", "text/plain")
                 .body("the body");
         int n = small.encode(r);
-        assertTrue(small.replaced);
         assertNotSame(before, small.buffer());
+        assertEquals(Wire.BODY_MOVED, before.getInt(4), "the old buffer sends the C module to the new one");
         assertTrue(small.buffer().capacity() >= n);
         assertTrue(small.buffer().isDirect(), "the C module reads the buffer's address");
         DecodedResponse d = DecodedResponse.decode(small.buffer(), n);
@@ -221,10 +234,9 @@ class ResponseEncoderTest {
                 List.of("Content-Type", "text/plain")), d.headers);
         assertEquals("the body", d.bodyText());
 
-        // The next response fits: the flag is reset and the big buffer kept.
+        // The next response fits: the big buffer is kept.
         ByteBuffer grown = small.buffer();
         n = small.encode(new Response(204));
-        assertFalse(small.replaced);
         assertSame(grown, small.buffer());
         assertEquals(204, DecodedResponse.decode(small.buffer(), n).status);
     }
@@ -278,28 +290,30 @@ class ResponseEncoderTest {
         assertEquals("ERROR", d.kind);
         assertEquals(500, d.status);
         assertTrue(d.text.contains("java.lang.Integer"), d.text);
-        assertNull(encoder.pending);
+        assertNull(pending());
     }
 
     @Test
     void enormousErrorMessageIsCutToTheBuffer() {
         // The message names the bad header field; a huge name makes a huge message.
-        ResponseEncoder small = new ResponseEncoder(128);
+        ResponseEncoder small = newEncoder(128);
         int n = small.encode(new Response(200).header("X".repeat(1000), null));
         assertEquals(128, n);
         DecodedResponse d = DecodedResponse.decode(small.buffer(), n);
         assertEquals("ERROR", d.kind);
         assertEquals(128 - 24, d.text.length());
         assertTrue(d.text.startsWith("the handler answered a header field"), d.text);
-        assertFalse(small.replaced, "an error message never grows the buffer");
-        assertEquals(128, small.buffer().capacity());
+        assertEquals(128, small.buffer().capacity(), "an error message never grows the buffer");
     }
 
     @Test
-    void encodeClearsThePreviousPendingBody() {
-        encoder.encode(new Response(200).body(new ByteArrayInputStream(new byte[1])));
-        encoder.encode(new Response(200).body("inline"));
-        assertNull(encoder.pending);
+    void aStreamedBodyIsNamedByItsId() {
+        encode(new Response(200).body("inline"));
+        DecodedResponse first = encode(new Response(200).body(new ByteArrayInputStream(new byte[1])));
+        DecodedResponse second = encode(new Response(200).body(List.of("a")));
+        assertEquals(0, first.stream);
+        assertEquals(1, second.stream);
+        assertInstanceOf(BodySource.Elements.class, kept.get(second.stream));
     }
 
     /** Reads a streamed body to its end the way the C module does, through a small buffer. */

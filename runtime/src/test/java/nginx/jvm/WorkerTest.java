@@ -123,7 +123,7 @@ class WorkerTest {
         assertTrue(in.capacity() >= request.length);
         in.put(0, request);
         int n = Worker.handle(index, request.length);
-        return DecodedResponse.decode(Worker.responseBuffer(), Math.abs(n));
+        return DecodedResponse.decode(Worker.responseBuffer(), n);
     }
 
     @Test
@@ -140,7 +140,8 @@ class WorkerTest {
         assertEquals(d.body.length, d.contentLength);
         assertEquals(List.of(List.of("Content-Type", "text/plain; charset=utf-8"),
                 List.of("X-Handler", "echo")), d.headers);
-        assertNull(Worker.pending);
+        assertEquals(-1, d.stream);
+        assertEquals(0, Worker.streams());
     }
 
     @Test
@@ -161,7 +162,7 @@ class WorkerTest {
         assertTrue(Worker.requestBuffer(0).capacity() >= req.length);
         assertTrue(Worker.requestBuffer(0).isDirect());
         // The echo is inline or, when larger than the response buffer, streamed through next().
-        String text = d.kind.equals("STREAM") ? drain(Worker.pending) : d.bodyText();
+        String text = d.kind.equals("STREAM") ? drain(d.stream) : d.bodyText();
         assertTrue(text.endsWith("body=" + body), text.substring(0, 100));
     }
 
@@ -180,7 +181,7 @@ class WorkerTest {
         assertTrue(d.text.startsWith("the handler threw: java.lang.IllegalStateException: handler exploded on /boom"),
                 d.text);
         assertTrue(d.text.contains("at nginx.jvm.WorkerTest$Thrower.handle"), "with the stack trace: " + d.text);
-        assertNull(Worker.pending);
+        assertEquals(0, Worker.streams());
     }
 
     @Test
@@ -233,7 +234,7 @@ class WorkerTest {
     void unknownTask() {
         assertEquals(0, Worker.poll(), "nothing was submitted");
         int n = Worker.take(424242);
-        DecodedResponse d = DecodedResponse.decode(Worker.responseBuffer(), Math.abs(n));
+        DecodedResponse d = DecodedResponse.decode(Worker.responseBuffer(), n);
         assertEquals("ERROR", d.kind);
         assertEquals("no such task", d.text);
         Worker.cancel(424242);
@@ -245,19 +246,19 @@ class WorkerTest {
         DecodedResponse d = call(0, new RequestBytes().build());
         assertEquals("STREAM", d.kind);
         assertEquals(-1, d.contentLength);
-        assertNotNull(Worker.pending);
-        assertEquals(new String(BigBody.DATA, StandardCharsets.ISO_8859_1), drain(Worker.pending));
+        assertTrue(d.stream >= 0);
+        assertEquals(new String(BigBody.DATA, StandardCharsets.ISO_8859_1), drain(d.stream));
     }
 
     @Test
     void streamedBodyThatFails() {
         assertNull(Worker.register(FailingBody.class.getName()));
-        assertEquals("STREAM", call(0, new RequestBytes().build()).kind);
-        Object body = Worker.pending;
-        int n = Worker.next(body);
-        assertTrue(n <= -3, "a failure is -3 minus the message length: " + n);
-        byte[] msg = new byte[-3 - n];
-        Worker.responseBuffer().get(0, msg);
+        DecodedResponse d = call(0, new RequestBytes().build());
+        assertEquals("STREAM", d.kind);
+        int body = d.stream;
+        assertEquals(Wire.NEXT_FAILED, Worker.next(body));
+        byte[] msg = new byte[Worker.responseBuffer().getInt(0)];
+        Worker.responseBuffer().get(4, msg);
         String text = new String(msg, StandardCharsets.UTF_8);
         assertTrue(text.startsWith("the response body failed: java.io.IOException: the source went away"), text);
         Worker.close(body);
@@ -272,14 +273,16 @@ class WorkerTest {
         request.put(0, req);
         ByteBuffer before = Worker.responseBuffer();
         int n = Worker.handle(0, req.length);
-        assertTrue(n < 0, "a negative length tells the C module to fetch the new buffer");
+        assertEquals(Wire.BODY_MOVED, before.getInt(4), "the old buffer tells the C module to fetch the new one");
         assertTrue(Worker.responseBuffer() != before);
-        DecodedResponse d = DecodedResponse.decode(Worker.responseBuffer(), -n);
+        DecodedResponse d = DecodedResponse.decode(Worker.responseBuffer(), n);
         assertEquals(List.of("X-Huge", HugeHeader.value), d.headers.get(1));
         assertEquals("small", d.bodyText());
-        // The next response fits in the new buffer: a positive length.
+        // The next response fits in the new buffer: no move.
         request.put(0, req);
-        assertTrue(Worker.handle(1, req.length) > 0);
+        ByteBuffer now = Worker.responseBuffer();
+        assertEquals("INLINE", DecodedResponse.decode(now, Worker.handle(1, req.length)).kind);
+        assertSame(now, Worker.responseBuffer());
     }
 
     @Test
@@ -308,7 +311,7 @@ class WorkerTest {
     }
 
     /** Pulls a streamed body through next() until -1, then close(), as the C module does. */
-    private static String drain(Object body) {
+    private static String drain(int body) {
         ByteArrayOutputStream all = new ByteArrayOutputStream();
         int n;
         int pieces = 0;
@@ -320,6 +323,7 @@ class WorkerTest {
             assertTrue(++pieces < 10_000, "the body ends");
         }
         Worker.close(body);
+        assertEquals(0, Worker.streams(), "closed bodies are forgotten");
         return all.toString(StandardCharsets.ISO_8859_1);
     }
 }

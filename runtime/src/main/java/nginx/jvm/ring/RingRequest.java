@@ -63,10 +63,6 @@ final class RingRequest extends APersistentMap implements IObj {
         this.request = request;
     }
 
-    Request request() {
-        return request;
-    }
-
     static Keyword method(String method) {
         switch (method) {
             case "GET":

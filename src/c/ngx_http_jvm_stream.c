@@ -1,0 +1,323 @@
+
+/*
+ * nginx-jvm: the request's context, and bodies sent in pieces.
+ *
+ * A body Java cannot give at once (a seq, an InputStream, a writer, a large
+ * byte array) stays in Java under an id; nginx asks for its next piece only
+ * when the previous one has left for the client, so a slow client costs a
+ * few buffers, not the whole body.  Pieces produced on a JVM thread may not
+ * be there yet: the request then waits until Worker.poll() names its task,
+ * and ngx_http_jvm_task.c calls r->write_event_handler again.
+ */
+
+
+#include "ngx_http_jvm_module.h"
+
+
+static ngx_int_t ngx_http_jvm_stream(ngx_http_request_t *r,
+    ngx_http_jvm_ctx_t *ctx);
+static void ngx_http_jvm_stream_writer(ngx_http_request_t *r);
+static void ngx_http_jvm_stream_close(ngx_http_jvm_ctx_t *ctx);
+static void ngx_http_jvm_cleanup(void *data);
+
+
+/*
+ * The request's context, made when the request outlives one call into Java.
+ * Its cleanup runs however the request ends: done, failed, timed out or the
+ * client gone.
+ */
+
+ngx_http_jvm_ctx_t *
+ngx_http_jvm_get_ctx(ngx_http_request_t *r)
+{
+    ngx_pool_cleanup_t  *cln;
+    ngx_http_jvm_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_jvm_module);
+    if (ctx) {
+        return ctx;
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_jvm_ctx_t));
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+
+    if (ctx == NULL || cln == NULL) {
+        return NULL;
+    }
+
+    ctx->request = r;
+    ctx->stream = -1;
+
+    cln->handler = ngx_http_jvm_cleanup;
+    cln->data = ctx;
+
+    ngx_http_set_ctx(r, ctx, ngx_http_jvm_module);
+
+    return ctx;
+}
+
+
+/* What Java holds for the request is let go: its task, its body. */
+
+void
+ngx_http_jvm_ctx_release(ngx_http_jvm_ctx_t *ctx)
+{
+    if (ctx->timer.timer_set) {
+        ngx_del_timer(&ctx->timer);
+    }
+
+    if (ctx->task) {
+        ctx->task = 0;
+        ngx_http_jvm_vm_cancel(ctx);
+    }
+
+    ngx_http_jvm_stream_close(ctx);
+}
+
+
+static void
+ngx_http_jvm_cleanup(void *data)
+{
+    ngx_http_jvm_ctx_t  *ctx = data;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ctx->request->connection->log, 0,
+                   "jvm: request context %p released", ctx);
+
+    ngx_http_jvm_ctx_release(ctx);
+}
+
+
+/* Sends the header, then the body with id "id" as far as it goes now. */
+
+ngx_int_t
+ngx_http_jvm_send_stream(ngx_http_request_t *r, ngx_int_t id)
+{
+    ngx_int_t            rc;
+    ngx_http_jvm_ctx_t  *ctx;
+
+    ctx = ngx_http_jvm_get_ctx(r);
+    if (ctx == NULL) {
+        ngx_http_jvm_vm_close(id);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->stream = id;
+    ctx->length = r->headers_out.content_length_n;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "jvm: body %i sent in pieces", id);
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        ngx_http_jvm_stream_close(ctx);
+        return rc;
+    }
+
+    rc = ngx_http_jvm_stream(r, ctx);
+
+    if (rc != NGX_AGAIN) {
+        return rc;
+    }
+
+    /* the rest is sent from the write event handler */
+
+    r->main->count++;
+    r->write_event_handler = ngx_http_jvm_stream_writer;
+
+    return NGX_DONE;
+}
+
+
+/*
+ * Sends pieces of the body until it ends (returns what ngx_http_output_filter
+ * returned for the last one), fails (NGX_ERROR), the client is slower than
+ * the body (NGX_AGAIN, with the write event armed), or the body is slower
+ * than the client (NGX_AGAIN, waiting for its producer on a JVM thread).
+ */
+
+static ngx_int_t
+ngx_http_jvm_stream(ngx_http_request_t *r, ngx_http_jvm_ctx_t *ctx)
+{
+    size_t                     n;
+    ngx_int_t                  rc;
+    ngx_buf_t                 *b;
+    ngx_chain_t               *cl;
+    ngx_connection_t          *c;
+    ngx_http_jvm_loc_conf_t   *jlcf;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    c = r->connection;
+
+    while (ctx->busy == NULL) {
+
+        rc = ngx_http_jvm_vm_next(c->log, ctx->stream, &n);
+
+        if (rc == NGX_DONE) {
+            ngx_http_jvm_stream_close(ctx);
+
+            if (ctx->length >= 0 && ctx->sent < ctx->length) {
+                ngx_log_error(NGX_LOG_ERR, c->log, 0,
+                              "jvm: the response body ended after %O of "
+                              "the %O bytes its Content-Length says",
+                              ctx->sent, ctx->length);
+                return NGX_ERROR;
+            }
+
+            return ngx_http_send_special(r, NGX_HTTP_LAST);
+        }
+
+        if (rc == NGX_AGAIN) {
+            /* a JVM thread has not produced the next piece yet */
+            jlcf = ngx_http_get_module_loc_conf(r, ngx_http_jvm_module);
+
+            ctx->waiting = 1;
+            ngx_add_timer(&ctx->timer, jlcf->response_timeout);
+
+            return NGX_AGAIN;
+        }
+
+        if (rc == NGX_ERROR) {
+            /*
+             * The body failed half-way: what was sent stays sent, and
+             * closing the connection tells the client it was cut short.
+             */
+            ngx_http_jvm_stream_close(ctx);
+            return NGX_ERROR;
+        }
+
+        if (ctx->length >= 0 && ctx->sent + (off_t) n > ctx->length) {
+            /* more than Content-Length said: what fits, then the end */
+            n = (size_t) (ctx->length - ctx->sent);
+
+            if (n == 0) {
+                ngx_http_jvm_stream_close(ctx);
+                return ngx_http_send_special(r, NGX_HTTP_LAST);
+            }
+        }
+
+        ctx->sent += n;
+
+        cl = ngx_chain_get_free_buf(r->pool, &ctx->free);
+        if (cl == NULL) {
+            return NGX_ERROR;
+        }
+
+        b = cl->buf;
+
+        if (b->start == NULL || (size_t) (b->end - b->start) < n) {
+            b->start = ngx_palloc(r->pool, ngx_http_jvm_vm.resp_cap);
+            if (b->start == NULL) {
+                return NGX_ERROR;
+            }
+
+            b->end = b->start + ngx_http_jvm_vm.resp_cap;
+        }
+
+        b->pos = b->start;
+        b->last = ngx_cpymem(b->start, ngx_http_jvm_vm.resp_addr, n);
+        b->temporary = 1;
+        b->flush = 1;
+        b->tag = (ngx_buf_tag_t) &ngx_http_jvm_module;
+
+        rc = ngx_http_output_filter(r, cl);
+
+        ngx_chain_update_chains(r->pool, &ctx->free, &ctx->busy, &cl,
+                                (ngx_buf_tag_t) &ngx_http_jvm_module);
+
+        if (rc == NGX_ERROR) {
+            return NGX_ERROR;
+        }
+    }
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    if (!c->write->delayed) {
+        ngx_add_timer(c->write, clcf->send_timeout);
+    }
+
+    if (ngx_handle_write_event(c->write, clcf->send_lowat) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return NGX_AGAIN;
+}
+
+
+/*
+ * The write event handler while a body is sent in pieces: called when the
+ * client can take more, and when a JVM thread produced the next piece.
+ */
+
+static void
+ngx_http_jvm_stream_writer(ngx_http_request_t *r)
+{
+    ngx_int_t            rc;
+    ngx_chain_t         *out;
+    ngx_event_t         *wev;
+    ngx_connection_t    *c;
+    ngx_http_jvm_ctx_t  *ctx;
+
+    c = r->connection;
+    wev = c->write;
+    ctx = ngx_http_get_module_ctx(r, ngx_http_jvm_module);
+
+    if (ctx->ready) {
+        ctx->ready = 0;
+
+        if (!ctx->waiting) {
+            /* the body waits for the client, not for Java */
+            return;
+        }
+
+        ctx->waiting = 0;
+
+        if (ctx->timer.timer_set) {
+            ngx_del_timer(&ctx->timer);
+        }
+
+    } else {
+        if (wev->timedout) {
+            ngx_log_error(NGX_LOG_INFO, c->log, NGX_ETIMEDOUT,
+                          "client timed out");
+            c->timedout = 1;
+            ngx_http_finalize_request(r, NGX_HTTP_REQUEST_TIME_OUT);
+            return;
+        }
+
+        if (wev->timer_set) {
+            ngx_del_timer(wev);
+        }
+
+        rc = ngx_http_output_filter(r, NULL);
+
+        out = NULL;
+        ngx_chain_update_chains(r->pool, &ctx->free, &ctx->busy, &out,
+                                (ngx_buf_tag_t) &ngx_http_jvm_module);
+
+        if (rc == NGX_ERROR) {
+            ngx_http_finalize_request(r, NGX_ERROR);
+            return;
+        }
+    }
+
+    rc = ngx_http_jvm_stream(r, ctx);
+
+    if (rc == NGX_AGAIN) {
+        return;
+    }
+
+    ngx_http_finalize_request(r, rc);
+}
+
+
+static void
+ngx_http_jvm_stream_close(ngx_http_jvm_ctx_t *ctx)
+{
+    if (ctx->stream == -1) {
+        return;
+    }
+
+    ngx_http_jvm_vm_close(ctx->stream);
+    ctx->stream = -1;
+}
