@@ -11,10 +11,11 @@ JAR       := $(BUILD)/nginx-jvm.jar
 LIBS      := $(BUILD)/lib/.done
 CSRC      := $(wildcard src/c/*.c src/c/*.h) src/c/config
 JSRC      := $(shell find runtime/src/main -type f) runtime/pom.xml
-RING_TEST_JARS := /usr/share/java/ring-core.jar:/usr/share/java/commons-io.jar:/usr/share/java/ring-codec.jar:/usr/share/java/commons-codec.jar
+# Ring and Compojure from Debian: the one list is scripts/ring-jars.txt.
+RING_JARS := $(shell sed -e '/^\#/d' -e 's|.*|/usr/share/java/&.jar|' scripts/ring-jars.txt | paste -sd:)
 PYTHON    ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest' 2>/dev/null && { command -v $$p; break; }; done)
 
-.PHONY: all deps module jar libs run test test-java test-clojure test-integration \
+.PHONY: all deps module jar libs run test test-java test-clojure test-bench test-integration \
         bench bench-quick clean
 
 all: $(MODULE) $(JAR) $(LIBS)
@@ -45,15 +46,15 @@ $(LIBS): $(BUILD)/.deps runtime/pom.xml
 
 run: all
 	bin/nginx-jvm run --handler hello.core/app --port 8080 \
-	    --classpath examples/hello/src:/usr/share/java/ring-core.jar:/usr/share/java/ring-codec.jar:/usr/share/java/commons-codec.jar:/usr/share/java/commons-io.jar:/usr/share/java/commons-fileupload.jar:/usr/share/java/crypto-random.jar:/usr/share/java/crypto-equality.jar:/usr/share/java/compojure.jar:/usr/share/java/clout.jar:/usr/share/java/instaparse.jar:/usr/share/java/medley.jar:/usr/share/java/tools.macro.jar
+	    --classpath examples/hello/src:$(RING_JARS)
 
-test: test-java test-clojure test-integration
+test: test-java test-clojure test-bench test-integration
 
 test-java: $(BUILD)/.deps
 	cd runtime && $(MVN) test
 
 test-clojure: all
-	$(JAVA_HOME)/bin/java -cp "$(JAR):$(BUILD)/lib/*:runtime/src/test/clojure:$(RING_TEST_JARS)" \
+	$(JAVA_HOME)/bin/java -cp "$(JAR):$(BUILD)/lib/*:runtime/src/test/clojure:$(RING_JARS)" \
 	    clojure.main -m nginx.jvm.test-runner
 
 # The integration suite runs once per execution mode (virtual is skipped
@@ -63,6 +64,10 @@ export NGINX_JVM_MODES
 
 test-integration: all
 	$(PYTHON) -m pytest -q tests
+
+# The benchmark harness's own unit tests (recorded tool output): no build needed.
+test-bench:
+	$(PYTHON) -m pytest -q bench/tests
 
 bench-quick: all
 	bench/quick.sh

@@ -23,6 +23,3 @@ if [ ${#missing[@]} -gt 0 ]; then
         exit 1
     fi
 fi
-
-# The Debian nginx package starts a server on port 80 when installed; the
-# project never uses it, and the tests start their own.

@@ -28,11 +28,10 @@ JAVA_APPS = APPS / "java"
 NGINX = os.environ.get("NGINX", "/usr/sbin/nginx")
 JAVA_HOME = os.environ.get("JAVA_HOME") or "/usr/lib/jvm/java-17-openjdk-amd64"
 
-# Ring and Compojure from Debian (Debian's own clojure.jar 1.11 stays out).
-RING_JARS = ["/usr/share/java/" + j + ".jar" for j in (
-    "ring-core", "ring-codec", "commons-codec", "commons-io",
-    "commons-fileupload", "crypto-random", "crypto-equality", "compojure",
-    "clout", "instaparse", "medley", "tools.macro")]
+# Ring and Compojure from Debian: the one list is scripts/ring-jars.txt.
+RING_JARS = ["/usr/share/java/%s.jar" % line.strip()
+             for line in (ROOT / "scripts" / "ring-jars.txt").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
 
 PROBLEM = re.compile(r"\[(alert|crit|error|emerg)\]")
 KEEP = os.environ.get("NGINX_JVM_KEEP") == "1"   # keep prefixes to debug

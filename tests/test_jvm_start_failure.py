@@ -61,3 +61,28 @@ def test_jvm_location_answers_500(ng):
         assert ng.get("/jvm", timeout=3).status == 500
     # and it is not logged again per request
     assert len(ng.log_lines(FAILED)) == WORKERS
+
+
+# A runtime jar of another version: a class path whose nginx.jvm.Wire says
+# another protocol version is refused when the worker binds the runtime.
+
+MISMATCH = r"\[emerg\] .*jvm: nginx-jvm.jar speaks wire protocol 999, this module \d+"
+
+
+def test_wire_protocol_mismatch_is_refused(tmp_path, mode):
+    import subprocess
+    from harness import JAVA_HOME, java_classpath
+    src = tmp_path / "src" / "nginx" / "jvm"
+    src.mkdir(parents=True)
+    (src / "Wire.java").write_text(
+        "package nginx.jvm; final class Wire { static final int PROTOCOL = 999; }")
+    out = tmp_path / "classes"
+    subprocess.run([JAVA_HOME + "/bin/javac", "--release", "17", "-d", str(out),
+                    str(src / "Wire.java")], check=True)
+    n = Nginx(LOCATIONS, classpath=[str(out)] + java_classpath(), mode=mode,
+              startup_allow=[MISMATCH])
+    with n:
+        assert wait_for(lambda: n.log_lines(MISMATCH), 15), n.log_text()[-2000:]
+        assert n.get("/static", timeout=3).body == b"static ok"
+        assert n.get("/jvm", timeout=3).status == 500
+        assert len(n.log_lines(MISMATCH)) == 1

@@ -99,14 +99,16 @@ NGINX_JVM = {
 
 # Jetty's class path: Debian's libring-jetty-adapter-clojure and what it
 # depends on (dpkg -L libring-jetty-adapter-clojure libring-servlet-clojure
-# libring-core-clojure libjetty9-java libservlet-api-java), Clojure 1.12 from
-# build/lib rather than Debian's 1.11.
+# libjetty9-java libservlet-api-java) beside Ring's jars (the project's one
+# list, scripts/ring-jars.txt), Clojure 1.12 from build/lib rather than
+# Debian's 1.11.
 JETTY_PACKAGE = "libring-jetty-adapter-clojure"
+RING_JARS = ["/usr/share/java/%s.jar" % line.strip()
+             for line in (ROOT / "scripts" / "ring-jars.txt").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
 JETTY_JARS = ["/usr/share/java/%s.jar" % j for j in (
-    "ring-jetty-adapter", "ring-servlet", "ring-core", "ring-codec",
-    "commons-codec", "commons-io", "commons-fileupload", "crypto-random",
-    "crypto-equality", "servlet-api", "jetty9-server", "jetty9-http",
-    "jetty9-io", "jetty9-util")]
+    "ring-jetty-adapter", "ring-servlet", "servlet-api", "jetty9-server",
+    "jetty9-http", "jetty9-io", "jetty9-util")] + RING_JARS
 
 MAIN_CONF = """user root;
 worker_processes 2;

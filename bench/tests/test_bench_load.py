@@ -1,5 +1,5 @@
 """Unit tests of the benchmark's parsers (bench/benchsuite/load.py) on
-recorded tool output in tests/data/bench/.  No servers, no tools run."""
+recorded tool output in bench/tests/data/.  No servers, no tools run."""
 
 import json
 import sys
@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from benchsuite import load  # noqa: E402
 
-DATA = Path(__file__).resolve().parent / "data" / "bench"
+DATA = Path(__file__).resolve().parent / "data"
 
 
 def sample(name):

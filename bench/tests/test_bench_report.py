@@ -4,7 +4,7 @@ recorded set of measurements.  No servers, no tools run."""
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from benchsuite import report  # noqa: E402
