@@ -12,7 +12,7 @@ import java.util.Map;
  * One HTTP request as nginx parsed it.
  *
  * <p>The C module copies a compact description of the request into a buffer
- * (see {@code ngx_http_jvm_request.c} for the layout); this class keeps a copy
+ * (docs/internals.md describes the layout); this class keeps a copy
  * of those bytes and decodes each part only when asked, so a handler pays only
  * for what it reads. It stays valid after the handler returns.
  */
