@@ -23,3 +23,17 @@ if [ ${#missing[@]} -gt 0 ]; then
         exit 1
     fi
 fi
+
+# Python test clients: websockets (WebSocket tests) and kosoku (Autobahn's
+# RFC 6455 cases on Python 3), from PyPI, for the Python that has pytest.
+for py in python3 /usr/bin/python3; do
+    if "$py" -c 'import pytest' 2>/dev/null; then
+        if ! "$py" -c 'import websockets, kosoku' 2>/dev/null; then
+            echo "install-deps: pip install websockets kosoku for $py"
+            "$py" -m pip install -q "websockets==17.4" "kosoku==0.1.0" 2>/dev/null \
+                || "$py" -m pip install -q --break-system-packages \
+                       "websockets==17.4" "kosoku==0.1.0"
+        fi
+        break
+    fi
+done

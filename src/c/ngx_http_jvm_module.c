@@ -120,6 +120,34 @@ static ngx_command_t  ngx_http_jvm_commands[] = {
       offsetof(ngx_http_jvm_main_conf_t, queue),
       &ngx_http_jvm_positive },
 
+    { ngx_string("jvm_websocket_max_message"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_jvm_loc_conf_t, ws_max_message),
+      NULL },
+
+    { ngx_string("jvm_websocket_idle_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_jvm_loc_conf_t, ws_idle_timeout),
+      NULL },
+
+    { ngx_string("jvm_websocket_ping_interval"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_jvm_loc_conf_t, ws_ping_interval),
+      NULL },
+
+    { ngx_string("jvm_websocket_send_queue"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_jvm_main_conf_t, ws_send_queue),
+      &ngx_http_jvm_positive },
+
       ngx_null_command
 };
 
@@ -179,6 +207,7 @@ ngx_http_jvm_create_main_conf(ngx_conf_t *cf)
 
     jmcf->pool_size = NGX_CONF_UNSET;
     jmcf->queue = NGX_CONF_UNSET;
+    jmcf->ws_send_queue = NGX_CONF_UNSET;
 
     if (ngx_array_init(&jmcf->handlers, cf->pool, 4, sizeof(ngx_str_t))
         != NGX_OK)
@@ -197,6 +226,7 @@ ngx_http_jvm_init_main_conf(ngx_conf_t *cf, void *conf)
 
     ngx_conf_init_value(jmcf->pool_size, 16);
     ngx_conf_init_value(jmcf->queue, 1024);
+    ngx_conf_init_value(jmcf->ws_send_queue, 64);
 
     if (jmcf->handlers.nelts == 0 && jmcf->init.len == 0) {
         /* the module is loaded but unused: no JVM is needed */
@@ -240,6 +270,9 @@ ngx_http_jvm_create_loc_conf(ngx_conf_t *cf)
     jlcf->mode = NGX_CONF_UNSET_UINT;
     jlcf->async = NGX_CONF_UNSET;
     jlcf->response_timeout = NGX_CONF_UNSET_MSEC;
+    jlcf->ws_max_message = NGX_CONF_UNSET_SIZE;
+    jlcf->ws_idle_timeout = NGX_CONF_UNSET_MSEC;
+    jlcf->ws_ping_interval = NGX_CONF_UNSET_MSEC;
 
     return jlcf;
 }
@@ -258,6 +291,18 @@ ngx_http_jvm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_value(conf->async, prev->async, 0);
     ngx_conf_merge_msec_value(conf->response_timeout, prev->response_timeout,
                               60000);
+    ngx_conf_merge_size_value(conf->ws_max_message, prev->ws_max_message,
+                              1024 * 1024);
+    ngx_conf_merge_msec_value(conf->ws_idle_timeout, prev->ws_idle_timeout, 0);
+    ngx_conf_merge_msec_value(conf->ws_ping_interval, prev->ws_ping_interval,
+                              0);
+
+    if (conf->ws_max_message > NGX_MAX_INT32_VALUE / 2) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"jvm_websocket_max_message\" must be less "
+                           "than 1g");
+        return NGX_CONF_ERROR;
+    }
 
     /* the worker starts only the executors that some location uses */
 
@@ -735,7 +780,7 @@ ngx_http_jvm_valid_handler_name(ngx_str_t *name)
 /*
  * A worker's start, in order: the JVM and the Worker class; the handlers,
  * loaded now so that a missing one is reported once; the executors and the
- * eventfd of handlers off the loop; the jvm_init handler.
+ * eventfd JVM threads wake the loop with; the jvm_init handler.
  */
 
 static ngx_int_t
@@ -777,7 +822,7 @@ ngx_http_jvm_init_process(ngx_cycle_t *cycle)
         (void) ngx_http_jvm_vm_register(cycle, &name[i]);
     }
 
-    if (jmcf->uses_tasks && ngx_http_jvm_tasks_init(cycle, jmcf) != NGX_OK) {
+    if (ngx_http_jvm_tasks_init(cycle, jmcf) != NGX_OK) {
         return NGX_OK;
     }
 

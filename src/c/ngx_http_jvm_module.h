@@ -10,6 +10,7 @@
  *                            response timeouts
  *   ngx_http_jvm_response.c  an encoded response into headers_out and the
  *                            output chain: inline and file bodies
+ *   ngx_http_jvm_websocket.c WebSocket handshake, frames, close (RFC 6455)
  *   ngx_http_jvm_stream.c    the request's context; bodies sent in pieces
  *   ngx_http_jvm_vm.c        the worker's JVM: the only file that calls JNI
  *
@@ -29,11 +30,12 @@
 
 
 /* The wire protocol's version: nginx.jvm.Wire.PROTOCOL must be equal. */
-#define NGX_HTTP_JVM_PROTOCOL         2
+#define NGX_HTTP_JVM_PROTOCOL         3
 
 /* Request flags, the first int of a described request. */
 #define NGX_HTTP_JVM_REQ_HTTPS        1
 #define NGX_HTTP_JVM_REQ_HAS_QUERY    2
+#define NGX_HTTP_JVM_REQ_WEBSOCKET    4   /* a valid opening handshake */
 
 /* Body kinds of an encoded response. */
 #define NGX_HTTP_JVM_BODY_NONE        0
@@ -42,6 +44,7 @@
 #define NGX_HTTP_JVM_BODY_STREAM      3
 #define NGX_HTTP_JVM_BODY_ERROR       4
 #define NGX_HTTP_JVM_BODY_MOVED       5   /* see the new response buffer */
+#define NGX_HTTP_JVM_BODY_UPGRADE     6   /* a WebSocket listener's id */
 
 /* The fixed part of an encoded response: status, kind, length, count. */
 #define NGX_HTTP_JVM_RESPONSE_HEAD    20
@@ -60,6 +63,7 @@ typedef struct {
     ngx_array_t               handlers;     /* of ngx_str_t; index = id */
     ngx_int_t                 pool_size;
     ngx_int_t                 queue;
+    ngx_int_t                 ws_send_queue;
     unsigned                  uses_pool:1;
     unsigned                  uses_virtual:1;
     unsigned                  uses_tasks:1; /* any location off the loop */
@@ -71,6 +75,9 @@ typedef struct {
     ngx_uint_t                mode;
     ngx_flag_t                async;
     ngx_msec_t                response_timeout;
+    size_t                    ws_max_message;
+    ngx_msec_t                ws_idle_timeout;
+    ngx_msec_t                ws_ping_interval;
 } ngx_http_jvm_loc_conf_t;
 
 
@@ -78,6 +85,9 @@ typedef struct {
 typedef struct {
     ngx_http_request_t       *request;
     ngx_int_t                 stream;       /* Java's body id, or -1 */
+    ngx_int_t                 ws;           /* Java's socket id, or -1 */
+    ngx_event_handler_pt      read_handler; /* while the 101 is sent */
+    ngx_event_handler_pt      write_handler;
     ngx_chain_t              *free;
     ngx_chain_t              *busy;
     off_t                     length;       /* Content-Length, or -1 */
@@ -116,6 +126,11 @@ ngx_int_t ngx_http_jvm_task_submit(ngx_http_request_t *r, size_t len);
 /* ngx_http_jvm_response.c */
 ngx_int_t ngx_http_jvm_send_response(ngx_http_request_t *r, size_t len);
 
+/* ngx_http_jvm_websocket.c */
+ngx_uint_t ngx_http_jvm_ws_request(ngx_http_request_t *r);
+ngx_int_t ngx_http_jvm_ws_upgrade(ngx_http_request_t *r, ngx_int_t id);
+void ngx_http_jvm_ws_ready(ngx_int_t id);
+
 /* ngx_http_jvm_stream.c */
 ngx_http_jvm_ctx_t *ngx_http_jvm_get_ctx(ngx_http_request_t *r);
 ngx_int_t ngx_http_jvm_send_stream(ngx_http_request_t *r, ngx_int_t id);
@@ -127,7 +142,8 @@ ngx_int_t ngx_http_jvm_vm_start(ngx_cycle_t *cycle,
 ngx_int_t ngx_http_jvm_vm_register(ngx_cycle_t *cycle, ngx_str_t *name);
 ngx_int_t ngx_http_jvm_vm_init(ngx_cycle_t *cycle, ngx_str_t *name);
 ngx_int_t ngx_http_jvm_vm_configure(ngx_cycle_t *cycle, ngx_fd_t notify_fd,
-    ngx_int_t pool_size, ngx_int_t queue, ngx_uint_t virtual);
+    ngx_int_t pool_size, ngx_int_t queue, ngx_uint_t virtual,
+    ngx_int_t ws_send_queue);
 ngx_int_t ngx_http_jvm_vm_request_buffer(ngx_log_t *log, size_t size);
 ngx_int_t ngx_http_jvm_vm_handle(ngx_log_t *log, ngx_int_t handler,
     size_t len, size_t *out);
@@ -139,6 +155,14 @@ void ngx_http_jvm_vm_cancel(void *id);
 ngx_int_t ngx_http_jvm_vm_next(ngx_log_t *log, ngx_int_t stream,
     size_t *out);
 void ngx_http_jvm_vm_close(ngx_int_t stream);
+ngx_int_t ngx_http_jvm_vm_ws_open(ngx_log_t *log, ngx_int_t id);
+void ngx_http_jvm_vm_ws_abandon(ngx_int_t id);
+ngx_int_t ngx_http_jvm_vm_ws_message(ngx_log_t *log, ngx_int_t id,
+    ngx_uint_t opcode, u_char *data, size_t len);
+void ngx_http_jvm_vm_ws_closed(ngx_log_t *log, ngx_int_t id, ngx_uint_t code,
+    u_char *reason, size_t len);
+ngx_int_t ngx_http_jvm_vm_ws_poll(ngx_log_t *log);
+ngx_int_t ngx_http_jvm_vm_ws_take(ngx_log_t *log, ngx_int_t id, size_t *out);
 void ngx_http_jvm_vm_stop(ngx_cycle_t *cycle);
 void ngx_http_jvm_log_text(ngx_uint_t level, ngx_log_t *log, u_char *text,
     size_t len);

@@ -185,6 +185,10 @@ ngx_http_jvm_describe(ngx_http_request_t *r, ngx_http_jvm_request_t *jr)
         return NGX_ERROR;
     }
 
+    if (ngx_http_jvm_ws_request(r)) {
+        jr->flags |= NGX_HTTP_JVM_REQ_WEBSOCKET;
+    }
+
     jr->port = ngx_inet_get_port(c->local_sockaddr);
     jr->addr = c->addr_text;
     ngx_str_null(&jr->cert);

@@ -174,9 +174,10 @@ ngx_http_jvm_send_response(ngx_http_request_t *r, size_t len)
 
     stream = -1;
 
-    if (kind == NGX_HTTP_JVM_BODY_STREAM) {
+    if (kind == NGX_HTTP_JVM_BODY_STREAM || kind == NGX_HTTP_JVM_BODY_UPGRADE)
+    {
         /*
-         * The body's id ends the response.  It is read first: whatever
+         * The body's (or the socket's) id ends the response.  It is read first: whatever
          * happens to the response, Java must be told the body is over.
          */
         if (rd.last - rd.pos < (ssize_t) sizeof(uint32_t)) {
@@ -218,6 +219,13 @@ ngx_http_jvm_send_response(ngx_http_request_t *r, size_t len)
 
         return ngx_http_jvm_send_stream(r, stream);
 
+    case NGX_HTTP_JVM_BODY_UPGRADE:
+        if (rd.pos != rd.last) {
+            break;
+        }
+
+        return ngx_http_jvm_ws_upgrade(r, stream);
+
     case NGX_HTTP_JVM_BODY_NONE:
 
         /* a HEAD answer without a length says none: it may not know GET's */
@@ -245,7 +253,12 @@ malformed:
 failed:
 
     if (stream != -1) {
-        ngx_http_jvm_vm_close(stream);
+        if (kind == NGX_HTTP_JVM_BODY_UPGRADE) {
+            ngx_http_jvm_vm_ws_abandon(stream);
+
+        } else {
+            ngx_http_jvm_vm_close(stream);
+        }
     }
 
     return NGX_HTTP_INTERNAL_SERVER_ERROR;

@@ -47,6 +47,7 @@ ngx_http_jvm_get_ctx(ngx_http_request_t *r)
 
     ctx->request = r;
     ctx->stream = -1;
+    ctx->ws = -1;
 
     cln->handler = ngx_http_jvm_cleanup;
     cln->data = ctx;
@@ -57,7 +58,7 @@ ngx_http_jvm_get_ctx(ngx_http_request_t *r)
 }
 
 
-/* What Java holds for the request is let go: its task, its body. */
+/* What Java holds for the request is let go: its task, body, socket. */
 
 void
 ngx_http_jvm_ctx_release(ngx_http_jvm_ctx_t *ctx)
@@ -72,6 +73,12 @@ ngx_http_jvm_ctx_release(ngx_http_jvm_ctx_t *ctx)
     }
 
     ngx_http_jvm_stream_close(ctx);
+
+    if (ctx->ws != -1) {
+        /* the request ended before its 101 left: no WebSocket */
+        ngx_http_jvm_vm_ws_abandon(ctx->ws);
+        ctx->ws = -1;
+    }
 }
 
 
@@ -144,7 +151,6 @@ ngx_http_jvm_stream(ngx_http_request_t *r, ngx_http_jvm_ctx_t *ctx)
     ngx_buf_t                 *b;
     ngx_chain_t               *cl;
     ngx_connection_t          *c;
-    ngx_http_jvm_loc_conf_t   *jlcf;
     ngx_http_core_loc_conf_t  *clcf;
 
     c = r->connection;
@@ -168,11 +174,13 @@ ngx_http_jvm_stream(ngx_http_request_t *r, ngx_http_jvm_ctx_t *ctx)
         }
 
         if (rc == NGX_AGAIN) {
-            /* a JVM thread has not produced the next piece yet */
-            jlcf = ngx_http_get_module_loc_conf(r, ngx_http_jvm_module);
-
+            /*
+             * A JVM thread has not produced the next piece yet.  No timer:
+             * a long-lived stream (server-sent events, long polling) lasts
+             * as long as the client stays, and a client that leaves ends
+             * the request (ngx_http_test_reading), which stops the producer.
+             */
             ctx->waiting = 1;
-            ngx_add_timer(&ctx->timer, jlcf->response_timeout);
 
             return NGX_AGAIN;
         }
@@ -271,10 +279,6 @@ ngx_http_jvm_stream_writer(ngx_http_request_t *r)
         }
 
         ctx->waiting = 0;
-
-        if (ctx->timer.timer_set) {
-            ngx_del_timer(&ctx->timer);
-        }
 
     } else {
         if (wev->timedout) {

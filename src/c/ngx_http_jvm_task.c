@@ -1,6 +1,7 @@
 
 /*
- * nginx-jvm: handlers off the event loop.
+ * nginx-jvm: handlers off the event loop, and the eventfd that JVM threads
+ * wake the loop with (for tasks and for WebSockets).
  *
  * A request for a pool, virtual-thread or async location becomes a task: the
  * request is described to Java as for the event loop, Java starts the
@@ -65,7 +66,8 @@ ngx_http_jvm_tasks_init(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 
     rc = ngx_http_jvm_vm_configure(cycle, fd,
                                    jmcf->uses_pool ? jmcf->pool_size : 0,
-                                   jmcf->queue, jmcf->uses_virtual);
+                                   jmcf->queue, jmcf->uses_virtual,
+                                   jmcf->ws_send_queue);
 
     if (rc == NGX_DECLINED) {
         /* said once; each request of such a location answers 503 */
@@ -130,6 +132,7 @@ static void
 ngx_http_jvm_task_notified(ngx_event_t *ev)
 {
     uint64_t             count;
+    ngx_int_t            id;
     ngx_connection_t    *c;
     ngx_http_request_t  *r;
     ngx_http_jvm_ctx_t  *ctx;
@@ -142,7 +145,7 @@ ngx_http_jvm_task_notified(ngx_event_t *ev)
         ctx = ngx_http_jvm_vm_poll(ev->log);
 
         if (ctx == NULL) {
-            return;
+            break;
         }
 
         r = ctx->request;
@@ -157,6 +160,18 @@ ngx_http_jvm_task_notified(ngx_event_t *ev)
         r->write_event_handler(r);
 
         ngx_http_run_posted_requests(c);
+    }
+
+    /* WebSockets with frames to send, or room for more messages */
+
+    for ( ;; ) {
+        id = ngx_http_jvm_vm_ws_poll(ev->log);
+
+        if (id < 0) {
+            return;
+        }
+
+        ngx_http_jvm_ws_ready(id);
     }
 }
 
@@ -215,21 +230,12 @@ ngx_http_jvm_task_timeout(ngx_event_t *ev)
     /* Java forgets the task: a late answer goes nowhere */
     ngx_http_jvm_ctx_release(ctx);
 
-    if (!ctx->responded) {
-        ngx_log_error(NGX_LOG_ERR, c->log, 0,
-                      "jvm: the handler gave no response within "
-                      "jvm_response_timeout (%M ms)", jlcf->response_timeout);
+    ngx_log_error(NGX_LOG_ERR, c->log, 0,
+                  "jvm: the handler gave no response within "
+                  "jvm_response_timeout (%M ms)", jlcf->response_timeout);
 
-        ctx->responded = 1;
-        ngx_http_finalize_request(r, NGX_HTTP_GATEWAY_TIME_OUT);
-
-    } else {
-        ngx_log_error(NGX_LOG_ERR, c->log, 0,
-                      "jvm: the response body produced nothing for "
-                      "jvm_response_timeout (%M ms)", jlcf->response_timeout);
-
-        ngx_http_finalize_request(r, NGX_ERROR);
-    }
+    ctx->responded = 1;
+    ngx_http_finalize_request(r, NGX_HTTP_GATEWAY_TIME_OUT);
 
     ngx_http_run_posted_requests(c);
 }

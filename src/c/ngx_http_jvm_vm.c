@@ -24,6 +24,16 @@
 /* Worker.submit(): the task was accepted (else a response length). */
 #define NGX_HTTP_JVM_ACCEPTED      0
 
+/* Worker.wsOpen(): the listener answers pings itself. */
+#define NGX_HTTP_JVM_WS_JAVA_PINGS 1
+
+/* Worker.wsMessage(): the socket's inbound queue is full. */
+#define NGX_HTTP_JVM_WS_PAUSE      1
+
+/* Worker.wsTake(): nothing queued; the frame needs the new, larger buffer. */
+#define NGX_HTTP_JVM_WS_NONE       0
+#define NGX_HTTP_JVM_WS_MOVED      -1
+
 /* Worker.next(): besides a piece's length. */
 #define NGX_HTTP_JVM_NEXT_END      -1
 #define NGX_HTTP_JVM_NEXT_WAIT     -2
@@ -84,6 +94,12 @@ static jmethodID   ngx_http_jvm_cancel_mid;
 static jmethodID   ngx_http_jvm_next_mid;
 static jmethodID   ngx_http_jvm_close_mid;
 static jmethodID   ngx_http_jvm_stop_mid;
+static jmethodID   ngx_http_jvm_ws_open_mid;
+static jmethodID   ngx_http_jvm_ws_abandon_mid;
+static jmethodID   ngx_http_jvm_ws_message_mid;
+static jmethodID   ngx_http_jvm_ws_closed_mid;
+static jmethodID   ngx_http_jvm_ws_poll_mid;
+static jmethodID   ngx_http_jvm_ws_take_mid;
 
 
 /* The entry points of nginx.jvm.Worker, bound once at start. */
@@ -97,7 +113,7 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
       "(Ljava/lang/String;)Ljava/lang/String;" },
     { &ngx_http_jvm_init_mid, "init",
       "(Ljava/lang/String;)Ljava/lang/String;" },
-    { &ngx_http_jvm_configure_mid, "configure", "(IIZ)Ljava/lang/String;" },
+    { &ngx_http_jvm_configure_mid, "configure", "(IIZI)Ljava/lang/String;" },
     { &ngx_http_jvm_handle_mid, "handle", "(II)I" },
     { &ngx_http_jvm_submit_mid, "submit", "(IIJIZ)I" },
     { &ngx_http_jvm_poll_mid, "poll", "()J" },
@@ -106,6 +122,12 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
     { &ngx_http_jvm_next_mid, "next", "(I)I" },
     { &ngx_http_jvm_close_mid, "close", "(I)V" },
     { &ngx_http_jvm_stop_mid, "stop", "()V" },
+    { &ngx_http_jvm_ws_open_mid, "wsOpen", "(I)I" },
+    { &ngx_http_jvm_ws_abandon_mid, "wsAbandon", "(I)V" },
+    { &ngx_http_jvm_ws_message_mid, "wsMessage", "(III)I" },
+    { &ngx_http_jvm_ws_closed_mid, "wsClosed", "(III)V" },
+    { &ngx_http_jvm_ws_poll_mid, "wsPoll", "()I" },
+    { &ngx_http_jvm_ws_take_mid, "wsTake", "(I)I" },
     { NULL, NULL, NULL }
 };
 
@@ -704,7 +726,8 @@ ngx_http_jvm_vm_init(ngx_cycle_t *cycle, ngx_str_t *name)
 
 ngx_int_t
 ngx_http_jvm_vm_configure(ngx_cycle_t *cycle, ngx_fd_t notify_fd,
-    ngx_int_t pool_size, ngx_int_t queue, ngx_uint_t virtual)
+    ngx_int_t pool_size, ngx_int_t queue, ngx_uint_t virtual,
+    ngx_int_t ws_send_queue)
 {
     JNIEnv      *env;
     jstring      err;
@@ -719,7 +742,8 @@ ngx_http_jvm_vm_configure(ngx_cycle_t *cycle, ngx_fd_t notify_fd,
     err = (*env)->CallStaticObjectMethod(env, ngx_http_jvm_worker,
                                          ngx_http_jvm_configure_mid,
                                          (jint) pool_size, (jint) queue,
-                                         (jboolean) virtual);
+                                         (jboolean) virtual,
+                                         (jint) ws_send_queue);
 
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 
@@ -928,6 +952,187 @@ ngx_http_jvm_vm_next(ngx_log_t *log, ngx_int_t stream, size_t *out)
                   "jvm: Worker.next() answered an invalid length %d", n);
 
     return NGX_ERROR;
+}
+
+
+/* Copies bytes into the request buffer, for Java to read there. */
+
+static ngx_int_t
+ngx_http_jvm_vm_copy_in(ngx_log_t *log, u_char *data, size_t len)
+{
+    if (len > ngx_http_jvm_vm.req_cap
+        && ngx_http_jvm_vm_request_buffer(log, len) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (len) {
+        ngx_memcpy(ngx_http_jvm_vm.req_addr, data, len);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Worker.wsOpen(): the 101 has left, the socket is open.  NGX_DECLINED:
+ * the listener answers pings itself.
+ */
+
+ngx_int_t
+ngx_http_jvm_vm_ws_open(ngx_log_t *log, ngx_int_t id)
+{
+    jint  n;
+
+    n = (*ngx_http_jvm_env)->CallStaticIntMethod(ngx_http_jvm_env,
+                                                 ngx_http_jvm_worker,
+                                                 ngx_http_jvm_ws_open_mid,
+                                                 (jint) id);
+
+    if ((*ngx_http_jvm_env)->ExceptionCheck(ngx_http_jvm_env)) {
+        return ngx_http_jvm_vm_failed(log, "Worker.wsOpen()");
+    }
+
+    return n == NGX_HTTP_JVM_WS_JAVA_PINGS ? NGX_DECLINED : NGX_OK;
+}
+
+
+/* Worker.wsAbandon(): the upgrade did not happen; Java forgets the socket. */
+
+void
+ngx_http_jvm_vm_ws_abandon(ngx_int_t id)
+{
+    JNIEnv  *env;
+
+    env = ngx_http_jvm_env;
+
+    (*env)->CallStaticVoidMethod(env, ngx_http_jvm_worker,
+                                 ngx_http_jvm_ws_abandon_mid, (jint) id);
+
+    if ((*env)->ExceptionCheck(env)) {
+        (*env)->ExceptionClear(env);
+    }
+}
+
+
+/*
+ * Worker.wsMessage(): a whole message (or a ping or pong the listener
+ * takes).  NGX_AGAIN: the socket's inbound queue is full, reading stops
+ * until Worker.wsPoll() names the socket.
+ */
+
+ngx_int_t
+ngx_http_jvm_vm_ws_message(ngx_log_t *log, ngx_int_t id, ngx_uint_t opcode,
+    u_char *data, size_t len)
+{
+    jint  n;
+
+    if (ngx_http_jvm_vm_copy_in(log, data, len) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    n = (*ngx_http_jvm_env)->CallStaticIntMethod(ngx_http_jvm_env,
+                                                 ngx_http_jvm_worker,
+                                                 ngx_http_jvm_ws_message_mid,
+                                                 (jint) id, (jint) opcode,
+                                                 (jint) len);
+
+    if ((*ngx_http_jvm_env)->ExceptionCheck(ngx_http_jvm_env)) {
+        return ngx_http_jvm_vm_failed(log, "Worker.wsMessage()");
+    }
+
+    return n == NGX_HTTP_JVM_WS_PAUSE ? NGX_AGAIN : NGX_OK;
+}
+
+
+/* Worker.wsClosed(): the connection is over, with this code and reason. */
+
+void
+ngx_http_jvm_vm_ws_closed(ngx_log_t *log, ngx_int_t id, ngx_uint_t code,
+    u_char *reason, size_t len)
+{
+    JNIEnv  *env;
+
+    env = ngx_http_jvm_env;
+
+    if (ngx_http_jvm_vm_copy_in(log, reason, len) != NGX_OK) {
+        len = 0;
+    }
+
+    (*env)->CallStaticVoidMethod(env, ngx_http_jvm_worker,
+                                 ngx_http_jvm_ws_closed_mid, (jint) id,
+                                 (jint) code, (jint) len);
+
+    if ((*env)->ExceptionCheck(env)) {
+        (void) ngx_http_jvm_vm_failed(log, "Worker.wsClosed()");
+    }
+}
+
+
+/* Worker.wsPoll(): the next socket with something for the loop, or -1. */
+
+ngx_int_t
+ngx_http_jvm_vm_ws_poll(ngx_log_t *log)
+{
+    jint  id;
+
+    id = (*ngx_http_jvm_env)->CallStaticIntMethod(ngx_http_jvm_env,
+                                                  ngx_http_jvm_worker,
+                                                  ngx_http_jvm_ws_poll_mid);
+
+    if ((*ngx_http_jvm_env)->ExceptionCheck(ngx_http_jvm_env)) {
+        (void) ngx_http_jvm_vm_failed(log, "Worker.wsPoll()");
+        return -1;
+    }
+
+    return id;
+}
+
+
+/*
+ * Worker.wsTake(): the socket's next frame to send, *out bytes at the start
+ * of the response buffer: an int opcode, then the payload.  NGX_DONE: none.
+ */
+
+ngx_int_t
+ngx_http_jvm_vm_ws_take(ngx_log_t *log, ngx_int_t id, size_t *out)
+{
+    jint  n;
+
+    for ( ;; ) {
+        n = (*ngx_http_jvm_env)->CallStaticIntMethod(ngx_http_jvm_env,
+                                                     ngx_http_jvm_worker,
+                                                     ngx_http_jvm_ws_take_mid,
+                                                     (jint) id);
+
+        if ((*ngx_http_jvm_env)->ExceptionCheck(ngx_http_jvm_env)) {
+            return ngx_http_jvm_vm_failed(log, "Worker.wsTake()");
+        }
+
+        if (n != NGX_HTTP_JVM_WS_MOVED) {
+            break;
+        }
+
+        /* the frame did not fit: Java made a larger buffer, and keeps it */
+
+        if (ngx_http_jvm_vm_response_buffer(log) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    if (n == NGX_HTTP_JVM_WS_NONE) {
+        return NGX_DONE;
+    }
+
+    if (n < (jint) sizeof(uint32_t) || (size_t) n > ngx_http_jvm_vm.resp_cap) {
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      "jvm: Worker.wsTake() answered an invalid length %d", n);
+        return NGX_ERROR;
+    }
+
+    *out = (size_t) n;
+
+    return NGX_OK;
 }
 
 

@@ -1,32 +1,59 @@
 package nginx.jvm;
 
 import java.io.IOException;
+import java.io.OutputStream;
 import java.nio.ByteBuffer;
+import java.util.Arrays;
 
 /**
  * A streamed body produced on a JVM thread and drained by the event loop
  * through a small bounded queue: when the client is slow the queue fills and
  * the producer blocks (back-pressure); when the client is gone the producer's
  * next piece fails and it stops.
+ *
+ * <p>The producer either pulls a {@link BodySource} (a stream, a seq) or is a
+ * {@link BodyWriter} writing to {@link #output()}. A writer's body ends when
+ * {@code writeTo} returns, or, for an asynchronous handler, when the writer
+ * closes the stream: it may go on writing from any thread after
+ * {@code writeTo} returned (server-sent events, long polling). Each write is
+ * handed to the client at once.
  */
 final class AsyncBody extends BodySource {
     private static final int PIECE = 16 * 1024;
     private static final Object END = new Object();
 
     private final BodySource source;
+    private final BodyWriter writer;
+    private final boolean endsOnReturn;
     private final Task task;
     private final Tasks tasks;
     private final Handoff<Object> queue = new Handoff<>(4);
     private boolean ended;
 
+    /** A body pulled from {@code source} on a JVM thread. */
     AsyncBody(BodySource source, Task task, Tasks tasks) {
         this.source = source;
+        this.writer = null;
+        this.endsOnReturn = true;
+        this.task = task;
+        this.tasks = tasks;
+    }
+
+    /** A body {@code writer} writes; it ends when writeTo returns if {@code endsOnReturn}, else at close. */
+    AsyncBody(BodyWriter writer, boolean endsOnReturn, Task task, Tasks tasks) {
+        this.source = null;
+        this.writer = writer;
+        this.endsOnReturn = endsOnReturn;
         this.task = task;
         this.tasks = tasks;
     }
 
     /** The producer's side: runs on a JVM thread until the body ends or the client goes. */
     void produce() {
+        if (writer != null) {
+            write();
+            return;
+        }
         ByteBuffer piece = ByteBuffer.allocate(PIECE);
         try {
             while (!queue.isClosed()) {
@@ -48,9 +75,26 @@ final class AsyncBody extends BodySource {
         }
     }
 
+    private void write() {
+        Output out = new Output();
+        try {
+            writer.writeTo(out);
+            if (endsOnReturn) {
+                out.close();
+            }
+        } catch (Throwable t) {
+            if (!out.closed) {
+                out.closed = true;
+                put(t);
+            }
+        }
+    }
+
     void closeSource() {
         try {
-            source.close();
+            if (source != null) {
+                source.close();
+            }
         } catch (Exception ignored) {
             // the body is over either way
         }
@@ -90,5 +134,50 @@ final class AsyncBody extends BodySource {
     @Override
     void close() {
         queue.close();
+    }
+
+    /**
+     * What a writer writes to: each write goes to the client as a piece of at
+     * most a buffer's size (the loop copies a piece into its response buffer);
+     * writes block while the queue is full and fail once the client is gone.
+     * Safe from any thread, one at a time.
+     */
+    private final class Output extends OutputStream {
+        volatile boolean closed;
+
+        @Override
+        public void write(int b) throws IOException {
+            write(new byte[] {(byte) b}, 0, 1);
+        }
+
+        @Override
+        public synchronized void write(byte[] b, int off, int len) throws IOException {
+            if (closed) {
+                throw new IOException("the response body is closed");
+            }
+            while (len > 0) {
+                int n = Math.min(len, PIECE);
+                if (!put(Arrays.copyOfRange(b, off, off + n))) {
+                    throw new IOException("the client connection is closed");
+                }
+                off += n;
+                len -= n;
+            }
+        }
+
+        @Override
+        public void flush() throws IOException {
+            if (queue.isClosed()) {
+                throw new IOException("the client connection is closed");
+            }
+        }
+
+        @Override
+        public synchronized void close() {
+            if (!closed) {
+                closed = true;
+                put(END);
+            }
+        }
     }
 }

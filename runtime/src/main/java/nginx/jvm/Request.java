@@ -89,6 +89,11 @@ public final class Request {
         return protocol;
     }
 
+    /** True for a valid WebSocket opening handshake (RFC 6455), which nginx checked. */
+    public boolean isWebSocketUpgrade() {
+        return (flags & Wire.REQ_WEBSOCKET) != 0;
+    }
+
     public boolean isHttps() {
         return (flags & Wire.REQ_HTTPS) != 0;
     }

@@ -20,6 +20,7 @@ public final class Response {
     // Names and values alternate; a name may repeat (Set-Cookie).
     private final List<String> headers = new ArrayList<>(8);
     private Object body;
+    private WebSocketListener listener;
 
     public Response(int status) {
         this.status = status;
@@ -56,6 +57,27 @@ public final class Response {
     public Response body(Object body) {
         this.body = body;
         return this;
+    }
+
+    /**
+     * The answer to a WebSocket upgrade request: the connection becomes a
+     * WebSocket whose events go to {@code listener}. A subprotocol the client
+     * offered may be chosen with the header {@code Sec-WebSocket-Protocol}.
+     * To a request that is not a valid handshake, nginx answers 400 (426 for
+     * a WebSocket version other than 13) instead.
+     */
+    public static Response upgrade(WebSocketListener listener) {
+        if (listener == null) {
+            throw new IllegalArgumentException("a WebSocket upgrade needs a listener");
+        }
+        Response r = new Response(101);
+        r.listener = listener;
+        return r;
+    }
+
+    /** The listener of an upgrade response, or null. */
+    public WebSocketListener webSocketListener() {
+        return listener;
     }
 
     public int headerCount() {

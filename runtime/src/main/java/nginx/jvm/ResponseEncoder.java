@@ -29,10 +29,34 @@ final class ResponseEncoder {
     private ByteBuffer buffer;
     /** Keeps a body sent in pieces and answers its id. */
     private final ToIntFunction<BodySource> streams;
+    /** Keeps a WebSocket's listener and answers the socket's id. */
+    private final Sockets sockets;
+    /** Where the handler of the response being encoded runs (jvm_mode). */
+    private int mode;
 
-    ResponseEncoder(int capacity, ToIntFunction<BodySource> streams) {
+    /** Where a WebSocket listener is kept until its connection is upgraded. */
+    interface Sockets {
+        int register(WebSocketListener listener, int mode);
+    }
+
+    ResponseEncoder(int capacity, ToIntFunction<BodySource> streams, Sockets sockets) {
         buffer = ByteBuffer.allocateDirect(capacity).order(ByteOrder.nativeOrder());
         this.streams = streams;
+        this.sockets = sockets;
+    }
+
+    /** Replaces the buffer with one of at least {@code capacity} bytes. */
+    void grow(int capacity) {
+        if (capacity > buffer.capacity()) {
+            buffer = ByteBuffer.allocateDirect(Math.max(capacity, 2 * buffer.capacity()))
+                    .order(ByteOrder.nativeOrder());
+        }
+    }
+
+    /** Encodes the response of a handler that runs in {@code mode} (its WebSocket's listener runs there too). */
+    int encode(Response response, int mode) {
+        this.mode = mode;
+        return encode(response);
     }
 
     ByteBuffer buffer() {
@@ -81,6 +105,7 @@ final class ResponseEncoder {
                     + ", which is not between 100 and 599");
         }
         Object body = r.body();
+        WebSocketListener listener = r.webSocketListener();
         String contentType = null;
         int count = r.headerCount();
         buffer.putInt(status);
@@ -98,6 +123,15 @@ final class ResponseEncoder {
             if (contentType == null && name.length() == 12 && name.equalsIgnoreCase("Content-Type")) {
                 contentType = value;
             }
+        }
+        if (listener != null) {
+            // the socket's id: the C module answers the handshake, or gives it up
+            if (buffer.remaining() < 4) {
+                throw new BufferOverflowException();
+            }
+            buffer.putInt(kindAt, Wire.BODY_UPGRADE);
+            buffer.putInt(sockets.register(listener, mode));
+            return buffer.position();
         }
         if (body == null) {
             return buffer.position();

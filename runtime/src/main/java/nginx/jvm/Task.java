@@ -18,7 +18,7 @@ final class Task implements Responder, Runnable {
     final AtomicBoolean queued = new AtomicBoolean();
     private final Object handler;
     private final Request request;
-    private final boolean async;
+    final boolean async;
     private final Tasks tasks;
     private final AtomicBoolean done = new AtomicBoolean();
 
@@ -118,6 +118,6 @@ final class Task implements Responder, Runnable {
         if (errorMessage != null) {
             return encoder.error(500, errorMessage, error);
         }
-        return encoder.encode(response);
+        return encoder.encode(response, mode);
     }
 }

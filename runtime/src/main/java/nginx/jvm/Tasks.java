@@ -122,18 +122,22 @@ final class Tasks {
 
     /**
      * The handler answered. A body that may block while produced (a stream,
-     * a seq, a writer) is produced on a JVM thread when the task runs off the
-     * loop: on the handler's own thread when it answered synchronously.
+     * a seq, a writer) is produced on a JVM thread, never on the loop: on the
+     * handler's own thread when it answered synchronously off the loop. A
+     * writer of an asynchronous handler may go on writing after it returned,
+     * until it closes the stream.
      */
     void stream(Task task, Response response) {
         Object body = response.body();
         boolean blocking = body instanceof InputStream || body instanceof Iterable
                 || body instanceof BodyWriter;
-        if (!blocking || task.mode == LOOP) {
+        if (!blocking) {
             ready(task);
             return;
         }
-        AsyncBody async = new AsyncBody(ResponseEncoder.source(response), task, this);
+        AsyncBody async = body instanceof BodyWriter
+                ? new AsyncBody((BodyWriter) body, !task.async, task, this)
+                : new AsyncBody(ResponseEncoder.source(response), task, this);
         response.body(async);
         // Either this sees the cancel, or cancel() sees the body and closes it.
         task.body = async;
@@ -144,7 +148,7 @@ final class Tasks {
             async.closeSource();
             return;
         }
-        if (task.onHandlerThread()) {
+        if (task.onHandlerThread() && task.mode != LOOP) {
             async.produce();
         } else {
             PRODUCERS.execute(async::produce);

@@ -13,14 +13,14 @@ import java.nio.ByteOrder;
  */
 final class Wire {
     /** Checked by the C module when it binds this runtime: equal, or it refuses to start. */
-    static final int PROTOCOL = 2;
+    static final int PROTOCOL = 3;
 
     /** Request flags: the first int of a described request. */
-    static final int REQ_HTTPS = 1, REQ_HAS_QUERY = 2;
+    static final int REQ_HTTPS = 1, REQ_HAS_QUERY = 2, REQ_WEBSOCKET = 4;
 
     /** Body kinds of an encoded response. MOVED: the response is in the new response buffer. */
     static final int BODY_NONE = 0, BODY_INLINE = 1, BODY_FILE = 2, BODY_STREAM = 3, BODY_ERROR = 4,
-            BODY_MOVED = 5;
+            BODY_MOVED = 5, BODY_UPGRADE = 6;
 
     /** The fixed part of an encoded response: int status, int kind, long length, int count. */
     static final int RESPONSE_HEAD = 20;
@@ -36,6 +36,18 @@ final class Wire {
      * produced yet; it failed (the response buffer then holds an int length and the message).
      */
     static final int NEXT_END = -1, NEXT_WAIT = -2, NEXT_FAILED = -3;
+
+    /** {@link Worker#wsOpen}: the C module answers pings; the listener does. */
+    static final int WS_C_PINGS = 0, WS_JAVA_PINGS = 1;
+
+    /** {@link Worker#wsMessage}: go on reading; stop until the socket is polled. */
+    static final int WS_CONTINUE = 0, WS_PAUSE = 1;
+
+    /**
+     * {@link Worker#wsTake}, besides a frame's length: nothing is queued; the frame
+     * needs the new, larger response buffer (take it again from there).
+     */
+    static final int WS_NONE = 0, WS_MOVED = -1;
 
     private static final VarHandle INT =
             MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.nativeOrder());

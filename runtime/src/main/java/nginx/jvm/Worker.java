@@ -23,12 +23,14 @@ final class Worker {
 
     private static final List<Object> handlers = new ArrayList<>();
     private static final Tasks tasks = new Tasks(Worker::wake);
+    private static final WebSockets sockets = new WebSockets(Worker::wake);
     private static ByteBuffer requestBuffer =
             ByteBuffer.allocateDirect(BUFFER_SIZE).order(ByteOrder.nativeOrder());
     /** Bodies sent in pieces, by the id their response gave the C module. */
     private static final Map<Integer, BodySource> streams = new HashMap<>();
     private static int nextStream;
-    private static final ResponseEncoder encoder = new ResponseEncoder(BUFFER_SIZE, Worker::stream);
+    private static final ResponseEncoder encoder =
+            new ResponseEncoder(BUFFER_SIZE, Worker::stream, sockets::register);
 
     private Worker() {
     }
@@ -82,7 +84,7 @@ final class Worker {
             return notLoaded(handler, Handler.class);
         }
         try {
-            return encoder.encode(Handlers.call((Handler) handler, request(length)));
+            return encoder.encode(Handlers.call((Handler) handler, request(length)), Wire.LOOP);
         } catch (Failure f) {
             return encoder.error(500, f.getMessage(), f.getCause());
         } catch (Throwable t) {
@@ -107,11 +109,13 @@ final class Worker {
 
     /**
      * Sets up where handlers may run: a pool of {@code poolSize} threads
-     * (none if 0) with {@code queueSize} waiting requests, and virtual threads.
+     * (none if 0) with {@code queueSize} waiting requests, and virtual threads;
+     * and the outgoing queue of each WebSocket ({@code wsSendQueue} messages).
      * Returns null, or why virtual threads cannot be had.
      */
-    static String configure(int poolSize, int queueSize, boolean virtual) {
+    static String configure(int poolSize, int queueSize, boolean virtual, int wsSendQueue) {
         try {
+            sockets.configure(wsSendQueue);
             return tasks.configure(poolSize, queueSize, virtual);
         } catch (Throwable t) {
             return Failure.describe("cannot start the thread pool", t);
@@ -199,6 +203,53 @@ final class Worker {
         }
     }
 
+    /**
+     * WebSocket {@code id} is open (its 101 has left). Returns
+     * {@link Wire#WS_JAVA_PINGS} when its listener answers pings itself.
+     */
+    static int wsOpen(int id) {
+        return sockets.open(id);
+    }
+
+    /** The upgrade of socket {@code id} did not happen: forget it, no callback. */
+    static void wsAbandon(int id) {
+        sockets.abandon(id);
+    }
+
+    /**
+     * A whole message (opcode 1 text, 2 binary; 9 ping, 10 pong) of {@code length}
+     * bytes at the start of the request buffer. Returns {@link Wire#WS_PAUSE} when the
+     * socket's inbound queue is full: the C module reads no more until {@link #wsPoll}
+     * names it.
+     */
+    static int wsMessage(int id, int opcode, int length) {
+        return sockets.message(id, opcode, requestBuffer, length);
+    }
+
+    /** Socket {@code id} is closed, with this code and a reason in the request buffer. */
+    static void wsClosed(int id, int code, int reasonLength) {
+        sockets.closed(id, code, requestBuffer, reasonLength);
+    }
+
+    /** The next socket with frames to send or room for messages again, or -1. */
+    static int wsPoll() {
+        return sockets.poll();
+    }
+
+    /**
+     * The next frame of socket {@code id} into the response buffer: int opcode, then
+     * the payload; returns its length, {@link Wire#WS_NONE}, or {@link Wire#WS_MOVED}
+     * when the frame needs a larger buffer, which is then made.
+     */
+    static int wsTake(int id) {
+        int n = sockets.take(id, encoder.buffer());
+        if (n < 0) {
+            encoder.grow(-n);
+            return Wire.WS_MOVED;
+        }
+        return n;
+    }
+
     /** How many bodies are being sent in pieces (tests). */
     static int streams() {
         return streams.size();
@@ -207,5 +258,6 @@ final class Worker {
     /** Called at worker exit. */
     static void stop() {
         handlers.clear();
+        sockets.stop();
     }
 }

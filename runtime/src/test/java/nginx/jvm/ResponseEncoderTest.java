@@ -27,7 +27,7 @@ class ResponseEncoderTest {
         return new ResponseEncoder(capacity, body -> {
             kept.add(body);
             return kept.size() - 1;
-        });
+        }, (listener, mode) -> 0);
     }
 
     /** The body the last response is sent in pieces from, or null. */

@@ -13,6 +13,7 @@ import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Random;
 import java.util.concurrent.CountDownLatch;
@@ -38,7 +39,7 @@ class TasksTest {
     private final ResponseEncoder encoder = new ResponseEncoder(4096, body -> {
         kept.add(body);
         return kept.size() - 1;
-    });
+    }, (listener, mode) -> 0);
 
     /** The body the last response is sent in pieces from, or null. */
     private BodySource pending() {
@@ -420,13 +421,43 @@ class TasksTest {
     }
 
     @Test
-    void loopModeStreamsWithoutAProducerThread() {
-        // On the loop a stream is read by the loop itself, as with handle().
+    void asyncLoopModeStreamsAreProducedOffTheLoop() throws Exception {
+        // An async handler's stream may pause: the loop never reads it itself.
         Task t = task(Tasks.LOOP, (AsyncHandler) (r, responder) ->
                 responder.respond(new Response(200).body(new ByteArrayInputStream(new byte[3]))), true);
         assertNull(tasks.submit(t, Tasks.LOOP));
         assertEquals(t.id, tasks.poll());
         assertEquals("STREAM", take(t.id).kind);
-        assertInstanceOf(BodySource.Stream.class, pending());
+        assertInstanceOf(AsyncBody.class, pending());
+        assertArrayEquals(new byte[3], drainAsync(pending()));
+    }
+
+    @Test
+    void asyncWriterGoesOnAfterItReturns() throws Exception {
+        java.util.concurrent.CompletableFuture<java.io.OutputStream> kept = new java.util.concurrent.CompletableFuture<>();
+        Task t = task(Tasks.LOOP, (AsyncHandler) (r, responder) ->
+                responder.respond(new Response(200).body((BodyWriter) kept::complete)), true);
+        assertNull(tasks.submit(t, Tasks.LOOP));
+        assertEquals(t.id, tasks.poll());
+        assertEquals("STREAM", take(t.id).kind);
+        BodySource body = pending();
+        java.io.OutputStream out = kept.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        ByteBuffer piece = ByteBuffer.allocate(64);
+        assertEquals(Wire.NEXT_WAIT, body.fill(piece), "writeTo returned, the body goes on");
+        out.write("later".getBytes(StandardCharsets.US_ASCII));
+        out.close();
+        assertArrayEquals("later".getBytes(StandardCharsets.US_ASCII), drainAsync(body));
+    }
+
+    @Test
+    void writesFailOnceTheClientIsGone() throws Exception {
+        java.util.concurrent.CompletableFuture<java.io.OutputStream> kept = new java.util.concurrent.CompletableFuture<>();
+        Task t = task(Tasks.LOOP, (AsyncHandler) (r, responder) ->
+                responder.respond(new Response(200).body((BodyWriter) kept::complete)), true);
+        assertNull(tasks.submit(t, Tasks.LOOP));
+        take(tasks.poll());
+        java.io.OutputStream out = kept.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        tasks.cancel(t.id);
+        assertThrows(IOException.class, () -> out.write(new byte[1]));
     }
 }

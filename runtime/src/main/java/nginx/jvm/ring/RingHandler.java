@@ -31,6 +31,8 @@ public final class RingHandler implements Handler, AsyncHandler {
     private static final Keyword STATUS = Keyword.intern("status");
     private static final Keyword HEADERS = Keyword.intern("headers");
     private static final Keyword BODY = Keyword.intern("body");
+    private static final Keyword WS_LISTENER = Keyword.intern("ring.websocket", "listener");
+    private static final Keyword WS_PROTOCOL = Keyword.intern("ring.websocket", "protocol");
 
     private static final IFn REQUIRE = RT.var("clojure.core", "require");
     private static final IFn SATISFIES = RT.var("clojure.core", "satisfies?");
@@ -52,6 +54,12 @@ public final class RingHandler implements Handler, AsyncHandler {
         }
         STREAMABLE = protocol;
         WRITE_BODY = write;
+        // Ring's websocket API must be there before the app's namespaces
+        // load: nginx-jvm's copy of it when the class path has none.
+        if (loader.getResource("ring/websocket.clj") == null
+                || loader.getResource("ring/websocket/protocols.clj") == null) {
+            REQUIRE.invoke(Symbol.intern("nginx.jvm.ring.websocket"));
+        }
     }
 
     private final Var var;
@@ -123,6 +131,10 @@ public final class RingHandler implements Handler, AsyncHandler {
                     + ", not a Ring response map");
         }
         ILookup map = (ILookup) ring;
+        Object listener = map.valAt(WS_LISTENER);
+        if (listener != null) {
+            return upgrade(listener, map.valAt(WS_PROTOCOL));
+        }
         Object status = map.valAt(STATUS);
         Response response;
         if (status == null) {
@@ -151,6 +163,37 @@ public final class RingHandler implements Handler, AsyncHandler {
         }
         response.body(body(map.valAt(BODY), ring));
         return response;
+    }
+
+    /**
+     * A response holding {@code :ring.websocket/listener}: the connection
+     * becomes a WebSocket (Ring SPEC, section 3), with the subprotocol of
+     * {@code :ring.websocket/protocol}.
+     */
+    private static Response upgrade(Object listener, Object protocol) {
+        Var adapt = websocketAdapter();
+        Response response = Response.upgrade((nginx.jvm.WebSocketListener) adapt.invoke(listener));
+        if (protocol != null) {
+            response.header("Sec-WebSocket-Protocol", String.valueOf(protocol));
+        }
+        return response;
+    }
+
+    private static volatile Var websocketAdapter;
+
+    /** nginx.jvm.ring.websocket, loaded the first time an app upgrades. */
+    private static Var websocketAdapter() {
+        Var v = websocketAdapter;
+        if (v == null) {
+            synchronized (RingHandler.class) {
+                if (websocketAdapter == null) {
+                    REQUIRE.invoke(Symbol.intern("nginx.jvm.ring.websocket"));
+                    websocketAdapter = RT.var("nginx.jvm.ring.websocket", "listener");
+                }
+                v = websocketAdapter;
+            }
+        }
+        return v;
     }
 
     /** One Ring header: a String, or a seq of Strings for several fields. */

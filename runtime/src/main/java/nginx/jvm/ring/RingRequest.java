@@ -40,6 +40,8 @@ final class RingRequest extends APersistentMap implements IObj {
     static final Keyword CHARACTER_ENCODING = Keyword.intern("character-encoding");
     static final Keyword SSL_CLIENT_CERT = Keyword.intern("ssl-client-cert");
     static final Keyword BODY = Keyword.intern("body");
+    /** Only in the map of a valid WebSocket upgrade request, as Ring's adapters do. */
+    static final Keyword WEBSOCKET = Keyword.intern("websocket?");
 
     private static final Keyword[] KEYS = {
         SERVER_PORT, SERVER_NAME, REMOTE_ADDR, URI, QUERY_STRING, SCHEME,
@@ -128,6 +130,9 @@ final class RingRequest extends APersistentMap implements IObj {
         if (key == SSL_CLIENT_CERT) {
             return request.sslClientCert();
         }
+        if (key == WEBSOCKET) {
+            return request.isWebSocketUpgrade() ? Boolean.TRUE : notFound;
+        }
         return notFound;
     }
 
@@ -167,7 +172,8 @@ final class RingRequest extends APersistentMap implements IObj {
                 kvs[2 * i] = KEYS[i];
                 kvs[2 * i + 1] = valAt(KEYS[i]);
             }
-            map = PersistentHashMap.create(kvs);
+            IPersistentMap m = PersistentHashMap.create(kvs);
+            map = request.isWebSocketUpgrade() ? m.assoc(WEBSOCKET, Boolean.TRUE) : m;
         }
         return map;
     }
@@ -200,7 +206,7 @@ final class RingRequest extends APersistentMap implements IObj {
 
     @Override
     public int count() {
-        return map == null ? KEYS.length : map.count();
+        return map == null ? KEYS.length + (request.isWebSocketUpgrade() ? 1 : 0) : map.count();
     }
 
     @Override

@@ -1,0 +1,457 @@
+package nginx.jvm;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The WebSockets of a worker, on the Java side of the C module's frames
+ * ({@code ngx_http_jvm_websocket.c} parses and writes them; the entry points
+ * are {@link Worker}'s {@code ws*} methods, on the event loop). A socket is
+ * kept from the response that upgrades it until the C module says it closed;
+ * frames to send wait in its bounded queue until the loop takes them, woken
+ * through the eventfd as tasks are.
+ */
+final class WebSockets {
+    private static final int TEXT = 1, BINARY = 2, CLOSE = 8, PING = 9, PONG = 10;
+
+    private final Runnable waker;
+    private final ConcurrentLinkedQueue<Socket> ready = new ConcurrentLinkedQueue<>();
+    private final AtomicBoolean signalled = new AtomicBoolean();
+    // Event loop only.
+    private final Map<Integer, Socket> sockets = new HashMap<>();
+    private int lastId = -1;
+    private volatile int queueSize = 64;
+    private volatile Thread loop;
+
+    private static final ExecutorService CALLBACKS = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "nginx-jvm-websocket");
+        t.setDaemon(true);
+        return t;
+    });
+    private static final Executor VIRTUAL = virtualThreads();
+
+    WebSockets(Runnable waker) {
+        this.waker = waker;
+    }
+
+    private static Executor virtualThreads() {
+        try {
+            return (Executor) Executors.class.getMethod("newVirtualThreadPerTaskExecutor").invoke(null);
+        } catch (ReflectiveOperationException e) {
+            return null;
+        }
+    }
+
+    void configure(int sendQueue) {
+        queueSize = Math.max(1, sendQueue);
+    }
+
+    /** Keeps the listener of an upgrade response; returns the socket's id. */
+    int register(WebSocketListener listener, int mode) {
+        int id = lastId;
+        do {
+            id = id == Integer.MAX_VALUE ? 0 : id + 1;
+        } while (sockets.containsKey(id));
+        lastId = id;
+        Executor executor = mode == Wire.LOOP ? null
+                : mode == Wire.VIRTUAL && VIRTUAL != null ? VIRTUAL : CALLBACKS;
+        sockets.put(id, new Socket(id, listener, executor));
+        return id;
+    }
+
+    int open(int id) {
+        loop = Thread.currentThread();
+        Socket s = sockets.get(id);
+        if (s == null) {
+            return Wire.WS_C_PINGS;
+        }
+        s.opened = true;
+        s.event(false, () -> s.listener.onOpen(s));
+        return s.listener instanceof WebSocketPingListener ? Wire.WS_JAVA_PINGS : Wire.WS_C_PINGS;
+    }
+
+    void abandon(int id) {
+        sockets.remove(id);
+    }
+
+    int message(int id, int opcode, ByteBuffer in, int length) {
+        Socket s = sockets.get(id);
+        if (s == null) {
+            return Wire.WS_CONTINUE;
+        }
+        byte[] bytes = new byte[length];
+        in.get(0, bytes, 0, length);
+        WebSocketListener l = s.listener;
+        switch (opcode) {
+            case TEXT:
+                String text = new String(bytes, StandardCharsets.UTF_8);
+                s.event(true, () -> l.onMessage(s, text));
+                break;
+            case BINARY:
+                s.event(true, () -> l.onMessage(s, ByteBuffer.wrap(bytes)));
+                break;
+            case PING:
+                if (l instanceof WebSocketPingListener) {
+                    s.event(true, () -> ((WebSocketPingListener) l).onPing(s, ByteBuffer.wrap(bytes)));
+                }
+                break;
+            case PONG:
+                s.event(true, () -> l.onPong(s, ByteBuffer.wrap(bytes)));
+                break;
+            default:
+                break;
+        }
+        if (s.inbound.get() < queueSize) {
+            return Wire.WS_CONTINUE;
+        }
+        // The C module stops reading; the listener's thread wakes it when it
+        // catches up. Checked again after the flag, in case it just did.
+        s.paused = true;
+        if (s.inbound.get() < queueSize / 2 + 1) {
+            s.paused = false;
+            return Wire.WS_CONTINUE;
+        }
+        return Wire.WS_PAUSE;
+    }
+
+    void closed(int id, int code, ByteBuffer in, int reasonLength) {
+        Socket s = sockets.remove(id);
+        if (s == null) {
+            return;
+        }
+        byte[] bytes = new byte[reasonLength];
+        in.get(0, bytes, 0, reasonLength);
+        String reason = new String(bytes, StandardCharsets.UTF_8);
+        s.shut();
+        if (!s.opened) {
+            return;
+        }
+        if (code == 1002 || code == 1007 || code == 1009 || code == 1011) {
+            IOException e = new IOException("the WebSocket failed with close code " + code
+                    + (reason.isEmpty() ? "" : ": " + reason));
+            s.event(false, () -> s.listener.onError(s, e));
+        }
+        s.event(false, () -> s.listener.onClose(s, code, reason));
+    }
+
+    /** The next socket with frames to send or room for messages again, or -1. */
+    int poll() {
+        signalled.set(false);
+        Socket s;
+        while ((s = ready.poll()) != null) {
+            s.queued.set(false);
+            if (sockets.get(s.id) == s) {
+                return s.id;
+            }
+        }
+        return -1;
+    }
+
+    /**
+     * The next frame of socket {@code id} into {@code out}: int opcode, then the
+     * payload. Returns its length, 0 when none is queued, or minus the length
+     * it needs when {@code out} is too small (the frame stays queued).
+     */
+    int take(int id, ByteBuffer out) {
+        Socket s = sockets.get(id);
+        if (s == null) {
+            return 0;
+        }
+        return s.take(out);
+    }
+
+    /** How many sockets the worker keeps (tests). */
+    int size() {
+        return sockets.size();
+    }
+
+    void stop() {
+        sockets.clear();
+    }
+
+    private void ready(Socket s) {
+        if (s.queued.compareAndSet(false, true)) {
+            ready.add(s);
+            if (signalled.compareAndSet(false, true)) {
+                waker.run();
+            }
+        }
+    }
+
+    /** An outgoing frame, and who waits for it to leave. */
+    private static final class Frame {
+        final int opcode;
+        final byte[] payload;
+        final WebSocket.Callback callback;
+
+        Frame(int opcode, byte[] payload, WebSocket.Callback callback) {
+            this.opcode = opcode;
+            this.payload = payload;
+            this.callback = callback;
+        }
+    }
+
+    private final class Socket implements WebSocket {
+        final int id;
+        final WebSocketListener listener;
+        /** Where callbacks run: null for the event loop. */
+        private final Executor executor;
+        final AtomicBoolean queued = new AtomicBoolean();
+        /** Messages given to the listener, not yet handled. */
+        final AtomicInteger inbound = new AtomicInteger();
+        volatile boolean opened;
+
+        // Guarded by this.
+        private final Queue<Frame> out = new ArrayDeque<>();
+        private boolean closing;
+        private boolean closed;
+
+        // The mailbox of a listener off the loop: one event at a time, in order.
+        private final ConcurrentLinkedQueue<Event> events = new ConcurrentLinkedQueue<>();
+        private final AtomicInteger pending = new AtomicInteger();
+        volatile boolean paused;
+
+        Socket(int id, WebSocketListener listener, Executor executor) {
+            this.id = id;
+            this.listener = listener;
+            this.executor = executor;
+        }
+
+        // --- events, to the listener ---
+
+        void event(boolean message, Runnable callback) {
+            Event e = new Event(message, callback);
+            if (message) {
+                inbound.incrementAndGet();
+            }
+            if (executor == null) {
+                run(e);
+                return;
+            }
+            events.add(e);
+            if (pending.getAndIncrement() == 0) {
+                executor.execute(this::drain);
+            }
+        }
+
+        private void drain() {
+            do {
+                run(events.poll());
+            } while (pending.decrementAndGet() > 0);
+        }
+
+        private void run(Event e) {
+            try {
+                e.callback.run();
+            } catch (Throwable t) {
+                System.err.println(Failure.describe("jvm: websocket listener threw", t));
+                close(1011, "");
+            } finally {
+                if (e.message) {
+                    int left = inbound.decrementAndGet();
+                    if (left <= queueSize / 2 && paused) {
+                        paused = false;
+                        ready(this);
+                    }
+                }
+            }
+        }
+
+        // --- frames, to the client ---
+
+        int take(ByteBuffer buf) {
+            Frame f;
+            synchronized (this) {
+                f = out.peek();
+                if (f == null) {
+                    return 0;
+                }
+                if (4 + f.payload.length > buf.capacity()) {
+                    return -(4 + f.payload.length);
+                }
+                out.poll();
+                notifyAll();
+            }
+            buf.putInt(0, f.opcode);
+            buf.put(4, f.payload, 0, f.payload.length);
+            if (f.callback != null) {
+                CALLBACKS.execute(f.callback::succeeded);
+            }
+            return 4 + f.payload.length;
+        }
+
+        /** Queues a frame: waits for room (unless on the loop or async); false when full. */
+        private boolean enqueue(Frame f, boolean control, boolean wait) throws IOException {
+            synchronized (this) {
+                while (true) {
+                    if (closing || closed) {
+                        throw new IOException("the WebSocket is closed");
+                    }
+                    if (control ? out.size() < queueSize + 8 : out.size() < queueSize) {
+                        break;
+                    }
+                    if (!wait) {
+                        return false;
+                    }
+                    try {
+                        wait(100);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new IOException("interrupted while waiting to send");
+                    }
+                }
+                out.add(f);
+                if (f.opcode == CLOSE) {
+                    closing = true;
+                }
+            }
+            ready(this);
+            return true;
+        }
+
+        private void send(int opcode, byte[] payload) throws IOException {
+            boolean onLoop = Thread.currentThread() == loop;
+            if (!enqueue(new Frame(opcode, payload, null), false, !onLoop)) {
+                throw new IOException("the WebSocket's send queue is full (jvm_websocket_send_queue "
+                        + queueSize + ")");
+            }
+        }
+
+        private void sendAsync(int opcode, byte[] payload, Callback callback) {
+            try {
+                if (enqueue(new Frame(opcode, payload, callback), false, false)) {
+                    return;
+                }
+                IOException full = new IOException("the WebSocket's send queue is full");
+                CALLBACKS.execute(() -> callback.failed(full));
+            } catch (IOException e) {
+                CALLBACKS.execute(() -> callback.failed(e));
+            }
+        }
+
+        /** The connection is over: queued frames fail, waiting senders wake. */
+        void shut() {
+            Frame[] dropped;
+            synchronized (this) {
+                closed = true;
+                dropped = out.toArray(new Frame[0]);
+                out.clear();
+                notifyAll();
+            }
+            IOException e = new IOException("the WebSocket is closed");
+            for (Frame f : dropped) {
+                if (f.callback != null) {
+                    CALLBACKS.execute(() -> f.callback.failed(e));
+                }
+            }
+        }
+
+        @Override
+        public synchronized boolean isOpen() {
+            return !closing && !closed;
+        }
+
+        @Override
+        public void send(String text) throws IOException {
+            send(TEXT, text.getBytes(StandardCharsets.UTF_8));
+        }
+
+        @Override
+        public void send(ByteBuffer data) throws IOException {
+            send(BINARY, bytes(data));
+        }
+
+        @Override
+        public void sendAsync(String text, Callback callback) {
+            sendAsync(TEXT, text.getBytes(StandardCharsets.UTF_8), callback);
+        }
+
+        @Override
+        public void sendAsync(ByteBuffer data, Callback callback) {
+            sendAsync(BINARY, bytes(data), callback);
+        }
+
+        @Override
+        public void ping(ByteBuffer data) throws IOException {
+            enqueue(new Frame(PING, control(data), null), true, false);
+        }
+
+        @Override
+        public void pong(ByteBuffer data) throws IOException {
+            enqueue(new Frame(PONG, control(data), null), true, false);
+        }
+
+        @Override
+        public void close() {
+            close(1000, "");
+        }
+
+        @Override
+        public void close(int code, String reason) {
+            if (!((code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014)
+                    || (code >= 3000 && code <= 4999))) {
+                throw new IllegalArgumentException("close code " + code
+                        + " may not be sent (1000-1003, 1007-1014, 3000-4999)");
+            }
+            byte[] why = reason(reason == null ? "" : reason);
+            byte[] payload = new byte[2 + why.length];
+            payload[0] = (byte) (code >> 8);
+            payload[1] = (byte) code;
+            System.arraycopy(why, 0, payload, 2, why.length);
+            try {
+                enqueue(new Frame(CLOSE, payload, null), true, false);
+            } catch (IOException alreadyClosed) {
+                // closing twice is closing once
+            }
+        }
+
+        private byte[] control(ByteBuffer data) {
+            byte[] b = bytes(data);
+            if (b.length > 125) {
+                throw new IllegalArgumentException("a ping or pong carries at most 125 bytes");
+            }
+            return b;
+        }
+    }
+
+    private static final class Event {
+        final boolean message;
+        final Runnable callback;
+
+        Event(boolean message, Runnable callback) {
+            this.message = message;
+            this.callback = callback;
+        }
+    }
+
+    private static byte[] bytes(ByteBuffer data) {
+        ByteBuffer d = data.duplicate();
+        byte[] b = new byte[d.remaining()];
+        d.get(b);
+        return b;
+    }
+
+    /** At most 123 bytes of UTF-8, cut before a character that does not fit. */
+    static byte[] reason(String reason) {
+        byte[] b = reason.getBytes(StandardCharsets.UTF_8);
+        if (b.length <= 123) {
+            return b;
+        }
+        int n = 123;
+        while (n > 0 && (b[n] & 0xC0) == 0x80) {
+            n--;
+        }
+        return java.util.Arrays.copyOf(b, n);
+    }
+}

@@ -1,0 +1,1663 @@
+
+/*
+ * nginx-jvm: WebSocket connections (RFC 6455).
+ *
+ * A handler answers an upgrade request with a listener; Java keeps the
+ * listener under a socket id, and the response names that id.  Here the
+ * handshake is checked and answered (101), then the connection leaves
+ * HTTP: the request is freed, as nginx frees a keep-alive connection's, and
+ * the connection keeps only a small ngx_http_jvm_ws_t, so that an idle
+ * WebSocket holds no buffer.  Frames are parsed, unmasked and checked here
+ * (UTF-8 of text, control frames, close codes, the message size), on the
+ * event loop; Java gets whole messages, and gives whole frames to send
+ * (Worker.wsTake), one at a time, each only once the one before has left,
+ * so a slow client fills the socket's bounded queue in Java, not memory.
+ */
+
+
+#include "ngx_http_jvm_module.h"
+
+#include <ngx_sha1.h>
+
+
+#define NGX_HTTP_JVM_UPGRADE_REQUIRED  426
+
+#define NGX_HTTP_JVM_WS_CONT      0x0
+#define NGX_HTTP_JVM_WS_TEXT      0x1
+#define NGX_HTTP_JVM_WS_BINARY    0x2
+#define NGX_HTTP_JVM_WS_CLOSE     0x8
+#define NGX_HTTP_JVM_WS_PING      0x9
+#define NGX_HTTP_JVM_WS_PONG      0xa
+
+#define NGX_HTTP_JVM_WS_READ      16384     /* the worker's read buffer */
+#define NGX_HTTP_JVM_WS_CLOSE_WAIT  2000    /* for the peer's close frame */
+#define NGX_HTTP_JVM_WS_MAX_OUT   (1024 * 1024)   /* C's own frames */
+
+
+typedef struct ngx_http_jvm_ws_s  ngx_http_jvm_ws_t;
+
+struct ngx_http_jvm_ws_s {
+    ngx_connection_t         *connection;
+    ngx_http_jvm_loc_conf_t  *conf;
+    ngx_http_jvm_ws_t        *next;         /* in its id's hash bucket */
+    ngx_int_t                 id;           /* Java's socket id */
+
+    u_char                   *msg;          /* the message being received */
+    size_t                    msg_len;
+    size_t                    msg_cap;
+    u_char                   *ctl;          /* a control frame's payload */
+    size_t                    ctl_len;
+
+    u_char                   *in;           /* bytes read, not yet parsed */
+    size_t                    in_len;
+
+    u_char                   *out;          /* bytes to send, in order */
+    size_t                    out_pos;
+    size_t                    out_len;
+
+    uint64_t                  left;         /* of the frame's payload */
+    ngx_msec_t                active;       /* when a byte last came in */
+    ngx_uint_t                close_code;   /* the close frame we sent */
+    ngx_msec_t                send_timeout;
+
+    u_char                    head[14];     /* a frame header, so far */
+    u_char                    mask[4];
+    uint8_t                   head_len;
+    uint8_t                   mask_at;
+    uint8_t                   opcode;       /* of the frame */
+    uint8_t                   message;      /* opcode of the message, or 0 */
+    uint8_t                   utf8_need;    /* the message's UTF-8 state */
+    uint8_t                   utf8_first;
+
+    unsigned                  fin:1;
+    unsigned                  in_payload:1;
+    unsigned                  java_pings:1; /* the listener answers pings */
+    unsigned                  paused:1;     /* Java's inbound queue is full */
+    unsigned                  closing:1;    /* a close frame is queued */
+    unsigned                  close_sent:1;
+    unsigned                  reported:1;   /* Java was told it closed */
+    unsigned                  pinged:1;
+};
+
+
+static ngx_int_t ngx_http_jvm_ws_handshake(ngx_http_request_t *r,
+    ngx_str_t *key);
+static ngx_table_elt_t *ngx_http_jvm_ws_header(ngx_http_request_t *r,
+    char *name, size_t len);
+static ngx_int_t ngx_http_jvm_ws_token(ngx_str_t *value, char *token,
+    size_t len);
+static ngx_int_t ngx_http_jvm_ws_add_header(ngx_http_request_t *r,
+    char *name, u_char *value, size_t len);
+static void ngx_http_jvm_ws_handshake_handler(ngx_event_t *wev);
+static void ngx_http_jvm_ws_empty_handler(ngx_event_t *ev);
+static void ngx_http_jvm_ws_abort(ngx_http_request_t *r);
+static void ngx_http_jvm_ws_detach(ngx_http_request_t *r);
+static void ngx_http_jvm_ws_read_handler(ngx_event_t *rev);
+static void ngx_http_jvm_ws_write_handler(ngx_event_t *wev);
+static ngx_int_t ngx_http_jvm_ws_parse(ngx_http_jvm_ws_t *ws, u_char *p,
+    u_char *last, size_t *used);
+static ngx_int_t ngx_http_jvm_ws_frame_head(ngx_http_jvm_ws_t *ws);
+static ngx_int_t ngx_http_jvm_ws_frame_done(ngx_http_jvm_ws_t *ws);
+static ngx_int_t ngx_http_jvm_ws_closed_by_peer(ngx_http_jvm_ws_t *ws);
+static void ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws);
+static ngx_int_t ngx_http_jvm_ws_queue(ngx_http_jvm_ws_t *ws,
+    ngx_uint_t opcode, u_char *data, size_t len);
+static void ngx_http_jvm_ws_fail(ngx_http_jvm_ws_t *ws, ngx_uint_t code,
+    char *reason);
+static void ngx_http_jvm_ws_timer(ngx_http_jvm_ws_t *ws);
+static void ngx_http_jvm_ws_set_timer(ngx_http_jvm_ws_t *ws);
+static void ngx_http_jvm_ws_report(ngx_http_jvm_ws_t *ws, ngx_uint_t code,
+    u_char *reason, size_t len);
+static void ngx_http_jvm_ws_finish(ngx_http_jvm_ws_t *ws, ngx_uint_t code);
+static ngx_int_t ngx_http_jvm_ws_resume(ngx_http_jvm_ws_t *ws);
+static ngx_int_t ngx_http_jvm_utf8(uint8_t *need, uint8_t *first, u_char *p,
+    size_t len);
+static ngx_int_t ngx_http_jvm_ws_valid_close_code(ngx_uint_t code);
+
+
+/* open sockets by id, for Worker.wsPoll(); sized at the first upgrade */
+static ngx_http_jvm_ws_t  **ngx_http_jvm_ws_hash;
+static ngx_uint_t           ngx_http_jvm_ws_hash_mask;
+
+static u_char               ngx_http_jvm_ws_buffer[NGX_HTTP_JVM_WS_READ];
+
+
+/*
+ * Whether the request is a valid opening handshake (RFC 6455 4.2.1); told
+ * to Java in the request's flags, so that Ring's :websocket? is true.
+ */
+
+ngx_uint_t
+ngx_http_jvm_ws_request(ngx_http_request_t *r)
+{
+    ngx_str_t  key;
+
+    if (ngx_http_jvm_ws_header(r, "Upgrade", 7) == NULL) {
+        return 0;
+    }
+
+    return ngx_http_jvm_ws_handshake(r, &key) == NGX_OK;
+}
+
+
+/*
+ * NGX_OK with the client's key, or the status that refuses the handshake:
+ * 426 (with Sec-WebSocket-Version) for a version other than 13, else 400.
+ */
+
+static ngx_int_t
+ngx_http_jvm_ws_handshake(ngx_http_request_t *r, ngx_str_t *key)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_http_jvm_ws_header(r, "Sec-WebSocket-Version", 21);
+
+    if (h == NULL || h->value.len != 2
+        || ngx_strncmp(h->value.data, "13", 2) != 0)
+    {
+        return NGX_HTTP_JVM_UPGRADE_REQUIRED;
+    }
+
+    if (r != r->main
+        || r->method != NGX_HTTP_GET
+        || r->http_version != NGX_HTTP_VERSION_11)
+    {
+        return NGX_HTTP_BAD_REQUEST;
+    }
+
+    /* nginx 1.22 keeps no Upgrade field of its own: the list is searched */
+
+    h = ngx_http_jvm_ws_header(r, "Upgrade", 7);
+
+    if (h == NULL
+        || ngx_http_jvm_ws_token(&h->value, "websocket", 9) != NGX_OK)
+    {
+        return NGX_HTTP_BAD_REQUEST;
+    }
+
+    h = ngx_http_jvm_ws_header(r, "Connection", 10);
+
+    if (h == NULL
+        || ngx_http_jvm_ws_token(&h->value, "upgrade", 7) != NGX_OK)
+    {
+        return NGX_HTTP_BAD_REQUEST;
+    }
+
+    h = ngx_http_jvm_ws_header(r, "Sec-WebSocket-Key", 17);
+
+    /* base64 of 16 bytes: 22 characters and "==" */
+
+    if (h == NULL || h->value.len != 24
+        || h->value.data[22] != '=' || h->value.data[23] != '=')
+    {
+        return NGX_HTTP_BAD_REQUEST;
+    }
+
+    *key = h->value;
+
+    return NGX_OK;
+}
+
+
+static ngx_table_elt_t *
+ngx_http_jvm_ws_header(ngx_http_request_t *r, char *name, size_t len)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return NULL;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len == len
+            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
+        {
+            return &h[i];
+        }
+    }
+}
+
+
+/* A comma-separated list of tokens holds token, in any case. */
+
+static ngx_int_t
+ngx_http_jvm_ws_token(ngx_str_t *value, char *token, size_t len)
+{
+    u_char  *p, *last, *start, *end;
+
+    p = value->data;
+    last = p + value->len;
+
+    while (p < last) {
+        while (p < last && (*p == ' ' || *p == '\t' || *p == ',')) {
+            p++;
+        }
+
+        start = p;
+
+        while (p < last && *p != ',') {
+            p++;
+        }
+
+        end = p;
+
+        while (end > start && (end[-1] == ' ' || end[-1] == '\t')) {
+            end--;
+        }
+
+        if ((size_t) (end - start) == len
+            && ngx_strncasecmp(start, (u_char *) token, len) == 0)
+        {
+            return NGX_OK;
+        }
+    }
+
+    return NGX_DECLINED;
+}
+
+
+/*
+ * The handler answered with a listener, kept by Java as socket id: the
+ * handshake is answered, and once the 101 has left, the connection is a
+ * WebSocket.  Returns what the request is finalized with.
+ */
+
+ngx_int_t
+ngx_http_jvm_ws_upgrade(ngx_http_request_t *r, ngx_int_t id)
+{
+    u_char               *accept;
+    ngx_int_t             rc;
+    ngx_str_t             key, encoded, digest;
+    ngx_sha1_t            sha1;
+    ngx_connection_t     *c;
+    ngx_http_jvm_ctx_t   *ctx;
+    u_char                hash[20];
+
+    c = r->connection;
+
+    rc = ngx_http_jvm_ws_handshake(r, &key);
+
+    if (rc != NGX_OK) {
+        ngx_http_jvm_vm_ws_abandon(id);
+
+        ngx_log_error(NGX_LOG_INFO, c->log, 0,
+                      "jvm: the handler answered a WebSocket listener to a "
+                      "request that is not a valid WebSocket handshake");
+
+        ngx_http_clean_header(r);
+
+        if (rc == NGX_HTTP_JVM_UPGRADE_REQUIRED
+            && ngx_http_jvm_ws_add_header(r, "Sec-WebSocket-Version",
+                                          (u_char *) "13", 2)
+               != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        return rc;
+    }
+
+    ctx = ngx_http_jvm_get_ctx(r);
+    if (ctx == NULL) {
+        ngx_http_jvm_vm_ws_abandon(id);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* the request's cleanup abandons the socket until the 101 has left */
+    ctx->ws = id;
+
+    ngx_sha1_init(&sha1);
+    ngx_sha1_update(&sha1, key.data, key.len);
+    ngx_sha1_update(&sha1, "258EAFA5-E914-47DA-95CA-C5AB0DC85B11", 36);
+    ngx_sha1_final(hash, &sha1);
+
+    accept = ngx_pnalloc(r->pool, ngx_base64_encoded_length(20));
+    if (accept == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    digest.data = hash;
+    digest.len = 20;
+    encoded.data = accept;
+    ngx_encode_base64(&encoded, &digest);
+
+    r->headers_out.status = NGX_HTTP_SWITCHING_PROTOCOLS;
+    ngx_str_set(&r->headers_out.status_line, "101 Switching Protocols");
+    r->headers_out.content_length_n = -1;
+    r->headers_out.content_type.len = 0;
+    r->headers_out.content_type_len = 0;
+    r->keepalive = 0;
+
+    if (ngx_http_jvm_ws_add_header(r, "Upgrade", (u_char *) "websocket", 9)
+        != NGX_OK
+        || ngx_http_jvm_ws_add_header(r, "Sec-WebSocket-Accept",
+                                      encoded.data, encoded.len)
+           != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, c->log, 0,
+                   "jvm: websocket %i: 101 to the handshake", id);
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK) {
+        return rc;
+    }
+
+    if (ngx_http_send_special(r, NGX_HTTP_FLUSH) == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    /*
+     * The request is freed once the 101 has left, from the connection's
+     * own write event, outside the request's call chain.
+     */
+
+    r->main->count++;
+    ctx->read_handler = c->read->handler;
+    ctx->write_handler = c->write->handler;
+    c->read->handler = ngx_http_jvm_ws_empty_handler;
+    c->write->handler = ngx_http_jvm_ws_handshake_handler;
+
+    ngx_post_event(c->write, &ngx_posted_events);
+
+    return NGX_DONE;
+}
+
+
+static ngx_int_t
+ngx_http_jvm_ws_add_header(ngx_http_request_t *r, char *name, u_char *value,
+    size_t len)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    h->key.data = (u_char *) name;
+    h->key.len = ngx_strlen(name);
+    h->value.data = value;
+    h->value.len = len;
+    h->lowcase_key = NULL;
+#if (nginx_version >= 1023000)
+    h->next = NULL;
+#endif
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_jvm_ws_empty_handler(ngx_event_t *ev)
+{
+    /* a read event while the 101 is sent: the frames wait */
+}
+
+
+static void
+ngx_http_jvm_ws_handshake_handler(ngx_event_t *wev)
+{
+    ngx_connection_t          *c;
+    ngx_http_request_t        *r;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    c = wev->data;
+    r = c->data;
+
+    if (wev->timedout) {
+        c->timedout = 1;
+        goto failed;
+    }
+
+    if (c->buffered) {
+        /* the 101 has not all left yet */
+
+        if (ngx_http_output_filter(r, NULL) == NGX_ERROR) {
+            goto failed;
+        }
+
+        if (c->buffered) {
+            clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+            ngx_add_timer(wev, clcf->send_timeout);
+
+            if (ngx_handle_write_event(wev, clcf->send_lowat) != NGX_OK) {
+                goto failed;
+            }
+
+            return;
+        }
+    }
+
+    if (wev->timer_set) {
+        ngx_del_timer(wev);
+    }
+
+    ngx_http_jvm_ws_detach(r);
+    return;
+
+failed:
+
+    ngx_http_jvm_ws_abort(r);
+}
+
+
+/* The 101 could not be sent: the request ends, its cleanup abandons it. */
+
+static void
+ngx_http_jvm_ws_abort(ngx_http_request_t *r)
+{
+    ngx_connection_t    *c;
+    ngx_http_jvm_ctx_t  *ctx;
+
+    c = r->connection;
+    ctx = ngx_http_get_module_ctx(r, ngx_http_jvm_module);
+
+    c->read->handler = ctx->read_handler;
+    c->write->handler = ctx->write_handler;
+
+    ngx_http_finalize_request(r, NGX_ERROR);
+    ngx_http_run_posted_requests(c);
+}
+
+
+/* The request is freed; the connection is the WebSocket's. */
+
+static void
+ngx_http_jvm_ws_detach(ngx_http_request_t *r)
+{
+    size_t                     n;
+    ngx_int_t                  id, rc;
+    ngx_buf_t                 *b;
+    ngx_uint_t                 size;
+    ngx_chain_t               *cl, *ln;
+    ngx_connection_t          *c;
+    ngx_http_jvm_ws_t         *ws, **slot;
+    ngx_http_jvm_ctx_t        *ctx;
+    ngx_http_connection_t     *hc;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    c = r->connection;
+    ctx = ngx_http_get_module_ctx(r, ngx_http_jvm_module);
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    id = ctx->ws;
+
+    ws = ngx_pcalloc(c->pool, sizeof(ngx_http_jvm_ws_t));
+    if (ws == NULL) {
+        ngx_http_jvm_ws_abort(r);
+        return;
+    }
+
+    ctx->ws = -1;
+
+    ws->connection = c;
+    ws->conf = ngx_http_get_module_loc_conf(r, ngx_http_jvm_module);
+    ws->id = id;
+    ws->active = ngx_current_msec;
+    ws->send_timeout = clcf->send_timeout;
+
+    /* frames the client sent right after its handshake */
+
+    b = r->header_in;
+    n = b->last - b->pos;
+
+    if (n) {
+        ws->in = ngx_alloc(n, c->log);
+        if (ws->in) {
+            ngx_memcpy(ws->in, b->pos, n);
+            ws->in_len = n;
+        }
+    }
+
+    /* as for a keep-alive connection: the request and its buffers go */
+
+    hc = r->http_connection;
+
+    r->keepalive = 0;
+    r->count = 1;
+    ngx_http_free_request(r, 0);
+
+    c->destroyed = 0;
+    c->data = ws;
+    c->log->action = "in a WebSocket";
+
+    b = c->buffer;
+
+    if (b && b->start && ngx_pfree(c->pool, b->start) == NGX_OK) {
+        b->pos = NULL;
+    }
+
+    for (cl = hc->free; cl; /* void */) {
+        ln = cl;
+        cl = cl->next;
+        ngx_pfree(c->pool, ln->buf->start);
+        ngx_free_chain(c->pool, ln);
+    }
+
+    hc->free = NULL;
+
+    for (cl = hc->busy; cl; /* void */) {
+        ln = cl;
+        cl = cl->next;
+        ngx_pfree(c->pool, ln->buf->start);
+        ngx_free_chain(c->pool, ln);
+    }
+
+    hc->busy = NULL;
+    hc->nbusy = 0;
+
+#if (NGX_HTTP_SSL)
+    if (c->ssl) {
+        ngx_ssl_free_buffer(c);
+    }
+#endif
+
+    if (clcf->tcp_nodelay && ngx_tcp_nodelay(c) != NGX_OK) {
+        ngx_http_jvm_ws_finish(ws, 1006);
+        return;
+    }
+
+    if (ngx_http_jvm_ws_hash == NULL) {
+        size = 1;
+
+        while (size < ngx_cycle->connection_n) {
+            size <<= 1;
+        }
+
+        ngx_http_jvm_ws_hash = ngx_calloc(size * sizeof(ngx_http_jvm_ws_t *),
+                                          ngx_cycle->log);
+        if (ngx_http_jvm_ws_hash == NULL) {
+            ngx_http_jvm_ws_finish(ws, 1011);
+            return;
+        }
+
+        ngx_http_jvm_ws_hash_mask = size - 1;
+    }
+
+    slot = &ngx_http_jvm_ws_hash[id & ngx_http_jvm_ws_hash_mask];
+    ws->next = *slot;
+    *slot = ws;
+
+    c->read->handler = ngx_http_jvm_ws_read_handler;
+    c->write->handler = ngx_http_jvm_ws_write_handler;
+
+    /* a quitting worker closes it, as an idle keep-alive connection */
+    c->idle = 1;
+
+    rc = ngx_http_jvm_vm_ws_open(c->log, id);
+
+    if (rc == NGX_ERROR) {
+        ngx_http_jvm_ws_fail(ws, 1011, "");
+        return;
+    }
+
+    ws->java_pings = (rc == NGX_OK) ? 0 : 1;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, c->log, 0,
+                   "jvm: websocket %i open", id);
+
+    if (ngx_exiting || ngx_terminate) {
+        ngx_http_jvm_ws_fail(ws, 1001, "");
+        return;
+    }
+
+    ngx_http_jvm_ws_set_timer(ws);
+
+    /* what came with the handshake, then what waits in the socket */
+    ngx_post_event(c->read, &ngx_posted_events);
+}
+
+
+static void
+ngx_http_jvm_ws_read_handler(ngx_event_t *rev)
+{
+    size_t              used;
+    ssize_t             n;
+    ngx_int_t           rc;
+    ngx_connection_t   *c;
+    ngx_http_jvm_ws_t  *ws;
+
+    c = rev->data;
+    ws = c->data;
+
+    if (rev->timedout) {
+        rev->timedout = 0;
+        ngx_http_jvm_ws_timer(ws);
+        return;
+    }
+
+    if (c->close) {
+        /* the worker quits */
+        c->close = 0;
+        c->idle = 0;
+
+        if (!ws->closing) {
+            ngx_http_jvm_ws_fail(ws, 1001, "");
+        }
+
+        return;
+    }
+
+    if (ws->paused) {
+        return;
+    }
+
+    if (ws->in_len) {
+        rc = ngx_http_jvm_ws_resume(ws);
+
+        if (rc != NGX_OK) {
+            return;
+        }
+    }
+
+    for ( ;; ) {
+        n = c->recv(c, ngx_http_jvm_ws_buffer, NGX_HTTP_JVM_WS_READ);
+
+        if (n == NGX_AGAIN) {
+            if (ngx_handle_read_event(rev, 0) != NGX_OK) {
+                ngx_http_jvm_ws_finish(ws, 1006);
+            }
+
+            return;
+        }
+
+        if (n == 0 || n == NGX_ERROR) {
+            /* gone: after its close frame, or without one (1006) */
+            ngx_http_jvm_ws_finish(ws, 1006);
+            return;
+        }
+
+        ws->active = ngx_current_msec;
+
+        rc = ngx_http_jvm_ws_parse(ws, ngx_http_jvm_ws_buffer,
+                                   ngx_http_jvm_ws_buffer + n, &used);
+
+        if (rc == NGX_AGAIN) {
+            /* Java's inbound queue is full: keep the rest for later */
+
+            if ((size_t) n > used) {
+                ws->in = ngx_alloc(n - used, c->log);
+                if (ws->in == NULL) {
+                    ngx_http_jvm_ws_finish(ws, 1011);
+                    return;
+                }
+
+                ngx_memcpy(ws->in, ngx_http_jvm_ws_buffer + used, n - used);
+                ws->in_len = n - used;
+            }
+
+            return;
+        }
+
+        if (rc != NGX_OK) {
+            return;
+        }
+    }
+}
+
+
+/* Parses what was kept from an earlier read; NGX_OK when all is used. */
+
+static ngx_int_t
+ngx_http_jvm_ws_resume(ngx_http_jvm_ws_t *ws)
+{
+    u_char     *in;
+    size_t      used, len;
+    ngx_int_t   rc;
+
+    in = ws->in;
+    len = ws->in_len;
+
+    rc = ngx_http_jvm_ws_parse(ws, in, in + len, &used);
+
+    if (rc == NGX_AGAIN && used < len) {
+        /* still paused: keep the rest */
+        ngx_memmove(in, in + used, len - used);
+        ws->in_len = len - used;
+        return NGX_AGAIN;
+    }
+
+    if (rc == NGX_DONE) {
+        /* the connection is gone, and ws with it */
+        return NGX_DONE;
+    }
+
+    ngx_free(in);
+    ws->in = NULL;
+    ws->in_len = 0;
+
+    return rc;
+}
+
+
+/*
+ * Feeds bytes to the frame parser.  NGX_OK: all used; NGX_AGAIN: paused
+ * after *used bytes (Java's queue is full); NGX_DECLINED: the connection
+ * is closing (a close frame was sent); NGX_DONE: it is closed.
+ */
+
+static ngx_int_t
+ngx_http_jvm_ws_parse(ngx_http_jvm_ws_t *ws, u_char *p, u_char *last,
+    size_t *used)
+{
+    u_char     *start, *dst;
+    size_t      need, k, i;
+    ngx_int_t   rc;
+
+    start = p;
+
+    while (p < last) {
+
+        if (!ws->in_payload) {
+
+            /* the frame header: 2 bytes, then the length and the mask */
+
+            need = 2;
+
+            if (ws->head_len >= 2) {
+                need += (ws->head[1] & 0x7f) == 126 ? 2
+                        : (ws->head[1] & 0x7f) == 127 ? 8 : 0;
+                need += (ws->head[1] & 0x80) ? 4 : 0;
+            }
+
+            while (p < last && ws->head_len < need) {
+                ws->head[ws->head_len++] = *p++;
+
+                if (ws->head_len == 2) {
+                    need += (ws->head[1] & 0x7f) == 126 ? 2
+                            : (ws->head[1] & 0x7f) == 127 ? 8 : 0;
+                    need += (ws->head[1] & 0x80) ? 4 : 0;
+                }
+            }
+
+            if (ws->head_len < need) {
+                break;
+            }
+
+            rc = ngx_http_jvm_ws_frame_head(ws);
+
+            if (rc != NGX_OK) {
+                *used = p - start;
+                return rc;
+            }
+
+            if (ws->left == 0) {
+                rc = ngx_http_jvm_ws_frame_done(ws);
+
+                if (rc != NGX_OK) {
+                    *used = p - start;
+                    return rc;
+                }
+            }
+
+            continue;
+        }
+
+        /* the payload, unmasked where it belongs */
+
+        k = ngx_min((uint64_t) (last - p), ws->left);
+
+        if (ws->opcode >= NGX_HTTP_JVM_WS_CLOSE) {
+            dst = ws->ctl + ws->ctl_len;
+            ws->ctl_len += k;
+
+        } else {
+            dst = ws->msg + ws->msg_len;
+            ws->msg_len += k;
+        }
+
+        for (i = 0; i < k; i++) {
+            dst[i] = p[i] ^ ws->mask[ws->mask_at];
+            ws->mask_at = (ws->mask_at + 1) & 3;
+        }
+
+        p += k;
+        ws->left -= k;
+
+        if (ws->opcode < NGX_HTTP_JVM_WS_CLOSE
+            && ws->message == NGX_HTTP_JVM_WS_TEXT
+            && ngx_http_jvm_utf8(&ws->utf8_need, &ws->utf8_first, dst, k)
+               != NGX_OK)
+        {
+            /* failing fast, before the message ends */
+            ngx_http_jvm_ws_fail(ws, 1007, "invalid UTF-8 in a text message");
+            *used = p - start;
+            return NGX_DECLINED;
+        }
+
+        if (ws->left == 0) {
+            rc = ngx_http_jvm_ws_frame_done(ws);
+
+            if (rc != NGX_OK) {
+                *used = p - start;
+                return rc;
+            }
+        }
+    }
+
+    *used = p - start;
+
+    return NGX_OK;
+}
+
+
+/* A whole frame header: checked, and room made for its payload. */
+
+static ngx_int_t
+ngx_http_jvm_ws_frame_head(ngx_http_jvm_ws_t *ws)
+{
+    u_char      *h, *msg;
+    size_t       size;
+    uint64_t     len;
+    ngx_uint_t   i, at, opcode;
+
+    h = ws->head;
+    ws->head_len = 0;
+
+    opcode = h[0] & 0x0f;
+    ws->fin = (h[0] & 0x80) ? 1 : 0;
+
+    len = h[1] & 0x7f;
+    at = 2;
+
+    if (len == 126) {
+        len = ((uint64_t) h[2] << 8) | h[3];
+        at = 4;
+
+    } else if (len == 127) {
+        len = 0;
+
+        for (i = 0; i < 8; i++) {
+            len = (len << 8) | h[2 + i];
+        }
+
+        at = 10;
+    }
+
+    if (h[0] & 0x70) {
+        ngx_http_jvm_ws_fail(ws, 1002, "reserved bits set");
+        return NGX_DECLINED;
+    }
+
+    if (!(h[1] & 0x80)) {
+        ngx_http_jvm_ws_fail(ws, 1002, "unmasked frame");
+        return NGX_DECLINED;
+    }
+
+    ngx_memcpy(ws->mask, &h[at], 4);
+    ws->mask_at = 0;
+
+    switch (opcode) {
+
+    case NGX_HTTP_JVM_WS_CLOSE:
+    case NGX_HTTP_JVM_WS_PING:
+    case NGX_HTTP_JVM_WS_PONG:
+
+        if (!ws->fin || len > 125) {
+            ngx_http_jvm_ws_fail(ws, 1002, "invalid control frame");
+            return NGX_DECLINED;
+        }
+
+        if (ws->ctl == NULL) {
+            ws->ctl = ngx_alloc(125, ws->connection->log);
+            if (ws->ctl == NULL) {
+                ngx_http_jvm_ws_finish(ws, 1011);
+                return NGX_DONE;
+            }
+        }
+
+        ws->ctl_len = 0;
+        break;
+
+    case NGX_HTTP_JVM_WS_TEXT:
+    case NGX_HTTP_JVM_WS_BINARY:
+
+        if (ws->message) {
+            ngx_http_jvm_ws_fail(ws, 1002, "a new message before the end "
+                                           "of the last");
+            return NGX_DECLINED;
+        }
+
+        ws->message = (uint8_t) opcode;
+        ws->utf8_need = 0;
+        ws->utf8_first = 0;
+        ws->msg_len = 0;
+        break;
+
+    case NGX_HTTP_JVM_WS_CONT:
+
+        if (!ws->message) {
+            ngx_http_jvm_ws_fail(ws, 1002, "a continuation frame without "
+                                           "a message");
+            return NGX_DECLINED;
+        }
+
+        break;
+
+    default:
+        ngx_http_jvm_ws_fail(ws, 1002, "reserved opcode");
+        return NGX_DECLINED;
+    }
+
+    ws->opcode = (uint8_t) opcode;
+    ws->left = len;
+
+    if (opcode < NGX_HTTP_JVM_WS_CLOSE) {
+
+        if (len > (uint64_t) ws->conf->ws_max_message
+            || ws->msg_len + len > (uint64_t) ws->conf->ws_max_message)
+        {
+            /* refused before a byte of it is kept */
+            ngx_http_jvm_ws_fail(ws, 1009, "message too big");
+            return NGX_DECLINED;
+        }
+
+        if (ws->msg_len + len > ws->msg_cap) {
+            size = ngx_max(ws->msg_len + len, 2 * ws->msg_cap);
+            size = ngx_min(size, (size_t) ws->conf->ws_max_message);
+            size = ngx_max(size, 64);
+
+            msg = ngx_alloc(size, ws->connection->log);
+            if (msg == NULL) {
+                ngx_http_jvm_ws_finish(ws, 1011);
+                return NGX_DONE;
+            }
+
+            if (ws->msg) {
+                ngx_memcpy(msg, ws->msg, ws->msg_len);
+                ngx_free(ws->msg);
+            }
+
+            ws->msg = msg;
+            ws->msg_cap = size;
+        }
+    }
+
+    ws->in_payload = (len > 0);
+
+    return NGX_OK;
+}
+
+
+/* A whole frame: a control frame handled, or a message's end delivered. */
+
+static ngx_int_t
+ngx_http_jvm_ws_frame_done(ngx_http_jvm_ws_t *ws)
+{
+    ngx_int_t  rc;
+
+    ws->in_payload = 0;
+
+    switch (ws->opcode) {
+
+    case NGX_HTTP_JVM_WS_CLOSE:
+        return ngx_http_jvm_ws_closed_by_peer(ws);
+
+    case NGX_HTTP_JVM_WS_PING:
+
+        if (ws->closing) {
+            return NGX_OK;
+        }
+
+        if (!ws->java_pings) {
+            if (ngx_http_jvm_ws_queue(ws, NGX_HTTP_JVM_WS_PONG, ws->ctl,
+                                      ws->ctl_len)
+                != NGX_OK)
+            {
+                ngx_http_jvm_ws_finish(ws, 1011);
+                return NGX_DONE;
+            }
+
+            ngx_http_jvm_ws_send(ws);
+
+            return ws->connection->destroyed ? NGX_DONE : NGX_OK;
+        }
+
+        /* fall through */
+
+    case NGX_HTTP_JVM_WS_PONG:
+
+        if (ws->closing) {
+            return NGX_OK;
+        }
+
+        ws->pinged = 0;
+
+        rc = ngx_http_jvm_vm_ws_message(ws->connection->log, ws->id,
+                                        ws->opcode, ws->ctl, ws->ctl_len);
+        break;
+
+    default:
+
+        if (!ws->fin) {
+            return NGX_OK;
+        }
+
+        if (ws->message == NGX_HTTP_JVM_WS_TEXT && ws->utf8_need)
+        {
+            ngx_http_jvm_ws_fail(ws, 1007, "invalid UTF-8 in a text message");
+            return NGX_DECLINED;
+        }
+
+        if (ws->closing) {
+            /* after our close frame, messages are not delivered */
+            rc = NGX_OK;
+
+        } else {
+            rc = ngx_http_jvm_vm_ws_message(ws->connection->log, ws->id,
+                                            ws->message, ws->msg, ws->msg_len);
+        }
+
+        ws->message = 0;
+        ws->msg_len = 0;
+
+        /* a large message's buffer is not kept while idle */
+
+        if (ws->msg) {
+            ngx_free(ws->msg);
+            ws->msg = NULL;
+            ws->msg_cap = 0;
+        }
+
+        break;
+    }
+
+    if (rc == NGX_ERROR) {
+        ngx_http_jvm_ws_fail(ws, 1011, "");
+        return NGX_DECLINED;
+    }
+
+    if (rc == NGX_AGAIN) {
+        /* Java's queue is full: no more reading until it drains */
+        ws->paused = 1;
+        return NGX_AGAIN;
+    }
+
+    return NGX_OK;
+}
+
+
+/* The peer's close frame: checked, told to Java, answered. */
+
+static ngx_int_t
+ngx_http_jvm_ws_closed_by_peer(ngx_http_jvm_ws_t *ws)
+{
+    u_char      *reason;
+    size_t       len;
+    uint8_t      need, first;
+    ngx_uint_t   code;
+
+    if (ws->ctl_len == 1) {
+        ngx_http_jvm_ws_fail(ws, 1002, "close frame of one byte");
+        return NGX_DECLINED;
+    }
+
+    code = 1005;
+    reason = NULL;
+    len = 0;
+
+    if (ws->ctl_len >= 2) {
+        code = (ws->ctl[0] << 8) | ws->ctl[1];
+        reason = ws->ctl + 2;
+        len = ws->ctl_len - 2;
+
+        if (!ngx_http_jvm_ws_valid_close_code(code)) {
+            ngx_http_jvm_ws_fail(ws, 1002, "invalid close code");
+            return NGX_DECLINED;
+        }
+
+        need = 0;
+        first = 0;
+
+        if (ngx_http_jvm_utf8(&need, &first, reason, len) != NGX_OK
+            || need)
+        {
+            ngx_http_jvm_ws_fail(ws, 1007, "invalid UTF-8 in a close reason");
+            return NGX_DECLINED;
+        }
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ws->connection->log, 0,
+                   "jvm: websocket %i: the peer closed with %ui", ws->id, code);
+
+    ngx_http_jvm_ws_report(ws, code, reason, len);
+
+    if (ws->close_sent) {
+        /* the handshake is complete: the server closes the connection */
+        ngx_http_jvm_ws_finish(ws, code);
+        return NGX_DONE;
+    }
+
+    if (!ws->closing) {
+        ws->closing = 1;
+        ws->close_code = code;
+
+        if (ngx_http_jvm_ws_queue(ws, NGX_HTTP_JVM_WS_CLOSE, ws->ctl,
+                                  code == 1005 ? 0 : 2)
+            != NGX_OK)
+        {
+            ngx_http_jvm_ws_finish(ws, code);
+            return NGX_DONE;
+        }
+    }
+
+    ngx_http_jvm_ws_send(ws);
+
+    return NGX_DONE;
+}
+
+
+static ngx_int_t
+ngx_http_jvm_ws_valid_close_code(ngx_uint_t code)
+{
+    return (code >= 1000 && code <= 1003)
+           || (code >= 1007 && code <= 1014)
+           || (code >= 3000 && code <= 4999);
+}
+
+
+/*
+ * Fails the connection: the close frame with code and reason goes out
+ * before anything else Java may have queued, then the connection waits a
+ * moment for the peer's close frame.
+ */
+
+static void
+ngx_http_jvm_ws_fail(ngx_http_jvm_ws_t *ws, ngx_uint_t code, char *reason)
+{
+    size_t   len;
+    u_char   frame[125];
+
+    if (ws->closing) {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_INFO, ws->connection->log, 0,
+                  "jvm: websocket %i closed with %ui%s%s", ws->id, code,
+                  reason[0] ? ": " : "", reason);
+
+    ws->closing = 1;
+    ws->close_code = code;
+
+    len = ngx_min(ngx_strlen(reason), 123);
+    frame[0] = (u_char) (code >> 8);
+    frame[1] = (u_char) code;
+    ngx_memcpy(frame + 2, reason, len);
+
+    if (ngx_http_jvm_ws_queue(ws, NGX_HTTP_JVM_WS_CLOSE, frame, 2 + len)
+        != NGX_OK)
+    {
+        ngx_http_jvm_ws_finish(ws, code);
+        return;
+    }
+
+    ngx_http_jvm_ws_send(ws);
+}
+
+
+/* Appends a frame of C's own (a pong, a close) to what is to be sent. */
+
+static ngx_int_t
+ngx_http_jvm_ws_queue(ngx_http_jvm_ws_t *ws, ngx_uint_t opcode, u_char *data,
+    size_t len)
+{
+    u_char  *out;
+    size_t   rest;
+
+    rest = ws->out_len - ws->out_pos;
+
+    if (rest + len + 2 > NGX_HTTP_JVM_WS_MAX_OUT) {
+        /* a peer that pings but never reads: its pongs are dropped */
+        return opcode == NGX_HTTP_JVM_WS_PONG ? NGX_OK : NGX_ERROR;
+    }
+
+    out = ngx_alloc(rest + 2 + len, ws->connection->log);
+    if (out == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (rest) {
+        ngx_memcpy(out, ws->out + ws->out_pos, rest);
+    }
+
+    if (ws->out) {
+        ngx_free(ws->out);
+    }
+
+    out[rest] = (u_char) (0x80 | opcode);
+    out[rest + 1] = (u_char) len;
+    ngx_memcpy(out + rest + 2, data, len);
+
+    ws->out = out;
+    ws->out_pos = 0;
+    ws->out_len = rest + 2 + len;
+
+    if (opcode == NGX_HTTP_JVM_WS_CLOSE) {
+        ws->close_sent = 1;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Sends what is queued here, then frames from Java, one at a time, until
+ * the socket would block, Java has none, or a close frame has left.
+ */
+
+static void
+ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws)
+{
+    u_char                    *p;
+    size_t                     len, head;
+    ssize_t                    n;
+    uint32_t                   opcode;
+    ngx_int_t                  rc;
+    ngx_event_t               *wev;
+    ngx_connection_t          *c;
+    u_char                     frame[10];
+
+    c = ws->connection;
+    wev = c->write;
+
+    for ( ;; ) {
+
+        while (ws->out_pos < ws->out_len) {
+            n = c->send(c, ws->out + ws->out_pos, ws->out_len - ws->out_pos);
+
+            if (n == NGX_AGAIN) {
+                ngx_add_timer(wev, ws->send_timeout);
+
+                if (ngx_handle_write_event(wev, 0) != NGX_OK) {
+                    ngx_http_jvm_ws_finish(ws, 1006);
+                }
+
+                return;
+            }
+
+            if (n == NGX_ERROR) {
+                ngx_http_jvm_ws_finish(ws, 1006);
+                return;
+            }
+
+            ws->out_pos += n;
+        }
+
+        if (ws->out) {
+            ngx_free(ws->out);
+            ws->out = NULL;
+            ws->out_pos = 0;
+            ws->out_len = 0;
+        }
+
+        if (wev->timer_set) {
+            ngx_del_timer(wev);
+        }
+
+        if (ws->close_sent) {
+            if (ws->reported) {
+                /* both close frames are through */
+                ngx_http_jvm_ws_finish(ws, ws->close_code);
+                return;
+            }
+
+            /* the peer's close frame is awaited for a moment */
+            ngx_http_jvm_ws_set_timer(ws);
+            return;
+        }
+
+        rc = ngx_http_jvm_vm_ws_take(c->log, ws->id, &len);
+
+        if (rc == NGX_DONE) {
+            return;
+        }
+
+        if (rc == NGX_ERROR || len < sizeof(uint32_t)) {
+            ngx_http_jvm_ws_fail(ws, 1011, "");
+            return;
+        }
+
+        p = ngx_http_jvm_vm.resp_addr;
+        ngx_memcpy(&opcode, p, sizeof(uint32_t));
+        p += sizeof(uint32_t);
+        len -= sizeof(uint32_t);
+
+        if (opcode == NGX_HTTP_JVM_WS_CLOSE) {
+            ws->closing = 1;
+            ws->close_sent = 1;
+            ws->close_code = len >= 2 ? (p[0] << 8 | p[1]) : 1005;
+        }
+
+        frame[0] = (u_char) (0x80 | opcode);
+
+        if (len < 126) {
+            frame[1] = (u_char) len;
+            head = 2;
+
+        } else if (len < 65536) {
+            frame[1] = 126;
+            frame[2] = (u_char) (len >> 8);
+            frame[3] = (u_char) len;
+            head = 4;
+
+        } else {
+            frame[1] = 127;
+            frame[2] = 0;
+            frame[3] = 0;
+            frame[4] = 0;
+            frame[5] = 0;
+            frame[6] = (u_char) (len >> 24);
+            frame[7] = (u_char) (len >> 16);
+            frame[8] = (u_char) (len >> 8);
+            frame[9] = (u_char) len;
+            head = 10;
+        }
+
+        /* the frame is copied out: the response buffer is Java's again */
+
+        ws->out = ngx_alloc(head + len, c->log);
+        if (ws->out == NULL) {
+            ngx_http_jvm_ws_finish(ws, 1011);
+            return;
+        }
+
+        ngx_memcpy(ws->out, frame, head);
+        ngx_memcpy(ws->out + head, p, len);
+        ws->out_pos = 0;
+        ws->out_len = head + len;
+    }
+}
+
+
+static void
+ngx_http_jvm_ws_write_handler(ngx_event_t *wev)
+{
+    ngx_connection_t   *c;
+    ngx_http_jvm_ws_t  *ws;
+
+    c = wev->data;
+    ws = c->data;
+
+    if (wev->timedout) {
+        /* the peer does not read: send_timeout */
+        ngx_log_error(NGX_LOG_INFO, c->log, NGX_ETIMEDOUT,
+                      "jvm: websocket %i: client timed out", ws->id);
+        c->timedout = 1;
+        ngx_http_jvm_ws_finish(ws, 1006);
+        return;
+    }
+
+    ngx_http_jvm_ws_send(ws);
+}
+
+
+/*
+ * Worker.wsPoll() named socket id: Java has frames for it, or its inbound
+ * queue drained.
+ */
+
+void
+ngx_http_jvm_ws_ready(ngx_int_t id)
+{
+    ngx_http_jvm_ws_t  *ws;
+
+    if (ngx_http_jvm_ws_hash == NULL) {
+        return;
+    }
+
+    for (ws = ngx_http_jvm_ws_hash[id & ngx_http_jvm_ws_hash_mask];
+         ws;
+         ws = ws->next)
+    {
+        if (ws->id == id) {
+            break;
+        }
+    }
+
+    if (ws == NULL) {
+        return;
+    }
+
+    if (ws->paused) {
+        ws->paused = 0;
+        ngx_post_event(ws->connection->read, &ngx_posted_events);
+    }
+
+    if (ws->out == NULL) {
+        ngx_http_jvm_ws_send(ws);
+    }
+}
+
+
+/*
+ * The connection's one timer: the wait for the peer's close frame, the
+ * idle timeout, or the next keep-alive ping.
+ */
+
+static void
+ngx_http_jvm_ws_set_timer(ngx_http_jvm_ws_t *ws)
+{
+    ngx_msec_t    t, idle, ping;
+    ngx_event_t  *rev;
+
+    rev = ws->connection->read;
+
+    if (ws->close_sent) {
+        ngx_add_timer(rev, NGX_HTTP_JVM_WS_CLOSE_WAIT);
+        return;
+    }
+
+    idle = ws->conf->ws_idle_timeout;
+    ping = ws->conf->ws_ping_interval;
+    t = 0;
+
+    if (idle) {
+        t = idle - ngx_min(idle, ngx_current_msec - ws->active);
+    }
+
+    if (ping && (t == 0 || ping < t)) {
+        t = ping;
+    }
+
+    if (t) {
+        ngx_add_timer(rev, t);
+
+    } else if (rev->timer_set) {
+        ngx_del_timer(rev);
+    }
+}
+
+
+static void
+ngx_http_jvm_ws_timer(ngx_http_jvm_ws_t *ws)
+{
+    ngx_msec_t  idle;
+
+    if (ws->close_sent) {
+        /* the peer did not answer our close frame */
+        ngx_http_jvm_ws_finish(ws, ws->close_code);
+        return;
+    }
+
+    idle = ws->conf->ws_idle_timeout;
+
+    if (idle && ngx_current_msec - ws->active >= idle) {
+        ngx_http_jvm_ws_fail(ws, 1001, "idle");
+        return;
+    }
+
+    if (ws->conf->ws_ping_interval && !ws->closing) {
+        ws->pinged = 1;
+
+        if (ngx_http_jvm_ws_queue(ws, NGX_HTTP_JVM_WS_PING, NULL, 0)
+            != NGX_OK)
+        {
+            ngx_http_jvm_ws_finish(ws, 1011);
+            return;
+        }
+
+        ngx_http_jvm_ws_send(ws);
+
+        if (ws->connection->destroyed) {
+            return;
+        }
+    }
+
+    ngx_http_jvm_ws_set_timer(ws);
+}
+
+
+/* Java hears once that the socket is closed: on-close, then forgotten. */
+
+static void
+ngx_http_jvm_ws_report(ngx_http_jvm_ws_t *ws, ngx_uint_t code,
+    u_char *reason, size_t len)
+{
+    if (ws->reported) {
+        return;
+    }
+
+    ws->reported = 1;
+
+    ngx_http_jvm_vm_ws_closed(ws->connection->log, ws->id, code, reason,
+                              len);
+}
+
+
+/* The connection is over. */
+
+static void
+ngx_http_jvm_ws_finish(ngx_http_jvm_ws_t *ws, ngx_uint_t code)
+{
+    ngx_connection_t    *c;
+    ngx_http_jvm_ws_t  **pws;
+
+    c = ws->connection;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, c->log, 0,
+                   "jvm: websocket %i finished, %ui", ws->id, code);
+
+    ngx_http_jvm_ws_report(ws, code, NULL, 0);
+
+    if (ngx_http_jvm_ws_hash) {
+        for (pws = &ngx_http_jvm_ws_hash[ws->id & ngx_http_jvm_ws_hash_mask];
+             *pws;
+             pws = &(*pws)->next)
+        {
+            if (*pws == ws) {
+                *pws = ws->next;
+                break;
+            }
+        }
+    }
+
+    if (ws->msg) {
+        ngx_free(ws->msg);
+    }
+
+    if (ws->ctl) {
+        ngx_free(ws->ctl);
+    }
+
+    if (ws->in) {
+        ngx_free(ws->in);
+    }
+
+    if (ws->out) {
+        ngx_free(ws->out);
+    }
+
+    ngx_http_close_connection(c);
+}
+
+
+/*
+ * Incremental UTF-8 validation (RFC 3629): the state is how many
+ * continuation bytes are still needed and, before the second byte of a
+ * character, its first byte (some narrow the second's range), so that a
+ * character may be split across frames and reads.  A message is complete
+ * UTF-8 when none is needed at its end.
+ */
+
+static ngx_int_t
+ngx_http_jvm_utf8(uint8_t *need, uint8_t *first, u_char *p, size_t len)
+{
+    u_char      c, lo, hi;
+    ngx_uint_t  n;
+
+    n = *need;
+
+    while (len--) {
+        c = *p++;
+
+        if (n == 0) {
+            if (c < 0x80) {
+                continue;
+            }
+
+            if (c >= 0xc2 && c <= 0xdf) {
+                n = 1;
+
+            } else if (c >= 0xe0 && c <= 0xef) {
+                n = 2;
+
+            } else if (c >= 0xf0 && c <= 0xf4) {
+                n = 3;
+
+            } else {
+                return NGX_ERROR;
+            }
+
+            *first = c;
+            continue;
+        }
+
+        lo = 0x80;
+        hi = 0xbf;
+
+        switch (*first) {
+        case 0xe0:
+            lo = 0xa0;
+            break;
+        case 0xed:
+            hi = 0x9f;
+            break;
+        case 0xf0:
+            lo = 0x90;
+            break;
+        case 0xf4:
+            hi = 0x8f;
+            break;
+        }
+
+        *first = 0;
+
+        if (c < lo || c > hi) {
+            return NGX_ERROR;
+        }
+
+        n--;
+    }
+
+    *need = (uint8_t) n;
+
+    return NGX_OK;
+}
