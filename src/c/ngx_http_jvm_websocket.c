@@ -77,6 +77,7 @@ struct ngx_http_jvm_ws_s {
     unsigned                  close_sent:1;
     unsigned                  reported:1;   /* Java was told it closed */
     unsigned                  pinged:1;
+    unsigned                  done:1;       /* the connection is closing */
 };
 
 
@@ -90,6 +91,7 @@ static ngx_int_t ngx_http_jvm_ws_add_header(ngx_http_request_t *r,
     char *name, u_char *value, size_t len);
 static void ngx_http_jvm_ws_handshake_handler(ngx_event_t *wev);
 static void ngx_http_jvm_ws_empty_handler(ngx_event_t *ev);
+static void ngx_http_jvm_ws_close_handler(ngx_event_t *ev);
 static void ngx_http_jvm_ws_abort(ngx_http_request_t *r);
 static void ngx_http_jvm_ws_detach(ngx_http_request_t *r);
 static void ngx_http_jvm_ws_read_handler(ngx_event_t *rev);
@@ -638,6 +640,10 @@ ngx_http_jvm_ws_read_handler(ngx_event_t *rev)
     c = rev->data;
     ws = c->data;
 
+    if (ws->done) {
+        return;
+    }
+
     if (rev->timedout) {
         rev->timedout = 0;
         ngx_http_jvm_ws_timer(ws);
@@ -669,6 +675,10 @@ ngx_http_jvm_ws_read_handler(ngx_event_t *rev)
     }
 
     for ( ;; ) {
+        if (ws->done) {
+            return;
+        }
+
         n = c->recv(c, ngx_http_jvm_ws_buffer, NGX_HTTP_JVM_WS_READ);
 
         if (n == NGX_AGAIN) {
@@ -728,16 +738,15 @@ ngx_http_jvm_ws_resume(ngx_http_jvm_ws_t *ws)
 
     rc = ngx_http_jvm_ws_parse(ws, in, in + len, &used);
 
+    if (ws->done) {
+        return NGX_DONE;
+    }
+
     if (rc == NGX_AGAIN && used < len) {
         /* still paused: keep the rest */
         ngx_memmove(in, in + used, len - used);
         ws->in_len = len - used;
         return NGX_AGAIN;
-    }
-
-    if (rc == NGX_DONE) {
-        /* the connection is gone, and ws with it */
-        return NGX_DONE;
     }
 
     ngx_free(in);
@@ -765,6 +774,11 @@ ngx_http_jvm_ws_parse(ngx_http_jvm_ws_t *ws, u_char *p, u_char *last,
     start = p;
 
     while (p < last) {
+
+        if (ws->done) {
+            *used = p - start;
+            return NGX_DONE;
+        }
 
         if (!ws->in_payload) {
 
@@ -1028,7 +1042,7 @@ ngx_http_jvm_ws_frame_done(ngx_http_jvm_ws_t *ws)
 
             ngx_http_jvm_ws_send(ws);
 
-            return ws->connection->destroyed ? NGX_DONE : NGX_OK;
+            return ws->done ? NGX_DONE : NGX_OK;
         }
 
         /* fall through */
@@ -1137,6 +1151,15 @@ ngx_http_jvm_ws_closed_by_peer(ngx_http_jvm_ws_t *ws)
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ws->connection->log, 0,
                    "jvm: websocket %i: the peer closed with %ui", ws->id, code);
+
+    if (!ws->closing) {
+        /* what the listener sent before the close frame came goes first */
+        ngx_http_jvm_ws_send(ws);
+
+        if (ws->done) {
+            return NGX_DONE;
+        }
+    }
 
     ngx_http_jvm_ws_report(ws, code, reason, len);
 
@@ -1280,6 +1303,10 @@ ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws)
 
     for ( ;; ) {
 
+        if (ws->done) {
+            return;
+        }
+
         while (ws->out_pos < ws->out_len) {
             n = c->send(c, ws->out + ws->out_pos, ws->out_len - ws->out_pos);
 
@@ -1396,6 +1423,10 @@ ngx_http_jvm_ws_write_handler(ngx_event_t *wev)
     c = wev->data;
     ws = c->data;
 
+    if (ws->done) {
+        return;
+    }
+
     if (wev->timedout) {
         /* the peer does not read: send_timeout */
         ngx_log_error(NGX_LOG_INFO, c->log, NGX_ETIMEDOUT,
@@ -1432,7 +1463,7 @@ ngx_http_jvm_ws_ready(ngx_int_t id)
         }
     }
 
-    if (ws == NULL) {
+    if (ws == NULL || ws->done) {
         return;
     }
 
@@ -1516,7 +1547,7 @@ ngx_http_jvm_ws_timer(ngx_http_jvm_ws_t *ws)
 
         ngx_http_jvm_ws_send(ws);
 
-        if (ws->connection->destroyed) {
+        if (ws->done) {
             return;
         }
     }
@@ -1542,7 +1573,11 @@ ngx_http_jvm_ws_report(ngx_http_jvm_ws_t *ws, ngx_uint_t code,
 }
 
 
-/* The connection is over. */
+/*
+ * The connection is over.  Java hears of it now; the connection itself is
+ * closed from a posted event, so that no caller up the stack is left with
+ * freed memory: they all stop when they see ws->done.
+ */
 
 static void
 ngx_http_jvm_ws_finish(ngx_http_jvm_ws_t *ws, ngx_uint_t code)
@@ -1550,6 +1585,11 @@ ngx_http_jvm_ws_finish(ngx_http_jvm_ws_t *ws, ngx_uint_t code)
     ngx_connection_t    *c;
     ngx_http_jvm_ws_t  **pws;
 
+    if (ws->done) {
+        return;
+    }
+
+    ws->done = 1;
     c = ws->connection;
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, c->log, 0,
@@ -1568,6 +1608,30 @@ ngx_http_jvm_ws_finish(ngx_http_jvm_ws_t *ws, ngx_uint_t code)
             }
         }
     }
+
+    if (c->read->timer_set) {
+        ngx_del_timer(c->read);
+    }
+
+    if (c->write->timer_set) {
+        ngx_del_timer(c->write);
+    }
+
+    c->read->handler = ngx_http_jvm_ws_close_handler;
+    c->write->handler = ngx_http_jvm_ws_empty_handler;
+
+    ngx_post_event(c->read, &ngx_posted_events);
+}
+
+
+static void
+ngx_http_jvm_ws_close_handler(ngx_event_t *ev)
+{
+    ngx_connection_t   *c;
+    ngx_http_jvm_ws_t  *ws;
+
+    c = ev->data;
+    ws = c->data;
 
     if (ws->msg) {
         ngx_free(ws->msg);
