@@ -34,7 +34,8 @@ $(MODULE): $(BUILD)/.deps $(CSRC) scripts/build-module.sh
 jar: $(JAR)
 $(JAR): $(BUILD)/.deps $(JSRC)
 	cd runtime && $(MVN) package -Dmaven.test.skip=true
-	cp runtime/target/nginx-jvm.jar $@
+	# renamed into place: a running JVM keeps reading the jar it opened
+	cp runtime/target/nginx-jvm.jar $@.new && mv -f $@.new $@
 
 # Clojure (and its two spec libraries) from Maven Central, for Ring handlers.
 libs: $(LIBS)
