@@ -28,6 +28,7 @@ static ngx_int_t ngx_http_jvm_valid_handler_name(ngx_str_t *name);
 static ngx_int_t ngx_http_jvm_find_libjvm(ngx_conf_t *cf, ngx_str_t *path);
 static ngx_int_t ngx_http_jvm_expand_dir(ngx_conf_t *cf,
     ngx_http_jvm_main_conf_t *jmcf, ngx_str_t *dir);
+static ngx_int_t ngx_http_jvm_init_module(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_jvm_init_process(ngx_cycle_t *cycle);
 static void ngx_http_jvm_exit_process(ngx_cycle_t *cycle);
 
@@ -38,6 +39,9 @@ static ngx_conf_enum_t  ngx_http_jvm_modes[] = {
     { ngx_string("virtual"), NGX_HTTP_JVM_VIRTUAL },
     { ngx_null_string, 0 }
 };
+
+
+static ngx_str_t  ngx_http_jvm_zone_name = ngx_string("jvm_workers");
 
 
 static ngx_conf_num_bounds_t  ngx_http_jvm_positive = {
@@ -120,6 +124,13 @@ static ngx_command_t  ngx_http_jvm_commands[] = {
       offsetof(ngx_http_jvm_main_conf_t, queue),
       &ngx_http_jvm_positive },
 
+    { ngx_string("jvm_reload_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_jvm_main_conf_t, reload_timeout),
+      NULL },
+
     { ngx_string("jvm_websocket_max_message"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_size_slot,
@@ -173,7 +184,7 @@ ngx_module_t  ngx_http_jvm_module = {
     ngx_http_jvm_commands,                 /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    NULL,                                  /* init module */
+    ngx_http_jvm_init_module,              /* init module */
     ngx_http_jvm_init_process,             /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
@@ -208,6 +219,7 @@ ngx_http_jvm_create_main_conf(ngx_conf_t *cf)
     jmcf->pool_size = NGX_CONF_UNSET;
     jmcf->queue = NGX_CONF_UNSET;
     jmcf->ws_send_queue = NGX_CONF_UNSET;
+    jmcf->reload_timeout = NGX_CONF_UNSET_MSEC;
 
     if (ngx_array_init(&jmcf->handlers, cf->pool, 4, sizeof(ngx_str_t))
         != NGX_OK)
@@ -227,6 +239,7 @@ ngx_http_jvm_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_value(jmcf->pool_size, 16);
     ngx_conf_init_value(jmcf->queue, 1024);
     ngx_conf_init_value(jmcf->ws_send_queue, 64);
+    ngx_conf_init_msec_value(jmcf->reload_timeout, 60000);
 
     if (jmcf->handlers.nelts == 0 && jmcf->init.len == 0) {
         /* the module is loaded but unused: no JVM is needed */
@@ -251,6 +264,16 @@ ngx_http_jvm_init_main_conf(ngx_conf_t *cf, void *conf)
                            "(it must hold nginx-jvm.jar)");
         return NGX_CONF_ERROR;
     }
+
+    /* where workers of successive reloads say they are ready */
+
+    jmcf->zone = ngx_shared_memory_add(cf, &ngx_http_jvm_zone_name,
+                                       8 * ngx_pagesize, &ngx_http_jvm_module);
+    if (jmcf->zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    jmcf->zone->init = ngx_http_jvm_reload_zone_init;
 
     return NGX_CONF_OK;
 }
@@ -777,10 +800,28 @@ ngx_http_jvm_valid_handler_name(ngx_str_t *name)
 }
 
 
+/* In the master, for each configuration loaded: a new generation. */
+
+static ngx_int_t
+ngx_http_jvm_init_module(ngx_cycle_t *cycle)
+{
+    ngx_http_jvm_main_conf_t  *jmcf;
+
+    jmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_jvm_module);
+
+    if (jmcf && jmcf->zone) {
+        ngx_http_jvm_reload_new_generation(cycle, jmcf);
+    }
+
+    return NGX_OK;
+}
+
+
 /*
  * A worker's start, in order: the JVM and the Worker class; the handlers,
  * loaded now so that a missing one is reported once; the executors and the
- * eventfd JVM threads wake the loop with; the jvm_init handler.
+ * eventfd JVM threads wake the loop with; the jvm_init handler; then the
+ * news that this worker is ready, for the workers of an older generation.
  */
 
 static ngx_int_t
@@ -812,25 +853,25 @@ ngx_http_jvm_init_process(ngx_cycle_t *cycle)
      * the worker instead would make the master respawn it in a loop.
      */
 
-    if (ngx_http_jvm_vm_start(cycle, jmcf) != NGX_OK) {
-        return NGX_OK;
-    }
+    if (ngx_http_jvm_vm_start(cycle, jmcf) == NGX_OK) {
 
-    name = jmcf->handlers.elts;
+        name = jmcf->handlers.elts;
 
-    for (i = 0; i < jmcf->handlers.nelts; i++) {
-        (void) ngx_http_jvm_vm_register(cycle, &name[i]);
-    }
+        for (i = 0; i < jmcf->handlers.nelts; i++) {
+            (void) ngx_http_jvm_vm_register(cycle, &name[i]);
+        }
 
-    if (ngx_http_jvm_tasks_init(cycle, jmcf) != NGX_OK) {
-        return NGX_OK;
-    }
-
-    if (jmcf->init.len) {
-        (void) ngx_http_jvm_vm_init(cycle, &jmcf->init);
+        if (ngx_http_jvm_tasks_init(cycle, jmcf) == NGX_OK
+            && jmcf->init.len)
+        {
+            (void) ngx_http_jvm_vm_init(cycle, &jmcf->init);
+        }
     }
 
     ngx_log_debug0(NGX_LOG_DEBUG_HTTP, cycle->log, 0, "jvm: worker ready");
+
+    /* ready or failed for good: either way it accepts from now on */
+    ngx_http_jvm_reload_worker_ready(cycle, jmcf);
 
     return NGX_OK;
 }

@@ -5,6 +5,7 @@
  * The module is split by concern, in layers that only call downward:
  *
  *   ngx_http_jvm_module.c    directives, configuration, process hooks
+ *   ngx_http_jvm_reload.c    reloads: old workers serve until new are ready
  *   ngx_http_jvm_request.c   content handler: the request described to Java
  *   ngx_http_jvm_task.c      handlers off the event loop: eventfd, tasks,
  *                            response timeouts
@@ -55,6 +56,14 @@
 #define NGX_HTTP_JVM_VIRTUAL          2
 
 
+/* Shared by every worker of every generation (ngx_http_jvm_reload.c). */
+typedef struct {
+    ngx_atomic_t              generation;   /* the newest configuration's */
+    ngx_atomic_t              ready;        /* its workers that are ready */
+    ngx_atomic_t              workers;      /* of it */
+} ngx_http_jvm_generation_t;
+
+
 typedef struct {
     ngx_str_t                 jvm_path;     /* libjvm.so, resolved */
     ngx_array_t              *classpath;    /* of ngx_str_t, expanded */
@@ -64,6 +73,9 @@ typedef struct {
     ngx_int_t                 pool_size;
     ngx_int_t                 queue;
     ngx_int_t                 ws_send_queue;
+    ngx_msec_t                reload_timeout;
+    ngx_shm_zone_t           *zone;         /* of ngx_http_jvm_generation_t */
+    ngx_atomic_uint_t         generation;   /* this configuration's */
     unsigned                  uses_pool:1;
     unsigned                  uses_virtual:1;
     unsigned                  uses_tasks:1; /* any location off the loop */
@@ -114,6 +126,13 @@ typedef struct {
 extern ngx_module_t       ngx_http_jvm_module;
 extern ngx_http_jvm_vm_t  ngx_http_jvm_vm;
 
+
+/* ngx_http_jvm_reload.c */
+ngx_int_t ngx_http_jvm_reload_zone_init(ngx_shm_zone_t *zone, void *data);
+void ngx_http_jvm_reload_new_generation(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
+void ngx_http_jvm_reload_worker_ready(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
 
 /* ngx_http_jvm_request.c */
 ngx_int_t ngx_http_jvm_content_handler(ngx_http_request_t *r);

@@ -17,3 +17,12 @@
 
 (defn handler [_]
   {:status 200 :headers {"Content-Type" "application/edn"} :body (pr-str @state)})
+
+(defn slow-start
+  "A jvm_init that takes as long as an application's start: the number of
+  milliseconds in the file named by the system property testapp.start-ms,
+  when it exists."
+  []
+  (when-let [f (System/getProperty "testapp.start-ms")]
+    (when (.exists (java.io.File. ^String f))
+      (Thread/sleep (Long/parseLong (.trim ^String (slurp f)))))))
