@@ -69,9 +69,10 @@ LOCATIONS = {
     "jvm-java": "jvm_content wsbench.JavaEcho;",
     "jvm-pool": "jvm_mode pool; jvm_content wsbench.echo/handler;",
 }
-# every JVM gets this, so that jcmd can read its heap without a signal
-# (nginx-jvm's JVMs run with -Xrs, and SIGQUIT would make a worker quit)
-ATTACH = "-XX:+StartAttachListener"
+# every JVM gets these, so that jcmd can read its heap without a signal
+# (nginx-jvm's JVMs run with -Xrs, and SIGQUIT would make a worker quit),
+# and whose full GC (only jcmd's) leaves no dead objects behind as fillers
+ATTACH = ["-XX:+StartAttachListener", "-XX:MarkSweepDeadRatio=0"]
 
 MAIN_CONF = """user root;
 worker_processes 2;
@@ -110,12 +111,12 @@ def nginx_conf(name, port, work, jetty_port=None):
             "        }\n" % (HOST, jetty_port))
     else:
         head = "load_module %s;\n%s" % (MODULE, head)
-        classpath = ([JAR, work / "java-classes"] if name == "jvm-java"
+        classpath = ([JAR, BUILT / "java-classes"] if name == "jvm-java"
                      else [JAR, BUILD / "lib" / "*", WS / "ring"])
         http += ("    jvm_path %s/lib/server/libjvm.so;\n"
                  "    jvm_classpath %s;\n"
                  "    jvm_options %s;\n"
-                 % (JDK17, " ".join(map(str, classpath)), ATTACH))
+                 % (JDK17, " ".join(map(str, classpath)), " ".join(ATTACH)))
         locations = "        location / { %s }\n" % LOCATIONS[name]
     return ("%shttp {\n%s    server {\n        listen %s:%d;\n%s    }\n}\n"
             % (head, http, HOST, port, locations))
@@ -123,8 +124,13 @@ def nginx_conf(name, port, work, jetty_port=None):
 
 # --- building what is measured ---------------------------------------------
 
+BUILT = None       # where prepare() put what it built
+
+
 def prepare(work):
     """The Go client, Jetty's jars and echo class, the Java echo: in `work`."""
+    global BUILT
+    BUILT = work
     log("building bench/ws/wsload (go build)")
     subprocess.run(["go", "build", "-o", str(work / "wsload"), "."],
                    cwd=WS / "wsload", check=True)
@@ -175,8 +181,8 @@ def start_jetty(work, tag):
     log_path = work / ("%s.log" % tag)
     with open(log_path, "w") as out:
         proc = subprocess.Popen(
-            [JDK17 + "/bin/java", ATTACH, "-cp",
-             "%s/*:%s" % (work / "jetty-lib", work / "jetty-classes"),
+            [JDK17 + "/bin/java"] + ATTACH + ["-cp",
+             "%s/*:%s" % (BUILT / "jetty-lib", BUILT / "jetty-classes"),
              "wsbench.JettyEcho", HOST, str(port)],
             stdout=out, stderr=out, start_new_session=True)
     return Server("jetty", port, proc, log_path)
@@ -223,6 +229,7 @@ def wait_ready(server, timeout=180):
 class Fleet:
     def __init__(self, names, work):
         self.names, self.work = names, work
+        work.mkdir(parents=True, exist_ok=True)
         self.servers, self.procs = {}, []
 
     def __enter__(self):
@@ -351,7 +358,8 @@ def run_echo(wsload, server, conns, duration, warmup=1.0):
                 marks[line.strip()] = cpu_seconds(server.pids())
     t = threading.Thread(target=watch, daemon=True)
     t.start()
-    out, _ = proc.communicate(timeout=duration + warmup + 180)
+    out = proc.stdout.read()          # stderr is the watcher's alone
+    proc.wait(60)
     t.join(5)
     res = json.loads(out.strip().splitlines()[-1])
     if "start" in marks and "stop" in marks and res["round_trips"]:
@@ -447,7 +455,8 @@ def cycles_phase(fleet, wsload, count, results):
                 "heap_bytes": sum(v[0] for v in heap.values()),
                 "sockets": sum(sum(n for c, (n, _) in v[1].items()
                                    if c.startswith("nginx.jvm.") and
-                                   "WebSocket" in c) for v in heap.values()),
+                                   c.endswith("$Socket"))
+                               for v in heap.values()),
             })
         # one short batch first, so that "0" is after the first sockets
         subprocess.run([str(wsload), "cycles", "-url", server.url(), "-n",
@@ -574,21 +583,20 @@ def report(results):
         out.append("## Memory per idle WebSocket (%s opened, one echo each, "
                    "then idle 5 s)\n" % a["idle"])
         out.append("| server | open | RSS before MB | RSS after MB | KB per "
-                   "WebSocket | target | JVM live heap per WebSocket | "
-                   "RSS after closing MB |")
-        out.append("|---|---|---|---|---|---|---|---|")
+                   "WebSocket | target | of which JVM live heap per "
+                   "WebSocket |")
+        out.append("|---|---|---|---|---|---|---|")
         for name, m in idle.items():
             kb = m.get("kb_per_conn")
             target = ("-" if not name.startswith("jvm-") else
                       ("PASS (<= 2 KB)" if kb is not None and kb <= 2
                        else "**FAIL** (> 2 KB)"))
             heap = m.get("heap_bytes_per_conn")
-            out.append("| %s | %d | %.1f | %.1f | %s | %s | %s | %.1f |" % (
+            out.append("| %s | %d | %.1f | %.1f | %s | %s | %s |" % (
                 name, m["open"], m["rss_before_total_kb"] / 1024,
                 m["rss_after_total_kb"] / 1024,
                 "%.2f" % kb if kb is not None else "-", target,
-                "%.0f B" % heap if heap is not None else "-",
-                m["rss_closed_total_kb"] / 1024))
+                "%.0f B" % heap if heap is not None else "-"))
         out.append("\nWhere the live heap per socket goes (classes that grew "
                    "most with the sockets open, count and bytes):\n")
         for name, m in idle.items():
@@ -618,6 +626,13 @@ def report(results):
                     p["heap_bytes"] / 1048576, p["sockets"],
                     p.get("errors", "-")))
         out.append("")
+    errs = {k: v for k, v in (results.get("log_errors") or {}).items() if v}
+    out.append("## Error logs\n")
+    if not errs:
+        out.append("No [error] (or worse) line and no exception in any "
+                   "server's log.\n")
+    for k, lines in errs.items():
+        out.append("- %s: %d lines, first: `%s`" % (k, len(lines), lines[0]))
     return "\n".join(out)
 
 
@@ -679,49 +694,63 @@ def main():
         work = Path(tmp)
         prepare(work)
         wsload = work / "wsload"
-        log("starting %s" % ", ".join(names))
-        with Fleet(names, work) as fleet:
-            if not args.no_echo:
+        if not args.no_echo:
+            log("starting %s" % ", ".join(names))
+            with Fleet(names, work / "echo") as fleet:
                 echo_phase(fleet, wsload,
                            [int(c) for c in args.conns.split(",")],
                            args.rounds, args.duration, results)
-            if not args.no_client_check and not args.no_echo:
-                target = next((n for n in ("jvm-java", "jvm-ring")
-                               if n in fleet.servers), names[0])
-                log("Python client check against %s" % target)
-                pc = python_client_check(fleet.servers[target], 100,
-                                         args.duration)
-                import websockets
-                runs = results["echo"].get("100", {}).get(target, [])
-                pc.update(version=websockets.__version__, conns=100,
-                          server=target,
-                          go_rps="%.0f" % med([r["rps"] for r in runs])
-                          if runs else "?",
-                          go_cpu="%.0f" % med([r["client_cpu_pct"]
-                                               for r in runs])
-                          if runs else "?")
-                results["python_client"] = pc
-                log("Python client: %s" % pc)
-            if not args.no_idle:
-                idle_phase(fleet, wsload, args.idle, results)
-            if not args.no_cycles:
-                cycles_phase(fleet, wsload, args.cycles, results)
-            for name, s in fleet.servers.items():
-                logs = [s.log] + ([s.behind.log] if s.behind else [])
-                found = results.setdefault("log_errors", {})[name] = []
-                for lp in logs:
-                    try:
-                        lines = [l for l in Path(lp).read_text().splitlines()
-                                 if re.search(r"\[(error|crit|alert|emerg)\]"
-                                              r"|Exception", l)]
-                    except OSError:
-                        lines = []
-                    found += lines[:20]
+                if not args.no_client_check:
+                    target = next((n for n in ("jvm-java", "jvm-ring")
+                                   if n in fleet.servers), names[0])
+                    log("Python client check against %s" % target)
+                    pc = python_client_check(fleet.servers[target], 100,
+                                             args.duration)
+                    import websockets
+                    runs = results["echo"].get("100", {}).get(target, [])
+                    pc.update(version=websockets.__version__, conns=100,
+                              server=target,
+                              go_rps="%.0f" % med([r["rps"] for r in runs])
+                              if runs else "?",
+                              go_cpu="%.0f" % med([r["client_cpu_pct"]
+                                                   for r in runs])
+                              if runs else "?")
+                    results["python_client"] = pc
+                    log("Python client: %s" % pc)
+                check_logs(fleet, results, "echo")
+        if not (args.no_idle and args.no_cycles):
+            # fresh servers: the echo phase's heap growth would hide the
+            # memory the idle sockets take
+            log("starting %s again" % ", ".join(names))
+            with Fleet(names, work / "idle") as fleet:
+                for s in fleet.servers.values():
+                    run_echo(wsload, s, 100, 2, 0.5)      # a short warm-up
+                if not args.no_idle:
+                    idle_phase(fleet, wsload, args.idle, results)
+                if not args.no_cycles:
+                    cycles_phase(fleet, wsload, args.cycles, results)
+                check_logs(fleet, results, "idle")
         save(results)
     text = report(results)
     out.write_text(text + "\n")
     print(text)
     log("report: %s (raw numbers: %s)" % (out, RESULTS_PATH))
+
+
+def check_logs(fleet, results, phase):
+    """The [error]-or-worse lines of the servers' logs, and exceptions."""
+    for name, s in fleet.servers.items():
+        logs = [s.log] + ([s.behind.log] if s.behind else [])
+        found = results.setdefault("log_errors", {})[
+            "%s (%s)" % (name, phase)] = []
+        for lp in logs:
+            try:
+                lines = [l for l in Path(lp).read_text().splitlines()
+                         if re.search(r"\[(error|crit|alert|emerg)\]"
+                                      r"|Exception", l)]
+            except OSError:
+                lines = []
+            found += lines[:20]
 
 
 if __name__ == "__main__":
