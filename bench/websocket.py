@@ -328,6 +328,38 @@ def live_heap(pids):
     return out
 
 
+def heap_range(pid):
+    """The Java heap's reserved address range, from jcmd GC.heap_info (no
+    GC), or None."""
+    if not os.path.exists("/tmp/.java_pid%d" % pid):
+        return None
+    r = subprocess.run([JDK17 + "/bin/jcmd", str(pid), "GC.heap_info"],
+                       capture_output=True, text=True, timeout=60)
+    # G1: "[start, end)"; Serial: each generation's "[start, top, end)"
+    text = r.stdout.split("Metaspace")[0]
+    addrs = [int(x, 16) for x in re.findall(r"0x([0-9a-f]+)", text)]
+    return (min(addrs), max(addrs)) if addrs else None
+
+
+def heap_rss_kb(pid, rng):
+    """Resident kB of the mappings inside the Java heap's range."""
+    if rng is None:
+        return 0
+    total, inside = 0, False
+    try:
+        with open("/proc/%d/smaps" % pid) as f:
+            for line in f:
+                m = re.match(r"([0-9a-f]+)-([0-9a-f]+) ", line)
+                if m:
+                    lo, hi = int(m.group(1), 16), int(m.group(2), 16)
+                    inside = lo >= rng[0] and hi <= rng[1]
+                elif inside and line.startswith("Rss:"):
+                    total += int(line.split()[1])
+    except OSError:
+        pass
+    return total
+
+
 def per_class_delta(open_h, closed_h, top=8):
     """The classes that grew most between two live_heap() results."""
     grow = {}
@@ -389,53 +421,70 @@ def echo_phase(fleet, wsload, conn_levels, rounds, duration, results):
                 save(results)
 
 
+def idle_round(server, wsload, count, heaps):
+    """Opens `count` WebSockets (one echo each), holds them 5 s idle,
+    measures, closes them: one round of the idle measurement."""
+    time.sleep(2)
+    pids = server.pids()
+    before = {p: rss_kb(p) for p in pids}
+    heap_before = {p: heap_rss_kb(p, heaps.get(p)) for p in heaps}
+    proc = subprocess.Popen(
+        [str(wsload), "idle", "-url", server.url(), "-conns", str(count)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    opened = json.loads(proc.stdout.readline())
+    time.sleep(5)
+    after = {p: rss_kb(p) for p in pids}
+    heap_after = {p: heap_rss_kb(p, heaps.get(p)) for p in heaps}
+    fds = {p: fd_count(p) for p in server.workers() or server.jvm_pids()}
+    heap_open = live_heap(server.jvm_pids())
+    proc.stdin.close()
+    closed = json.loads(proc.stdout.readline())
+    proc.wait(120)
+    time.sleep(3)
+    heap_closed = live_heap(server.jvm_pids())
+    n = opened["open"]
+    m = {
+        "open": n, "connect_errors": opened["connect_errors"],
+        "first_error": opened["first_error"],
+        "open_seconds": opened["seconds"], "alive_at_end": closed["alive"],
+        "rss_before_kb": before, "rss_after_kb": after,
+        "rss_before_total_kb": sum(before.values()),
+        "rss_after_total_kb": sum(after.values()),
+        "heap_rss_before_kb": sum(heap_before.values()),
+        "heap_rss_after_kb": sum(heap_after.values()),
+        "fds_open": fds,
+        "heap_open_bytes": sum(v[0] for v in heap_open.values()),
+        "heap_closed_bytes": sum(v[0] for v in heap_closed.values()),
+        "heap_growth_classes": per_class_delta(heap_open, heap_closed),
+    }
+    if n:
+        m["kb_per_conn"] = (m["rss_after_total_kb"]
+                            - m["rss_before_total_kb"]) / n
+        m["heap_rss_kb_per_conn"] = (m["heap_rss_after_kb"]
+                                     - m["heap_rss_before_kb"]) / n
+        if heap_open and heap_closed:
+            m["heap_bytes_per_conn"] = (m["heap_open_bytes"]
+                                        - m["heap_closed_bytes"]) / n
+    return m
+
+
 def idle_phase(fleet, wsload, count, results):
+    """Two rounds per server: the first on a server that never held that
+    many sockets, the second after the first's were closed (steady state)."""
     for name, server in fleet.servers.items():
-        log("idle: %s, %d WebSockets" % (name, count))
-        time.sleep(2)
-        before = {p: rss_kb(p) for p in server.pids()}
-        proc = subprocess.Popen(
-            [str(wsload), "idle", "-url", server.url(), "-conns", str(count)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        opened = json.loads(proc.stdout.readline())
-        time.sleep(5)
-        after = {p: rss_kb(p) for p in server.pids()}
-        fds = {p: fd_count(p) for p in server.workers() or server.jvm_pids()}
-        heap_open = live_heap(server.jvm_pids())
-        rss_after_gc = sum(rss_kb(p) for p in server.pids())
-        proc.stdin.close()
-        closed = json.loads(proc.stdout.readline())
-        proc.wait(120)
-        time.sleep(3)
-        heap_closed = live_heap(server.jvm_pids())
-        rss_closed = sum(rss_kb(p) for p in server.pids())
-        n = opened["open"]
-        m = {
-            "open": n, "connect_errors": opened["connect_errors"],
-            "first_error": opened["first_error"],
-            "open_seconds": opened["seconds"], "alive_at_end": closed["alive"],
-            "rss_before_kb": before, "rss_after_kb": after,
-            "rss_before_total_kb": sum(before.values()),
-            "rss_after_total_kb": sum(after.values()),
-            "rss_after_gc_total_kb": rss_after_gc,
-            "rss_closed_total_kb": rss_closed,
-            "fds_open": fds,
-            "heap_open_bytes": sum(v[0] for v in heap_open.values()),
-            "heap_closed_bytes": sum(v[0] for v in heap_closed.values()),
-            "heap_growth_classes": per_class_delta(heap_open, heap_closed),
-        }
-        if n:
-            m["kb_per_conn"] = (m["rss_after_total_kb"]
-                                - m["rss_before_total_kb"]) / n
-            if heap_open and heap_closed:
-                m["heap_bytes_per_conn"] = (m["heap_open_bytes"]
-                                            - m["heap_closed_bytes"]) / n
-        log("idle %s: %d open, %.2f KB RSS each, live heap %s B each" % (
-            name, n, m.get("kb_per_conn", 0),
-            "%.0f" % m["heap_bytes_per_conn"] if "heap_bytes_per_conn" in m
-            else "?"))
-        results["idle"][name] = m
-        save(results)
+        heaps = {p: heap_range(p) for p in server.jvm_pids()}
+        results["idle"][name] = []
+        for rnd in (1, 2):
+            log("idle: %s, %d WebSockets, round %d" % (name, count, rnd))
+            m = idle_round(server, wsload, count, heaps)
+            log("idle %s round %d: %d open, %.2f KB RSS each (Java heap's "
+                "RSS %.2f KB), live heap %s B each" % (
+                    name, rnd, m["open"], m.get("kb_per_conn", 0),
+                    m.get("heap_rss_kb_per_conn", 0),
+                    "%.0f" % m["heap_bytes_per_conn"]
+                    if "heap_bytes_per_conn" in m else "?"))
+            results["idle"][name].append(m)
+            save(results)
 
 
 def cycles_phase(fleet, wsload, count, results):
@@ -581,36 +630,45 @@ def report(results):
     idle = results.get("idle") or {}
     if idle:
         out.append("## Memory per idle WebSocket (%s opened, one echo each, "
-                   "then idle 5 s)\n" % a["idle"])
-        out.append("| server | open | RSS before MB | RSS after MB | KB per "
-                   "WebSocket | target | of which JVM live heap per "
-                   "WebSocket |")
-        out.append("|---|---|---|---|---|---|---|")
-        for name, m in idle.items():
-            kb = m.get("kb_per_conn")
-            target = ("-" if not name.startswith("jvm-") else
-                      ("PASS (<= 2 KB)" if kb is not None and kb <= 2
-                       else "**FAIL** (> 2 KB)"))
-            heap = m.get("heap_bytes_per_conn")
-            out.append("| %s | %d | %.1f | %.1f | %s | %s | %s |" % (
-                name, m["open"], m["rss_before_total_kb"] / 1024,
-                m["rss_after_total_kb"] / 1024,
-                "%.2f" % kb if kb is not None else "-", target,
-                "%.0f B" % heap if heap is not None else "-"))
+                   "then idle 5 s; round 1 on fresh servers, round 2 after "
+                   "round 1's were closed)\n" % a["idle"])
+        out.append("| server | round | open | RSS before MB | RSS after MB | "
+                   "KB per WebSocket | of which Java heap's RSS | target | "
+                   "JVM live heap per WebSocket |")
+        out.append("|---|---|---|---|---|---|---|---|---|")
+        for name, rounds in idle.items():
+            for rnd, m in enumerate(rounds, 1):
+                kb = m.get("kb_per_conn")
+                target = ("-" if not name.startswith("jvm-") else
+                          ("PASS (<= 2 KB)" if kb is not None and kb <= 2
+                           else "**FAIL** (> 2 KB)"))
+                heap = m.get("heap_bytes_per_conn")
+                out.append("| %s | %d | %d | %.1f | %.1f | %s | %s | %s | %s |"
+                           % (name, rnd, m["open"],
+                              m["rss_before_total_kb"] / 1024,
+                              m["rss_after_total_kb"] / 1024,
+                              "%.2f" % kb if kb is not None else "-",
+                              "%.2f KB" % m["heap_rss_kb_per_conn"]
+                              if "heap_rss_kb_per_conn" in m else "-",
+                              target,
+                              "%.0f B" % heap if heap is not None else "-"))
         out.append("\nWhere the live heap per socket goes (classes that grew "
-                   "most with the sockets open, count and bytes):\n")
-        for name, m in idle.items():
+                   "most with the sockets open, round 2, count and bytes):\n")
+        for name, rounds in idle.items():
+            m = rounds[-1]
             if m["heap_growth_classes"]:
                 out.append("- %s: %s" % (name, "; ".join(
                     "%s %d / %d B" % (c, n, b)
                     for c, n, b in m["heap_growth_classes"][:6])))
         out.append("")
-        for name, m in idle.items():
-            if m["connect_errors"] or m["alive_at_end"] != m["open"]:
-                out.append("- %s: %d failed to open (%s); %d of %d still "
-                           "echoed at the end" % (
-                               name, m["connect_errors"], m["first_error"],
-                               m["alive_at_end"], m["open"]))
+        for name, rounds in idle.items():
+            for m in rounds:
+                if m["connect_errors"] or m["alive_at_end"] != m["open"]:
+                    out.append("- %s: %d failed to open (%s); %d of %d still "
+                               "echoed at the end" % (
+                                   name, m["connect_errors"],
+                                   m["first_error"], m["alive_at_end"],
+                                   m["open"]))
         out.append("")
     cyc = results.get("cycles") or {}
     if cyc:
