@@ -79,3 +79,9 @@ bench: all
 
 clean:
 	rm -rf $(BUILD) runtime/target
+
+# The WebSocket benchmark (about 10 minutes; WS_BENCH_ARGS=--quick for 3):
+# nginx-jvm's echo listeners, Jetty 12, nginx proxying to Jetty; needs go.
+.PHONY: bench-ws
+bench-ws: all
+	python3 bench/websocket.py $(WS_BENCH_ARGS)

@@ -1,0 +1,3 @@
+module nginx-jvm/bench/wsload
+
+go 1.21
