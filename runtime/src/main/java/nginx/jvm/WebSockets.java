@@ -12,7 +12,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /**
  * The WebSockets of a worker, on the Java side of the C module's frames
@@ -112,13 +112,13 @@ final class WebSockets {
             default:
                 break;
         }
-        if (s.inbound.get() < queueSize) {
+        if (s.inbound < queueSize) {
             return Wire.WS_CONTINUE;
         }
         // The C module stops reading; the listener's thread wakes it when it
         // catches up. Checked again after the flag, in case it just did.
         s.paused = true;
-        if (s.inbound.get() < queueSize / 2 + 1) {
+        if (s.inbound < queueSize / 2 + 1) {
             s.paused = false;
             return Wire.WS_CONTINUE;
         }
@@ -150,7 +150,7 @@ final class WebSockets {
         signalled.set(false);
         Socket s;
         while ((s = ready.poll()) != null) {
-            s.queued.set(false);
+            s.queued = 0;
             if (sockets.get(s.id) == s) {
                 return s.id;
             }
@@ -181,7 +181,7 @@ final class WebSockets {
     }
 
     private void ready(Socket s) {
-        if (s.queued.compareAndSet(false, true)) {
+        if (QUEUED.compareAndSet(s, 0, 1)) {
             ready.add(s);
             if (signalled.compareAndSet(false, true)) {
                 waker.run();
@@ -202,30 +202,43 @@ final class WebSockets {
         }
     }
 
+    private static final AtomicIntegerFieldUpdater<Socket> QUEUED =
+            AtomicIntegerFieldUpdater.newUpdater(Socket.class, "queued");
+    private static final AtomicIntegerFieldUpdater<Socket> INBOUND =
+            AtomicIntegerFieldUpdater.newUpdater(Socket.class, "inbound");
+    private static final AtomicIntegerFieldUpdater<Socket> PENDING =
+            AtomicIntegerFieldUpdater.newUpdater(Socket.class, "pending");
+
+    /**
+     * An open socket: an idle one is this object and its listener, nothing
+     * more (queues are made when first needed, counters are plain fields).
+     */
     private final class Socket implements WebSocket {
         final int id;
         final WebSocketListener listener;
         /** Where callbacks run: null for the event loop. */
         private final Executor executor;
-        final AtomicBoolean queued = new AtomicBoolean();
+        /** 1 while on the ready queue. */
+        volatile int queued;
         /** Messages given to the listener, not yet handled. */
-        final AtomicInteger inbound = new AtomicInteger();
+        volatile int inbound;
         volatile boolean opened;
 
-        // Guarded by this.
-        private final Queue<Frame> out = new ArrayDeque<>();
+        // Guarded by this; made on the first frame.
+        private Queue<Frame> out;
         private boolean closing;
         private boolean closed;
 
         // The mailbox of a listener off the loop: one event at a time, in order.
-        private final ConcurrentLinkedQueue<Event> events = new ConcurrentLinkedQueue<>();
-        private final AtomicInteger pending = new AtomicInteger();
+        private final ConcurrentLinkedQueue<Event> events;
+        volatile int pending;
         volatile boolean paused;
 
         Socket(int id, WebSocketListener listener, Executor executor) {
             this.id = id;
             this.listener = listener;
             this.executor = executor;
+            this.events = executor == null ? null : new ConcurrentLinkedQueue<>();
         }
 
         // --- events, to the listener ---
@@ -233,14 +246,14 @@ final class WebSockets {
         void event(boolean message, Runnable callback) {
             Event e = new Event(message, callback);
             if (message) {
-                inbound.incrementAndGet();
+                INBOUND.incrementAndGet(this);
             }
             if (executor == null) {
                 run(e);
                 return;
             }
             events.add(e);
-            if (pending.getAndIncrement() == 0) {
+            if (PENDING.getAndIncrement(this) == 0) {
                 executor.execute(this::drain);
             }
         }
@@ -248,7 +261,7 @@ final class WebSockets {
         private void drain() {
             do {
                 run(events.poll());
-            } while (pending.decrementAndGet() > 0);
+            } while (PENDING.decrementAndGet(this) > 0);
         }
 
         private void run(Event e) {
@@ -259,7 +272,7 @@ final class WebSockets {
                 close(1011, "");
             } finally {
                 if (e.message) {
-                    int left = inbound.decrementAndGet();
+                    int left = INBOUND.decrementAndGet(this);
                     if (left <= queueSize / 2 && paused) {
                         paused = false;
                         ready(this);
@@ -273,7 +286,7 @@ final class WebSockets {
         int take(ByteBuffer buf) {
             Frame f;
             synchronized (this) {
-                f = out.peek();
+                f = out == null ? null : out.peek();
                 if (f == null) {
                     return 0;
                 }
@@ -297,6 +310,9 @@ final class WebSockets {
                 while (true) {
                     if (closing || closed) {
                         throw new IOException("the WebSocket is closed");
+                    }
+                    if (out == null) {
+                        out = new ArrayDeque<>();
                     }
                     if (control ? out.size() < queueSize + 8 : out.size() < queueSize) {
                         break;
@@ -345,8 +361,8 @@ final class WebSockets {
             Frame[] dropped;
             synchronized (this) {
                 closed = true;
-                dropped = out.toArray(new Frame[0]);
-                out.clear();
+                dropped = out == null ? new Frame[0] : out.toArray(new Frame[0]);
+                out = null;
                 notifyAll();
             }
             IOException e = new IOException("the WebSocket is closed");
