@@ -72,7 +72,7 @@ final class Handlers {
             throw new IllegalStateException("\"" + name + "\" names a Clojure var, but Clojure"
                     + " is not on the class path (jvm_classpath)");
         }
-        Method m = Class.forName("nginx.jvm.ring.RingHandler").getMethod(method, String.class);
+        Method m = Class.forName("nginx.jvm.RingHandler").getMethod(method, String.class);
         try {
             return m.invoke(null, name);
         } catch (java.lang.reflect.InvocationTargetException e) {

@@ -184,7 +184,7 @@ public final class Request {
      * (name, value, name, value, ...), in the order of their first field: a
      * copy, which the Ring adapter makes its header map of.
      */
-    public String[] headerPairs() {
+    String[] headerPairs() {
         return pairs().clone();
     }
 

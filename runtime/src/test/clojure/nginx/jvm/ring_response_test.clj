@@ -4,8 +4,7 @@
             [ring.core.protocols :as protocols])
   (:import (java.io ByteArrayInputStream ByteArrayOutputStream File OutputStream)
            (java.lang.reflect InvocationTargetException Method)
-           (nginx.jvm BodyWriter Response)
-           (nginx.jvm.ring RingHandler)))
+           (nginx.jvm BodyWriter Response))
 
 ;; A body type of the application's own, made streamable the usual way,
 ;; before RingHandler is first used (the def below loads it): see
@@ -24,7 +23,7 @@
 ;; RingHandler/response is package-private: the runtime calls it, handlers
 ;; only return maps.
 (def ^:private response-method
-  (doto (.getDeclaredMethod RingHandler "response" (into-array Class [Object]))
+  (doto (.getDeclaredMethod (Class/forName "nginx.jvm.RingHandler") "response" (into-array Class [Object]))
     (.setAccessible true)))
 
 (defn ->response

@@ -1,5 +1,5 @@
 (ns nginx.jvm.ring-test
-  "The lazy Ring request map (nginx.jvm.ring.RingRequest) must behave as an
+  "The lazy Ring request map (nginx.jvm.RingRequest) must behave as an
   ordinary Clojure map for every use middleware makes of it."
   (:require [clojure.test :refer [deftest is]]
             [nginx.jvm.wire :as wire])
@@ -10,7 +10,7 @@
 ;; RingRequest and its constructor are package-private: the runtime makes
 ;; them, handlers only see a map.
 (def ^:private ring-request-constructor
-  (doto (.getDeclaredConstructor (Class/forName "nginx.jvm.ring.RingRequest")
+  (doto (.getDeclaredConstructor (Class/forName "nginx.jvm.RingRequest")
                                  (into-array Class [Request]))
     (.setAccessible true)))
 

@@ -80,7 +80,7 @@ class HandlersTest {
     @Test
     void clojureVarBecomesARingHandler() throws Exception {
         Object h = Handlers.load("clojure.core/identity");
-        assertEquals("nginx.jvm.ring.RingHandler", h.getClass().getName());
+        assertEquals("nginx.jvm.RingHandler", h.getClass().getName());
         // A Ring handler serves both ways: (handler request) and (handler request respond raise).
         assertInstanceOf(Handler.class, h);
         assertInstanceOf(AsyncHandler.class, h);

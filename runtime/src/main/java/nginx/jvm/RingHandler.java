@@ -1,4 +1,4 @@
-package nginx.jvm.ring;
+package nginx.jvm;
 
 import clojure.lang.AFn;
 import clojure.lang.IFn;
@@ -13,13 +13,6 @@ import java.io.File;
 import java.io.InputStream;
 import java.util.Iterator;
 import java.util.Map;
-import nginx.jvm.AsyncHandler;
-import nginx.jvm.BadResponseException;
-import nginx.jvm.BodyWriter;
-import nginx.jvm.Handler;
-import nginx.jvm.Request;
-import nginx.jvm.Responder;
-import nginx.jvm.Response;
 
 /**
  * A Ring handler (a Clojure var) served as a {@link Handler}: the request
@@ -27,7 +20,7 @@ import nginx.jvm.Response;
  * {@link Response}. The runtime reaches this class only by reflection, so it
  * needs Clojure only when a Clojure handler is configured.
  */
-public final class RingHandler implements Handler, AsyncHandler {
+final class RingHandler implements Handler, AsyncHandler {
     private static final Keyword STATUS = Keyword.intern("status");
     private static final Keyword HEADERS = Keyword.intern("headers");
     private static final Keyword BODY = Keyword.intern("body");

@@ -1,4 +1,4 @@
-package nginx.jvm.ring;
+package nginx.jvm;
 
 import clojure.lang.APersistentMap;
 import clojure.lang.IObj;
@@ -12,7 +12,6 @@ import clojure.lang.PersistentHashMap;
 import java.io.InputStream;
 import java.util.Iterator;
 import java.util.Map;
-import nginx.jvm.Request;
 
 /**
  * The Ring request map (Ring SPEC 1.5), built lazily: a key's value is made
