@@ -4,7 +4,7 @@
             [ring.core.protocols :as protocols])
   (:import (java.io ByteArrayInputStream ByteArrayOutputStream File OutputStream)
            (java.lang.reflect InvocationTargetException Method)
-           (nginx.jvm BodyWriter Response))
+           (nginx.jvm BodyWriter Response)))
 
 ;; A body type of the application's own, made streamable the usual way,
 ;; before RingHandler is first used (the def below loads it): see

@@ -7,7 +7,7 @@
             [nginx.jvm.wire :as wire])
   (:import (java.nio ByteBuffer)
            (java.nio.charset StandardCharsets)
-           (nginx.jvm AsyncHandler Responder Response))
+           (nginx.jvm AsyncHandler Responder Response)))
 
 (defn app [req]
   {:status 200
