@@ -28,7 +28,9 @@ def test_print_config_for_a_ring_handler():
             "--print-config")
     assert r.returncode == 0, r.stderr
     conf = r.stdout
-    assert "listen 127.0.0.1:8123;" in conf
+    assert "listen 127.0.0.1:8123 backlog=4096;" in conf
+    assert "sendfile on;" in conf, "File bodies leave by sendfile"
+    assert "keepalive_requests 100000;" in conf
     assert "worker_processes 3;" in conf
     assert "client_max_body_size 20m;" in conf
     assert 'jvm_options "-Xmx128m";' in conf

@@ -800,7 +800,10 @@ ngx_http_jvm_valid_handler_name(ngx_str_t *name)
 }
 
 
-/* In the master, for each configuration loaded: a new generation. */
+/*
+ * In the master, for each configuration loaded: a new generation, and the
+ * JVM's options tried once (in a child process).
+ */
 
 static ngx_int_t
 ngx_http_jvm_init_module(ngx_cycle_t *cycle)
@@ -811,6 +814,7 @@ ngx_http_jvm_init_module(ngx_cycle_t *cycle)
 
     if (jmcf && jmcf->zone) {
         ngx_http_jvm_reload_new_generation(cycle, jmcf);
+        ngx_http_jvm_vm_trial(cycle, jmcf);
     }
 
     return NGX_OK;

@@ -61,6 +61,7 @@ typedef struct {
     ngx_atomic_t              generation;   /* the newest configuration's */
     ngx_atomic_t              ready;        /* its workers that are ready */
     ngx_atomic_t              workers;      /* of it */
+    ngx_atomic_t              jvm_failed;   /* the master's trial start */
 } ngx_http_jvm_generation_t;
 
 
@@ -157,6 +158,8 @@ void ngx_http_jvm_ctx_release(ngx_http_jvm_ctx_t *ctx);
 
 /* ngx_http_jvm_vm.c: one function per nginx.jvm.Worker entry point */
 ngx_int_t ngx_http_jvm_vm_start(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
+void ngx_http_jvm_vm_trial(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_vm_register(ngx_cycle_t *cycle, ngx_str_t *name);
 ngx_int_t ngx_http_jvm_vm_init(ngx_cycle_t *cycle, ngx_str_t *name);

@@ -53,8 +53,6 @@ typedef struct {
 
 static ngx_int_t ngx_http_jvm_vm_create(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
-static ngx_int_t ngx_http_jvm_vm_trial(ngx_cycle_t *cycle,
-    ngx_http_jvm_create_pt create, JavaVMInitArgs *args);
 static ngx_uint_t ngx_http_jvm_vm_chooses_gc(ngx_http_jvm_main_conf_t *jmcf);
 static void ngx_http_jvm_check_readable(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
@@ -211,19 +209,52 @@ ngx_http_jvm_vm_chooses_gc(ngx_http_jvm_main_conf_t *jmcf)
 }
 
 
+/* An option of jvm_options starts with one of the prefixes. */
+
+static ngx_uint_t
+ngx_http_jvm_vm_has_option(ngx_http_jvm_main_conf_t *jmcf, char **prefixes)
+{
+    char        **p;
+    ngx_str_t    *opt;
+    ngx_uint_t    i;
+
+    if (jmcf->options == NULL) {
+        return 0;
+    }
+
+    opt = jmcf->options->elts;
+
+    for (i = 0; i < jmcf->options->nelts; i++) {
+        for (p = prefixes; *p; p++) {
+            if (ngx_strncmp(opt[i].data, *p, ngx_strlen(*p)) == 0) {
+                return 1;
+            }
+        }
+    }
+
+    return 0;
+}
+
+
+/* libjvm.so loaded, and the JVM's options from the configuration. */
+
 static ngx_int_t
-ngx_http_jvm_vm_create(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
+ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
+    JavaVMInitArgs *args, ngx_http_jvm_create_pt *createp)
 {
     u_char                  *p;
     void                    *lib;
     size_t                   len;
-    jint                     rc;
-    sigset_t                 old;
     ngx_str_t               *cp, *opt;
-    ngx_uint_t               i, n;
+    ngx_uint_t               i, n, workers;
     JavaVMOption            *options;
-    JavaVMInitArgs           args;
+    ngx_core_conf_t         *ccf;
     ngx_http_jvm_create_pt   create;
+
+    static char  *initial[] = { "-Xms", "-XX:InitialHeapSize",
+                                "-XX:InitialRAMPercentage", NULL };
+    static char  *maximum[] = { "-Xmx", "-XX:MaxHeapSize",
+                                "-XX:MaxRAMPercentage", "-XX:MaxRAM", NULL };
 
     lib = dlopen((char *) jmcf->jvm_path.data, RTLD_NOW | RTLD_GLOBAL);
     if (lib == NULL) {
@@ -241,7 +272,7 @@ ngx_http_jvm_vm_create(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         return NGX_ERROR;
     }
 
-    options = ngx_pcalloc(cycle->pool, (3 + (jmcf->options
+    options = ngx_pcalloc(cycle->pool, (5 + (jmcf->options
                                              ? jmcf->options->nelts : 0))
                                        * sizeof(JavaVMOption));
     if (options == NULL) {
@@ -293,6 +324,35 @@ ngx_http_jvm_vm_create(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         options[n++].optionString = "-XX:+UseSerialGC";
     }
 
+    /*
+     * The heap, unless the options size it: the JDK's default is a quarter
+     * of the machine for each JVM, and there is a JVM per worker; and its
+     * initial heap (1/64 of the machine) is touched, young generation
+     * first, as the worker runs.  So: a small start, and a quarter of the
+     * machine shared by all the workers at most.
+     */
+
+    if (!ngx_http_jvm_vm_has_option(jmcf, initial)) {
+        options[n++].optionString = "-Xms32m";
+    }
+
+    if (!ngx_http_jvm_vm_has_option(jmcf, maximum)) {
+        ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx,
+                                               ngx_core_module);
+        workers = (ccf && ccf->worker_processes > 0)
+                  ? (ngx_uint_t) ccf->worker_processes : 1;
+
+        p = ngx_pnalloc(cycle->pool, sizeof("-XX:MaxRAMPercentage=")
+                                     + NGX_INT_T_LEN);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_sprintf(p, "-XX:MaxRAMPercentage=%ui%Z",
+                    ngx_max(25 / workers, 1));
+        options[n++].optionString = (char *) p;
+    }
+
     if (jmcf->options) {
         opt = jmcf->options->elts;
 
@@ -301,12 +361,38 @@ ngx_http_jvm_vm_create(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         }
     }
 
-    args.version = JNI_VERSION_1_8;
-    args.nOptions = n;
-    args.options = options;
-    args.ignoreUnrecognized = JNI_FALSE;
+    args->version = JNI_VERSION_1_8;
+    args->nOptions = n;
+    args->options = options;
+    args->ignoreUnrecognized = JNI_FALSE;
 
-    if (ngx_http_jvm_vm_trial(cycle, create, &args) != NGX_OK) {
+    *createp = create;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_jvm_vm_create(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
+{
+    jint                         rc;
+    sigset_t                     old;
+    JavaVMInitArgs               args;
+    ngx_http_jvm_create_pt       create;
+    ngx_http_jvm_generation_t   *gen;
+
+    gen = jmcf->zone->data;
+
+    if (gen->jvm_failed && gen->generation == jmcf->generation) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
+                      "jvm: the JVM failed to start: its trial start by the "
+                      "master failed (the reason is above); check "
+                      "\"jvm_options\"; locations with \"jvm_content\" "
+                      "answer 500");
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_jvm_vm_args(cycle, jmcf, &args, &create) != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -331,21 +417,27 @@ ngx_http_jvm_vm_create(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 /*
  * For some bad options (a heap too small, say) the JVM does not fail
  * JNI_CreateJavaVM(): it exits the process, and the master would respawn the
- * worker to exit again at once, in a loop.  So a child process starts the
- * JVM first, with the same options; only if it could does this process.
- * SIGCHLD stays blocked meanwhile, so that nginx's handler does not reap the
- * child before waitpid() does.
+ * worker to exit again at once, in a loop.  So the master, once for each
+ * configuration it loads, starts the JVM in a child process with the same
+ * options; if that fails, the workers do not try (and say so).  The master
+ * itself never loads a JVM.  SIGCHLD stays blocked meanwhile, so that
+ * nginx's handler does not reap the child before waitpid() does.
  */
 
-static ngx_int_t
-ngx_http_jvm_vm_trial(ngx_cycle_t *cycle, ngx_http_jvm_create_pt create,
-    JavaVMInitArgs *args)
+void
+ngx_http_jvm_vm_trial(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 {
-    int        status;
-    pid_t      pid;
-    JNIEnv    *env;
-    JavaVM    *vm;
-    sigset_t   old;
+    int                         status;
+    pid_t                       pid;
+    JNIEnv                     *env;
+    JavaVM                     *vm;
+    sigset_t                    old;
+    JavaVMInitArgs              args;
+    ngx_http_jvm_create_pt      create;
+    ngx_http_jvm_generation_t  *gen;
+
+    gen = jmcf->zone->data;
+    gen->jvm_failed = 0;
 
     ngx_http_jvm_vm_block_signals(&old);
 
@@ -355,11 +447,12 @@ ngx_http_jvm_vm_trial(ngx_cycle_t *cycle, ngx_http_jvm_create_pt create,
         /* the JVM says why it exits on stdout: into the error log with it */
         (void) dup2(ngx_stderr, STDOUT_FILENO);
 
-        if (create(&vm, (void **) &env, args) != JNI_OK) {
+        if (ngx_http_jvm_vm_args(cycle, jmcf, &args, &create) != NGX_OK
+            || create(&vm, (void **) &env, &args) != JNI_OK)
+        {
             _exit(1);
         }
 
-        (*vm)->DestroyJavaVM(vm);
         _exit(0);
     }
 
@@ -374,25 +467,24 @@ ngx_http_jvm_vm_trial(ngx_cycle_t *cycle, ngx_http_jvm_create_pt create,
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 
     if (pid == -1) {
-        /* no trial is possible: start the JVM here all the same */
+        /* no trial is possible: the workers try all the same */
         ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_errno,
                       "jvm: fork() for a trial start of the JVM failed");
-        return NGX_OK;
+        return;
     }
 
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-        return NGX_OK;
+        return;
     }
 
+    gen->jvm_failed = 1;
+
     ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
-                  "jvm: the JVM failed to start: a trial start in a child "
+                  "jvm: the master's trial start of the JVM in a child "
                   "process ended with %s %d (the JVM's reason is above); "
-                  "check \"jvm_options\"; locations with \"jvm_content\" "
-                  "answer 500",
+                  "check \"jvm_options\"; the workers will not start it",
                   WIFEXITED(status) ? "exit status" : "signal",
                   WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-
-    return NGX_ERROR;
 }
 
 
