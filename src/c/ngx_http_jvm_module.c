@@ -20,6 +20,8 @@ static char *ngx_http_jvm_classpath(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_jvm_options(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_jvm_cache(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static char *ngx_http_jvm_init(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_jvm_content(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -68,6 +70,13 @@ static ngx_command_t  ngx_http_jvm_commands[] = {
     { ngx_string("jvm_options"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
       ngx_http_jvm_options,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("jvm_cache"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_jvm_cache,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
@@ -671,6 +680,44 @@ ngx_http_jvm_options(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+/* jvm_cache PATH | off: a directory of the master's, relative to the prefix */
+
+static char *
+ngx_http_jvm_cache(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_jvm_main_conf_t *jmcf = conf;
+
+    ngx_str_t  *value;
+
+    if (jmcf->cache.data != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_strcmp(value[1].data, "off") == 0) {
+        ngx_str_set(&jmcf->cache, "");
+        return NGX_CONF_OK;
+    }
+
+    if (value[1].len == 0) {
+        return "needs a directory or \"off\"";
+    }
+
+    while (value[1].len > 1 && value[1].data[value[1].len - 1] == '/') {
+        value[1].len--;
+    }
+
+    if (ngx_conf_full_name(cf->cycle, &value[1], 0) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    jmcf->cache = value[1];
+
+    return NGX_CONF_OK;
+}
+
+
 static char *
 ngx_http_jvm_init(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
@@ -814,7 +861,12 @@ ngx_http_jvm_init_module(ngx_cycle_t *cycle)
 
     if (jmcf && jmcf->zone) {
         ngx_http_jvm_reload_new_generation(cycle, jmcf);
-        ngx_http_jvm_vm_trial(cycle, jmcf);
+
+        /* "nginx -s": a signal to send, not a configuration to start */
+
+        if (ngx_process != NGX_PROCESS_SIGNALLER) {
+            ngx_http_jvm_cache_prepare(cycle, jmcf);
+        }
     }
 
     return NGX_OK;

@@ -75,11 +75,17 @@ typedef struct {
     ngx_int_t                 queue;
     ngx_int_t                 ws_send_queue;
     ngx_msec_t                reload_timeout;
+    ngx_str_t                 cache;        /* jvm_cache, or "" (off) */
+    ngx_str_t                 cache_entry;  /* its directory for this start */
+    ngx_array_t              *cache_classpath;
+    ngx_str_t                 cache_share;  /* -XX:SharedArchiveFile=... */
+    ngx_str_t                 cache_dump;   /* -XX:ArchiveClassesAtExit=... */
     ngx_shm_zone_t           *zone;         /* of ngx_http_jvm_generation_t */
     ngx_atomic_uint_t         generation;   /* this configuration's */
     unsigned                  uses_pool:1;
     unsigned                  uses_virtual:1;
     unsigned                  uses_tasks:1; /* any location off the loop */
+    unsigned                  cache_ready:1;
 } ngx_http_jvm_main_conf_t;
 
 
@@ -128,6 +134,10 @@ extern ngx_module_t       ngx_http_jvm_module;
 extern ngx_http_jvm_vm_t  ngx_http_jvm_vm;
 
 
+/* ngx_http_jvm_cache.c */
+void ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
+
 /* ngx_http_jvm_reload.c */
 ngx_int_t ngx_http_jvm_reload_zone_init(ngx_shm_zone_t *zone, void *data);
 void ngx_http_jvm_reload_new_generation(ngx_cycle_t *cycle,
@@ -160,6 +170,8 @@ void ngx_http_jvm_ctx_release(ngx_http_jvm_ctx_t *ctx);
 ngx_int_t ngx_http_jvm_vm_start(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 void ngx_http_jvm_vm_trial(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
+ngx_int_t ngx_http_jvm_vm_build_cache(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_vm_register(ngx_cycle_t *cycle, ngx_str_t *name);
 ngx_int_t ngx_http_jvm_vm_init(ngx_cycle_t *cycle, ngx_str_t *name);
