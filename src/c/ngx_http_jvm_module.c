@@ -874,10 +874,11 @@ ngx_http_jvm_init_module(ngx_cycle_t *cycle)
 
 
 /*
- * A worker's start, in order: the JVM and the Worker class; the handlers,
- * loaded now so that a missing one is reported once; the executors and the
- * eventfd JVM threads wake the loop with; the jvm_init handler; then the
- * news that this worker is ready, for the workers of an older generation.
+ * A worker's start, in order: its turn (one JVM start at a time); the JVM
+ * and the Worker class; the handlers, loaded now so that a missing one is
+ * reported once; the executors and the eventfd JVM threads wake the loop
+ * with; the jvm_init handler; then the news that this worker is ready, for
+ * the workers of an older generation and the next one's turn.
  */
 
 static ngx_int_t
@@ -908,6 +909,8 @@ ngx_http_jvm_init_process(ngx_cycle_t *cycle)
      * serving everything else and its jvm locations answer 500.  Failing
      * the worker instead would make the master respawn it in a loop.
      */
+
+    ngx_http_jvm_reload_worker_turn(cycle, jmcf);
 
     if (ngx_http_jvm_vm_start(cycle, jmcf) == NGX_OK) {
 

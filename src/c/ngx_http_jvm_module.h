@@ -142,6 +142,8 @@ void ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle,
 ngx_int_t ngx_http_jvm_reload_zone_init(ngx_shm_zone_t *zone, void *data);
 void ngx_http_jvm_reload_new_generation(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
+void ngx_http_jvm_reload_worker_turn(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
 void ngx_http_jvm_reload_worker_ready(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 

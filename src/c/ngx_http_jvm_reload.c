@@ -24,6 +24,7 @@
 
 
 #define NGX_HTTP_JVM_RELOAD_POLL  50
+#define NGX_HTTP_JVM_TURN_LIMIT   10000
 
 
 static void ngx_http_jvm_reload_install(ngx_event_t *ev);
@@ -97,6 +98,41 @@ ngx_http_jvm_reload_new_generation(ngx_cycle_t *cycle,
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
                    "jvm: generation %uA of %ui workers",
                    jmcf->generation, ccf->worker_processes);
+}
+
+
+/*
+ * The workers of a generation start their JVMs one after the other.  Started
+ * together, N JVMs share the cores and the first is ready about when the
+ * last is; one at a time, the first answers about N times sooner, and the
+ * last is ready about when it would have been (a start is CPU-bound).  A
+ * worker waits until as many workers of its generation as its number are
+ * ready, for NGX_HTTP_JVM_TURN_LIMIT at most; a respawned worker finds
+ * them ready and does not wait.
+ */
+
+void
+ngx_http_jvm_reload_worker_turn(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf)
+{
+    ngx_msec_t                  waited;
+    ngx_http_jvm_generation_t  *gen;
+
+    gen = jmcf->zone->data;
+
+    for (waited = 0; waited < NGX_HTTP_JVM_TURN_LIMIT; waited += 5) {
+        if (gen->generation != jmcf->generation
+            || gen->ready >= (ngx_atomic_uint_t) ngx_worker)
+        {
+            break;
+        }
+
+        ngx_msleep(5);
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
+                   "jvm: worker %ui waited %M ms for its turn",
+                   ngx_worker, waited);
 }
 
 

@@ -72,6 +72,7 @@ static int ngx_http_jvm_vm_child_job(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf, ngx_uint_t job);
 static ngx_int_t ngx_http_jvm_vm_compile(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
+static ngx_uint_t ngx_http_jvm_vm_mapped(ngx_http_jvm_main_conf_t *jmcf);
 static ngx_int_t ngx_http_jvm_vm_buffer(jobject buf, jobject *ref,
     u_char **addr, size_t *cap);
 static ngx_int_t ngx_http_jvm_vm_response_buffer(ngx_log_t *log);
@@ -466,7 +467,44 @@ ngx_http_jvm_vm_create(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         return NGX_ERROR;
     }
 
+    if (extra[0] && !ngx_http_jvm_vm_mapped(jmcf)) {
+        ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                      "jvm: the JVM rejected the archive of class cache "
+                      "\"%V\" (a JDK's change, or a corrupt file): started "
+                      "without it", &jmcf->cache_entry);
+    }
+
     return NGX_OK;
+}
+
+
+/*
+ * Whether the JVM mapped the cache's archive: it says nothing when the
+ * archive's header does not suit it, it just starts without.
+ */
+
+static ngx_uint_t
+ngx_http_jvm_vm_mapped(ngx_http_jvm_main_conf_t *jmcf)
+{
+    FILE        *maps;
+    char         line[4096];
+    ngx_uint_t   found;
+
+    maps = fopen("/proc/self/maps", "r");
+    if (maps == NULL) {
+        return 1;
+    }
+
+    found = 0;
+
+    while (!found && fgets(line, sizeof(line), maps)) {
+        found = ngx_strstr(line, jmcf->cache_entry.data) != NULL
+                && ngx_strstr(line, "/app.jsa") != NULL;
+    }
+
+    fclose(maps);
+
+    return found;
 }
 
 
