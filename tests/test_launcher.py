@@ -15,6 +15,28 @@ from harness import (CLJ_APPS, RING_JARS, ROOT, alive, children, free_port,
 LAUNCHER = str(ROOT / "bin" / "nginx-jvm")
 
 
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    """The launcher's class cache in the test's own directory."""
+    monkeypatch.setenv("NGINX_JVM_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_cache_option(cache, monkeypatch):
+    args = ("run", "--handler", "testapp.offloop/fast", "--classpath",
+            str(CLJ_APPS), "--print-config")
+    assert 'jvm_cache "%s";' % cache in run(*args).stdout
+    assert 'jvm_cache "off";' in run(*args, "--cache", "off").stdout
+    assert 'jvm_cache "/srv/c";' in run(*args, "--cache", "/srv/c").stdout
+    monkeypatch.delenv("NGINX_JVM_CACHE")
+    monkeypatch.setenv("HOME", "/home/someone")
+    expected = "/var/cache/nginx-jvm" if os.geteuid() == 0 \
+        else "/home/someone/.cache/nginx-jvm"
+    assert 'jvm_cache "%s";' % expected in run(*args).stdout
+    r = run(*args, "--cache", "")
+    assert r.returncode != 0 and "--cache needs a directory" in r.stderr
+
+
 def run(*args, **kw):
     return subprocess.run([LAUNCHER] + list(args), stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True, timeout=60, **kw)
@@ -126,6 +148,33 @@ def test_serves_then_stops_cleanly(sig):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_second_start_uses_the_cache(cache):
+    cp = ":".join([str(CLJ_APPS)] + RING_JARS)
+    for start in (1, 2):
+        port = free_port()
+        proc = subprocess.Popen(
+            [LAUNCHER, "run", "--handler", "testapp.offloop/fast",
+             "--classpath", cp, "--port", str(port), "--workers", "1"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True)
+        try:
+            def serving():
+                try:
+                    return request(port, "GET", "/x", timeout=2).status == 200
+                except OSError:
+                    return False
+            assert wait_for(serving, 60)
+            os.kill(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=20)
+            err = proc.stderr.read().decode()
+            assert ("building the class cache" in err) == (start == 1), err
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert len([p for p in cache.iterdir() if p.is_dir()]) == 1
 
 
 def test_java_handler_through_the_launcher():

@@ -73,6 +73,7 @@ static int ngx_http_jvm_vm_child_job(ngx_cycle_t *cycle,
 static ngx_int_t ngx_http_jvm_vm_compile(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 static ngx_uint_t ngx_http_jvm_vm_mapped(ngx_http_jvm_main_conf_t *jmcf);
+static ngx_uint_t ngx_http_jvm_vm_version(ngx_http_jvm_main_conf_t *jmcf);
 static ngx_int_t ngx_http_jvm_vm_buffer(jobject buf, jobject *ref,
     u_char **addr, size_t *cap);
 static ngx_int_t ngx_http_jvm_vm_response_buffer(ngx_log_t *log);
@@ -252,6 +253,92 @@ ngx_http_jvm_vm_has_option(ngx_http_jvm_main_conf_t *jmcf, char **prefixes)
 }
 
 
+/*
+ * The JDK's version, from the "release" file of its home (JAVA_VERSION=
+ * "17.0.15"; the home is three levels above lib/server/libjvm.so), as
+ * major * 1000 + update; 0 when unknown.
+ */
+
+static ngx_uint_t
+ngx_http_jvm_vm_version(ngx_http_jvm_main_conf_t *jmcf)
+{
+    u_char      *p, *last, buf[4096];
+    ssize_t      n;
+    ngx_fd_t     fd;
+    ngx_int_t    major, update;
+    ngx_uint_t   i, slashes;
+
+    static ngx_uint_t  version = (ngx_uint_t) -1;
+
+    if (version != (ngx_uint_t) -1) {
+        return version;
+    }
+
+    version = 0;
+
+    slashes = 0;
+
+    for (i = jmcf->jvm_path.len; i > 0; i--) {
+        if (jmcf->jvm_path.data[i - 1] == '/' && ++slashes == 3) {
+            break;
+        }
+    }
+
+    if (i == 0 || i + sizeof("release") > sizeof(buf)) {
+        return version;
+    }
+
+    p = ngx_cpymem(buf, jmcf->jvm_path.data, i);
+    ngx_memcpy(p, "release", sizeof("release"));
+
+    fd = ngx_open_file(buf, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+    if (fd == NGX_INVALID_FILE) {
+        return version;
+    }
+
+    n = read(fd, buf, sizeof(buf) - 1);
+    (void) ngx_close_file(fd);
+
+    if (n <= 0) {
+        return version;
+    }
+
+    buf[n] = '\0';
+
+    p = (u_char *) ngx_strstr(buf, "JAVA_VERSION=\"");
+    if (p == NULL) {
+        return version;
+    }
+
+    p += sizeof("JAVA_VERSION=\"") - 1;
+
+    for (last = p; *last >= '0' && *last <= '9'; last++) { /* void */ }
+
+    major = ngx_atoi(p, last - p);
+    update = 0;
+
+    /* "17.0.15": major, minor, update; "25": major alone */
+
+    if (*last == '.') {
+        for (p = ++last; *last >= '0' && *last <= '9'; last++) { /* void */ }
+
+        if (*last == '.') {
+            for (p = ++last; *last >= '0' && *last <= '9'; last++) {
+                /* void */
+            }
+
+            update = ngx_atoi(p, last - p);
+        }
+    }
+
+    if (major > 0 && update >= 0) {
+        version = major * 1000 + ngx_min(update, 999);
+    }
+
+    return version;
+}
+
+
 /* libjvm.so loaded, and the JVM's options from the configuration. */
 
 static ngx_int_t
@@ -273,6 +360,7 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
                                 "-XX:InitialRAMPercentage", NULL };
     static char  *maximum[] = { "-Xmx", "-XX:MaxHeapSize",
                                 "-XX:MaxRAMPercentage", "-XX:MaxRAM", NULL };
+    static char  *trim[] = { "-XX:TrimNativeHeapInterval", NULL };
 
     lib = dlopen((char *) jmcf->jvm_path.data, RTLD_NOW | RTLD_GLOBAL);
     if (lib == NULL) {
@@ -383,6 +471,22 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
         options[n++].optionString = (char *) p;
     }
 
+    /*
+     * The C2 compiler's arenas are malloc()ed and freed, and glibc keeps
+     * the freed pages: tens of MB per worker after a warm-up.  The JVM
+     * gives them back every few seconds (JDK 17.0.9, 21.0.1, 22 and later).
+     */
+
+    if (!ngx_http_jvm_vm_has_option(jmcf, trim)
+        && ngx_http_jvm_vm_version(jmcf) >= 17009
+        && ngx_http_jvm_vm_version(jmcf) / 1000 != 18
+        && ngx_http_jvm_vm_version(jmcf) / 1000 != 19
+        && ngx_http_jvm_vm_version(jmcf) / 1000 != 20
+        && ngx_http_jvm_vm_version(jmcf) != 21000)
+    {
+        options[n++].optionString = "-XX:TrimNativeHeapInterval=5000";
+    }
+
     for (e = extra; e && *e; e++) {
         options[n++].optionString = *e;
     }
@@ -410,12 +514,14 @@ static ngx_int_t
 ngx_http_jvm_vm_create(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 {
     jint                         rc;
-    char                        *extra[2];
+    char                        *extra[4];
     sigset_t                     old;
     ngx_array_t                 *cp;
     JavaVMInitArgs               args;
     ngx_http_jvm_create_pt       create;
     ngx_http_jvm_generation_t   *gen;
+
+    static char  *relocation[] = { "-XX:ArchiveRelocationMode", NULL };
 
     gen = jmcf->zone->data;
 
@@ -445,6 +551,19 @@ ngx_http_jvm_vm_create(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         cp = jmcf->cache_classpath;
         extra[0] = (char *) jmcf->cache_share.data;
         extra[1] = NULL;
+
+        /*
+         * Mapped where it was written, the archive is not relocated, so its
+         * pages stay the file's, shared by all the workers; relocated (the
+         * JDK's default, for address randomization), every page is copied
+         * into each worker.
+         */
+
+        if (!ngx_http_jvm_vm_has_option(jmcf, relocation)) {
+            extra[1] = "-XX:+UnlockDiagnosticVMOptions";
+            extra[2] = "-XX:ArchiveRelocationMode=0";
+            extra[3] = NULL;
+        }
     }
 
     if (ngx_http_jvm_vm_args(cycle, jmcf, cp, extra, &args, &create)

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Memory of the workers: proportional set size (PSS, from
+/proc/PID/smaps_rollup: a page shared by k processes counts 1/k in each),
+summed over all workers and divided by their number, after a warm-up.
+
+For each app (tiny: clojure.core only; compojure: the example app) and
+each worker count, starts `bin/nginx-jvm run`, waits for every worker,
+warms up with wrk (-c50 for --warmup seconds, across all workers), waits
+6 seconds, then reads every worker's PSS and RSS.
+
+  bench/memory.py [--workers 2,8] [--apps tiny,compojure] [--warmup 5]
+                  [--jvm-option OPT ...] [--no-cache]
+"""
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from start import APPS, TOP, free_port  # noqa: E402
+
+
+def children(pid):
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                out.append(int(d))
+        except OSError:
+            pass
+    return out
+
+
+def workers_of(launcher):
+    pids = []
+    for master in children(launcher):
+        for pid in children(master):
+            try:
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    if f.read().startswith(b"nginx: worker process"):
+                        pids.append(pid)
+            except OSError:
+                pass
+    return pids
+
+
+def rollup(pid):
+    kb = {}
+    with open("/proc/%d/smaps_rollup" % pid) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 3 and parts[2] == "kB":
+                kb[parts[0].rstrip(":")] = int(parts[1])
+    return kb
+
+
+def measure(app, workers, options, warmup, env):
+    handler, classpath, path = APPS[app]
+    port = free_port()
+    cmd = [os.path.join(TOP, "bin/nginx-jvm"), "run", "--handler", handler,
+           "--classpath", classpath, "--port", str(port),
+           "--workers", str(workers)]
+    for o in options:
+        cmd += ["--jvm-option", o]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env,
+                            start_new_session=True)
+    try:
+        url = "http://127.0.0.1:%d%s" % (port, path)
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(url, timeout=5).read()
+                if len(workers_of(proc.pid)) == workers:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise SystemExit("%s: not serving" % app)
+            time.sleep(0.1)
+        # every worker ready: the last to start answers too
+        time.sleep(1 + 0.5 * workers)
+        if warmup:
+            subprocess.run(["wrk", "-t2", "-c50", "-d%ds" % warmup, url],
+                           stdout=subprocess.DEVNULL, check=True)
+        # the JVM gives freed native memory back every 5 s
+        time.sleep(6)
+        pids = workers_of(proc.pid)
+        stats = [rollup(p) for p in pids]
+        return {
+            "workers": len(pids),
+            "pss": sum(s["Pss"] for s in stats) / len(pids) / 1024,
+            "rss": sum(s["Rss"] for s in stats) / len(pids) / 1024,
+            "anon": sum(s.get("Pss_Anon", 0) for s in stats) / len(pids) / 1024,
+            "file": sum(s.get("Pss_File", 0) for s in stats) / len(pids) / 1024,
+        }
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--workers", default="2,8")
+    ap.add_argument("--apps", default="tiny,compojure")
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--jvm-option", action="append", default=[])
+    ap.add_argument("--no-cache", action="store_true")
+    args = ap.parse_args()
+    if not shutil.which("wrk"):
+        raise SystemExit("wrk is needed (scripts/install-deps.sh)")
+    env = dict(os.environ)
+    if args.no_cache:
+        env["NGINX_JVM_CACHE"] = "off"
+    print("per worker, after %d s of wrk -c50 (MB): %s, %s"
+          % (args.warmup, os.environ.get("JAVA_HOME", "default JDK"),
+             "no cache" if args.no_cache else "cache"))
+    print("%-10s %7s %8s %8s %8s %8s" % ("app", "workers", "PSS", "anon",
+                                        "file", "RSS"))
+    for app in args.apps.split(","):
+        for n in [int(w) for w in args.workers.split(",")]:
+            m = measure(app, n, args.jvm_option, args.warmup, env)
+            print("%-10s %7d %8.1f %8.1f %8.1f %8.1f" % (
+                app, m["workers"], m["pss"], m["anon"], m["file"], m["rss"]))
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
