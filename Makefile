@@ -85,3 +85,13 @@ clean:
 .PHONY: bench-ws
 bench-ws: all
 	python3 bench/websocket.py $(WS_BENCH_ARGS)
+
+# The cost of a JVM per worker (a few minutes each): launcher command to first
+# response, PSS per worker after a warm-up (2 and 8 workers), reloads under load.
+.PHONY: bench-start bench-memory bench-reload
+bench-start: all
+	python3 bench/start.py
+bench-memory: all
+	python3 bench/memory.py
+bench-reload: all
+	python3 bench/reload.py
