@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <pthread.h>
 #include <sys/wait.h>
+#include <malloc.h>
 
 
 /* Worker.submit(): the task was accepted (else a response length). */
@@ -570,6 +571,17 @@ ngx_http_jvm_vm_create(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         != NGX_OK)
     {
         return NGX_ERROR;
+    }
+
+    /*
+     * glibc gives each thread that mallocs an arena of its own, up to 8 per
+     * core; a JVM's threads (compilers, GC, a pool of 16) then keep
+     * megabytes of freed memory each.  Two arenas are plenty for threads
+     * that allocate mostly in the Java heap (MALLOC_ARENA_MAX overrides).
+     */
+
+    if (getenv("MALLOC_ARENA_MAX") == NULL) {
+        (void) mallopt(M_ARENA_MAX, 2);
     }
 
     ngx_http_jvm_vm_block_signals(&old);

@@ -224,7 +224,7 @@ final class WebSockets {
         volatile int inbound;
         volatile boolean opened;
 
-        // Guarded by this; made on the first frame.
+        // Guarded by this; made when a frame is queued, dropped when drained.
         private Queue<Frame> out;
         private boolean closing;
         private boolean closed;
@@ -294,6 +294,9 @@ final class WebSockets {
                     return -(4 + f.payload.length);
                 }
                 out.poll();
+                if (out.isEmpty()) {
+                    out = null;     // an idle socket holds no queue
+                }
                 notifyAll();
             }
             buf.putInt(0, f.opcode);
