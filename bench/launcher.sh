@@ -59,7 +59,7 @@ launcher_conf "$after" > "$work/after.conf"
 launcher_conf "$before" | sed -e '/sendfile on;/d' -e '/tcp_nopush on;/d' \
     -e '/keepalive_requests 100000;/d' -e 's/ backlog=4096;/;/' > "$work/before.conf"
 # plain nginx with the launcher's (new) settings
-sed -e '/load_module/d' -e '/jvm_classpath/,/;/d' -e '/jvm_options/d' \
+sed -e '/load_module/d' -e '/jvm_classpath/,/;/d' -e '/jvm_options/d' -e '/jvm_cache/d' \
     -e "s|jvm_content .*|return 200 'Hello, Clojure!';|" \
     -e "s|listen 127.0.0.1:$after|listen 127.0.0.1:$plain|" \
     -e "s|        location / {|        location = /file { default_type text/html; alias $work/index.html; }\n        location / { default_type text/plain;|" \
