@@ -73,9 +73,11 @@ test-bench:
 bench-quick: all
 	bench/quick.sh
 
-# The full suite (about half an hour; BENCH_ARGS=--quick for under 3 minutes).
+# The full suite (about 40 minutes; BENCH_ARGS=--quick WS_BENCH_ARGS=--quick
+# for about 6): HTTP routes, then the WebSocket scenario (bench-ws below).
 bench: all
 	python3 bench/bench.py $(BENCH_ARGS)
+	python3 bench/websocket.py $(WS_BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD) runtime/target
