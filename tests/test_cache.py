@@ -6,6 +6,7 @@ The cache logic does not depend on the execution mode: these tests run
 once, on the event loop."""
 
 import os
+import time
 
 import pytest
 
@@ -83,12 +84,12 @@ def test_built_then_reused(app):
         pids = n.worker_pids()
         assert len(pids) == 2
         assert all(maps_archive(p, entry) for p in pids)
-        built = (entry / "ok").stat().st_mtime_ns
+        built = (entry / "app.jsa").stat().st_mtime_ns
 
     with server(src, cache) as n:
         assert not n.log_lines("building the class cache")
         assert entries(cache) == [entry]
-        assert (entry / "ok").stat().st_mtime_ns == built
+        assert (entry / "app.jsa").stat().st_mtime_ns == built
         assert n.get("/").text.startswith("one ")
         assert all(maps_archive(p, entry) for p in n.worker_pids())
 
@@ -204,3 +205,30 @@ def test_off_and_bad_arguments(tmp_path, app):
     assert r.returncode != 0
     assert '"jvm_cache" directive is duplicate' in r.stderr
     n.cleanup()
+
+
+def test_old_entries_are_pruned(app):
+    """After a build, the 4 entries used last stay; the rest go, and
+    nothing that is not an entry is touched."""
+    src, cache = app
+    cache.mkdir()
+    now = time.time()
+    fakes = []
+    for i in range(6):
+        entry = cache / ("%032x" % (i + 1))
+        entry.mkdir()
+        (entry / "ok").write_text("0")
+        (entry / "app.jsa").write_bytes(b"x")
+        os.utime(entry / "ok", (now - 3600 * (i + 1), now - 3600 * (i + 1)))
+        fakes.append(entry)
+    (cache / "not-an-entry").mkdir()
+    with server(src, cache, workers=1) as n:
+        assert n.get("/").text.startswith("one ")
+        removed = n.log_lines(r"\[notice\].*class cache .* removed")
+        assert len(removed) == 3
+    left = entries(cache)
+    # the new entry and the three fakes used last
+    assert fakes[0] in left and fakes[1] in left and fakes[2] in left
+    assert not any(f in left for f in fakes[3:])
+    assert (cache / "not-an-entry") in left
+    assert len(left) == 5

@@ -24,6 +24,9 @@
 #include <ngx_md5.h>
 
 
+/* Entries kept in a cache directory, the most recently used. */
+#define NGX_HTTP_JVM_CACHE_KEEP  4
+
 /* The first bytes of a dynamic CDS archive (HotSpot's own magic). */
 #define NGX_HTTP_JVM_CDS_MAGIC  0xf00baba8
 
@@ -41,6 +44,10 @@ static ngx_int_t ngx_http_jvm_cache_valid(ngx_cycle_t *cycle,
 static void ngx_http_jvm_cache_done(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 static void ngx_http_jvm_cache_remove(ngx_cycle_t *cycle, ngx_str_t *dir);
+static void ngx_http_jvm_cache_prune(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
+static int ngx_libc_cdecl ngx_http_jvm_cache_newer(const void *one,
+    const void *two);
 static ngx_int_t ngx_http_jvm_cache_delete_file(ngx_tree_ctx_t *ctx,
     ngx_str_t *path);
 static ngx_int_t ngx_http_jvm_cache_delete_dir(ngx_tree_ctx_t *ctx,
@@ -58,9 +65,9 @@ static u_char *ngx_http_jvm_cache_path(ngx_cycle_t *cycle,
 void
 ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 {
-    ngx_int_t  rc;
-    ngx_err_t  err;
-    u_char     hex[32];
+    u_char     *path, hex[32];
+    ngx_int_t   rc;
+    ngx_err_t   err;
 
     jmcf->cache_ready = 0;
 
@@ -98,6 +105,13 @@ ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         ngx_log_error(NGX_LOG_INFO, cycle->log, 0,
                       "jvm: class cache \"%V\"", &jmcf->cache_entry);
         jmcf->cache_ready = 1;
+
+        /* "ok"'s time is the entry's last use, for the pruning */
+        path = ngx_http_jvm_cache_path(cycle, jmcf, "", "ok");
+        if (path) {
+            (void) ngx_set_file_time(path, NGX_INVALID_FILE, ngx_time());
+        }
+
         return;
     }
 
@@ -137,6 +151,7 @@ ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 
         if (ngx_http_jvm_cache_valid(cycle, jmcf) == NGX_OK) {
             jmcf->cache_ready = 1;
+            ngx_http_jvm_cache_prune(cycle, jmcf);
             return;
         }
     }
@@ -433,6 +448,122 @@ ngx_http_jvm_cache_done(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 
     ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
                   "jvm: class cache \"%V\" built", &jmcf->cache_entry);
+}
+
+
+/*
+ * After a build: the entries of the cache directory beyond the
+ * NGX_HTTP_JVM_CACHE_KEEP most recently used go, so that a directory
+ * edited over and over does not fill the disk.  A running worker keeps an
+ * entry it has mapped; a worker that starts later without its entry starts
+ * without the cache (ngx_http_jvm_vm.c says so).
+ */
+
+typedef struct {
+    ngx_str_t                 path;
+    time_t                    used;
+} ngx_http_jvm_cache_entry_t;
+
+
+static void
+ngx_http_jvm_cache_prune(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
+{
+    u_char                      *name;
+    size_t                       len;
+    ngx_dir_t                    dir;
+    ngx_uint_t                   i;
+    ngx_array_t                  entries;
+    ngx_file_info_t              fi;
+    ngx_http_jvm_cache_entry_t  *e;
+
+    if (ngx_array_init(&entries, cycle->pool, 8,
+                       sizeof(ngx_http_jvm_cache_entry_t))
+        != NGX_OK)
+    {
+        return;
+    }
+
+    if (ngx_open_dir(&jmcf->cache, &dir) != NGX_OK) {
+        return;
+    }
+
+    while (ngx_read_dir(&dir) == NGX_OK) {
+        name = ngx_de_name(&dir);
+        len = ngx_de_namelen(&dir);
+
+        /* only what this module made: 32 hex digits */
+
+        if (len != 32) {
+            continue;
+        }
+
+        for (i = 0; i < 32; i++) {
+            if (!((name[i] >= '0' && name[i] <= '9')
+                  || (name[i] >= 'a' && name[i] <= 'f')))
+            {
+                break;
+            }
+        }
+
+        if (i < 32) {
+            continue;
+        }
+
+        e = ngx_array_push(&entries);
+        if (e == NULL) {
+            break;
+        }
+
+        e->path.len = jmcf->cache.len + 1 + 32;
+        e->path.data = ngx_pnalloc(cycle->pool, e->path.len + sizeof("/ok"));
+        if (e->path.data == NULL) {
+            entries.nelts--;
+            break;
+        }
+
+        ngx_sprintf(e->path.data, "%V/%*s/ok%Z", &jmcf->cache, 32, name);
+
+        /* an entry without "ok" is being built, or was left half built */
+        e->used = ngx_file_info(e->path.data, &fi) == NGX_FILE_ERROR
+                  ? ngx_time() : ngx_file_mtime(&fi);
+
+        e->path.data[e->path.len] = '\0';
+    }
+
+    (void) ngx_close_dir(&dir);
+
+    if (entries.nelts <= NGX_HTTP_JVM_CACHE_KEEP) {
+        return;
+    }
+
+    ngx_qsort(entries.elts, entries.nelts, sizeof(ngx_http_jvm_cache_entry_t),
+              ngx_http_jvm_cache_newer);
+
+    e = entries.elts;
+
+    for (i = NGX_HTTP_JVM_CACHE_KEEP; i < entries.nelts; i++) {
+        if (e[i].path.len == jmcf->cache_entry.len
+            && ngx_strncmp(e[i].path.data, jmcf->cache_entry.data,
+                           e[i].path.len) == 0)
+        {
+            continue;
+        }
+
+        ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                      "jvm: class cache \"%V\" removed (unused the longest)",
+                      &e[i].path);
+
+        ngx_http_jvm_cache_remove(cycle, &e[i].path);
+    }
+}
+
+
+static int ngx_libc_cdecl
+ngx_http_jvm_cache_newer(const void *one, const void *two)
+{
+    const ngx_http_jvm_cache_entry_t  *a = one, *b = two;
+
+    return (a->used < b->used) - (a->used > b->used);
 }
 
 
