@@ -159,6 +159,13 @@ static ngx_command_t  ngx_http_jvm_commands[] = {
       offsetof(ngx_http_jvm_main_conf_t, ws_send_queue),
       &ngx_http_jvm_positive },
 
+    { ngx_string("jvm_shared_dict"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE2,
+      ngx_http_jvm_shared_dict,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
@@ -211,6 +218,7 @@ ngx_http_jvm_create_main_conf(ngx_conf_t *cf)
      *     jmcf->classpath = NULL;
      *     jmcf->options = NULL;
      *     jmcf->init = { 0, NULL };
+     *     jmcf->dicts = NULL;
      *     jmcf->uses_pool = 0;
      *     jmcf->uses_virtual = 0;
      *     jmcf->uses_tasks = 0;
@@ -856,6 +864,9 @@ ngx_http_jvm_init_process(ngx_cycle_t *cycle)
      * serving everything else and its jvm locations answer 500.  Failing
      * the worker instead would make the master respawn it in a loop.
      */
+
+    /* before the JVM: jvm_init may use the dictionaries */
+    ngx_http_jvm_shared_init(jmcf);
 
     if (ngx_http_jvm_vm_start(cycle, jmcf) == NGX_OK) {
 

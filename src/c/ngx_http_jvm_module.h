@@ -15,6 +15,10 @@
  *   ngx_http_jvm_stream.c    the request's context; bodies sent in pieces
  *   ngx_http_jvm_vm.c        the worker's JVM: the only file that calls JNI
  *
+ * Beside them, called by vm.c's natives from any thread:
+ *
+ *   ngx_http_jvm_shared.c    shared dictionaries (jvm_shared_dict)
+ *
  * The bytes that cross between C and Java, and the codes Java answers with,
  * are described once, in docs/internals.md; the constants below are the C
  * half of that description (nginx.jvm.Wire is the Java half).
@@ -31,7 +35,7 @@
 
 
 /* The wire protocol's version: nginx.jvm.Wire.PROTOCOL must be equal. */
-#define NGX_HTTP_JVM_PROTOCOL         3
+#define NGX_HTTP_JVM_PROTOCOL         4
 
 /* Request flags, the first int of a described request. */
 #define NGX_HTTP_JVM_REQ_HTTPS        1
@@ -65,6 +69,40 @@ typedef struct {
 } ngx_http_jvm_generation_t;
 
 
+/* A jvm_shared_dict: in the configuration's pool, its entries in the zone. */
+typedef struct ngx_http_jvm_dict_sh_s  ngx_http_jvm_dict_sh_t;
+
+typedef struct {
+    ngx_str_t                 name;
+    size_t                    size;
+    ngx_shm_zone_t           *zone;
+    ngx_slab_pool_t          *shpool;
+    ngx_http_jvm_dict_sh_t   *sh;
+} ngx_http_jvm_dict_t;
+
+#define NGX_HTTP_JVM_DICT_NAME_MAX    128
+#define NGX_HTTP_JVM_DICT_KEY_MAX     65535
+
+/* Value types of a dictionary entry; nginx.jvm.SharedDict has the same. */
+#define NGX_HTTP_JVM_DICT_STRING      1
+#define NGX_HTTP_JVM_DICT_BYTES       2
+#define NGX_HTTP_JVM_DICT_NUMBER      3
+
+/* Operations of ngx_http_jvm_dict_set(). */
+#define NGX_HTTP_JVM_DICT_SET         0
+#define NGX_HTTP_JVM_DICT_ADD         1
+#define NGX_HTTP_JVM_DICT_REPLACE     2
+
+/* What dictionary operations answer; nginx.jvm.SharedDict has the same. */
+#define NGX_HTTP_JVM_DICT_OK          0
+#define NGX_HTTP_JVM_DICT_NOT_FOUND   1
+#define NGX_HTTP_JVM_DICT_EXISTS      2
+#define NGX_HTTP_JVM_DICT_NO_MEMORY   3
+#define NGX_HTTP_JVM_DICT_NOT_NUMBER  4
+#define NGX_HTTP_JVM_DICT_AGAIN       5
+#define NGX_HTTP_JVM_DICT_TOO_LARGE   6
+
+
 typedef struct {
     ngx_str_t                 jvm_path;     /* libjvm.so, resolved */
     ngx_array_t              *classpath;    /* of ngx_str_t, expanded */
@@ -76,6 +114,7 @@ typedef struct {
     ngx_int_t                 ws_send_queue;
     ngx_msec_t                reload_timeout;
     ngx_shm_zone_t           *zone;         /* of ngx_http_jvm_generation_t */
+    ngx_array_t              *dicts;        /* of ngx_http_jvm_dict_t * */
     ngx_atomic_uint_t         generation;   /* this configuration's */
     unsigned                  uses_pool:1;
     unsigned                  uses_virtual:1;
@@ -134,6 +173,28 @@ void ngx_http_jvm_reload_new_generation(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 void ngx_http_jvm_reload_worker_ready(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
+
+/* ngx_http_jvm_shared.c: the dictionary operations are for any thread */
+char *ngx_http_jvm_shared_dict(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+void ngx_http_jvm_shared_init(ngx_http_jvm_main_conf_t *jmcf);
+ngx_http_jvm_dict_t *ngx_http_jvm_dict_find(u_char *name, size_t len);
+ngx_uint_t ngx_http_jvm_dict_fits(ngx_http_jvm_dict_t *dict, size_t klen,
+    size_t vlen);
+ngx_int_t ngx_http_jvm_dict_get(ngx_http_jvm_dict_t *dict, u_char *key,
+    size_t klen, u_char *buf, size_t cap, size_t *len, ngx_uint_t *type);
+ngx_int_t ngx_http_jvm_dict_set(ngx_http_jvm_dict_t *dict, ngx_uint_t op,
+    u_char *key, size_t klen, u_char *value, size_t vlen, ngx_uint_t type,
+    int64_t ttl);
+ngx_int_t ngx_http_jvm_dict_incr(ngx_http_jvm_dict_t *dict, u_char *key,
+    size_t klen, int64_t delta, int64_t init, int64_t ttl, int64_t *result);
+ngx_int_t ngx_http_jvm_dict_delete(ngx_http_jvm_dict_t *dict, u_char *key,
+    size_t klen);
+ngx_int_t ngx_http_jvm_dict_keys(ngx_http_jvm_dict_t *dict, ngx_uint_t limit,
+    u_char **out, size_t *len);
+ngx_uint_t ngx_http_jvm_dict_size(ngx_http_jvm_dict_t *dict,
+    ngx_uint_t *evicted);
+void ngx_http_jvm_dict_clear(ngx_http_jvm_dict_t *dict);
 
 /* ngx_http_jvm_request.c */
 ngx_int_t ngx_http_jvm_content_handler(ngx_http_request_t *r);
