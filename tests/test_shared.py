@@ -8,7 +8,7 @@ import urllib.parse
 
 import pytest
 
-from harness import Nginx, alive, request, wait_for
+from harness import Keyword, Nginx, alive, read_edn, request, wait_for
 
 LOCATIONS = """
         location /dict { jvm_content testapp.Shared; }
@@ -237,3 +237,20 @@ def test_bad_directive_fails_config_test(directive, message):
         assert message in t.stderr, t.stderr
     finally:
         n.cleanup()
+
+
+def test_clojure_wrapper(mode):
+    with Nginx("        location /clj { jvm_content testapp.shared/handler; }\n",
+               http="    jvm_shared_dict d 1m;\n", mode=mode) as n:
+        r = n.get("/clj")
+        assert r.status == 200, r.text
+        res = read_edn(r.text)
+        assert res == {
+            ":put": True, ":put-kw": True, ":put-int": True, ":put-bytes": True,
+            ":add": False, ":replace": True, ":get": "3", ":get-kw": "kw",
+            ":lookup-kw": "3", ":not-found": Keyword(":none"), ":bytes": "xyz",
+            ":incr": 6, ":incr-by": 110, ":entry": 110, ":count": 5,
+            ":keys": ["a", "b/c", "bytes", "m", "n"], ":delete": True,
+            ":after-delete": None, ":capacity": 1048576,
+            ":printed": '#shared/dict "d"', ":bad-type": Keyword(":iae"),
+            ":unknown": Keyword(":iae")}, res
