@@ -18,6 +18,8 @@
  * Beside them, called by vm.c's natives from any thread:
  *
  *   ngx_http_jvm_shared.c    shared dictionaries (jvm_shared_dict)
+ *   ngx_http_jvm_topic.c     publish and subscribe across workers
+ *                            (jvm_topic); its timer delivers through vm.c
  *
  * The bytes that cross between C and Java, and the codes Java answers with,
  * are described once, in docs/internals.md; the constants below are the C
@@ -103,6 +105,19 @@ typedef struct {
 #define NGX_HTTP_JVM_DICT_TOO_LARGE   6
 
 
+/* A jvm_topic: in the configuration's pool, its ring in the zone. */
+typedef struct ngx_http_jvm_topic_sh_s  ngx_http_jvm_topic_sh_t;
+
+typedef struct {
+    ngx_str_t                 name;
+    size_t                    size;
+    ngx_shm_zone_t           *zone;
+    ngx_slab_pool_t          *shpool;
+    ngx_http_jvm_topic_sh_t  *sh;
+    ngx_int_t                 reader;       /* this worker's slot, or -1 */
+} ngx_http_jvm_topic_t;
+
+
 typedef struct {
     ngx_str_t                 jvm_path;     /* libjvm.so, resolved */
     ngx_array_t              *classpath;    /* of ngx_str_t, expanded */
@@ -115,6 +130,7 @@ typedef struct {
     ngx_msec_t                reload_timeout;
     ngx_shm_zone_t           *zone;         /* of ngx_http_jvm_generation_t */
     ngx_array_t              *dicts;        /* of ngx_http_jvm_dict_t * */
+    ngx_array_t              *topics;       /* of ngx_http_jvm_topic_t * */
     ngx_atomic_uint_t         generation;   /* this configuration's */
     unsigned                  uses_pool:1;
     unsigned                  uses_virtual:1;
@@ -196,6 +212,18 @@ ngx_uint_t ngx_http_jvm_dict_size(ngx_http_jvm_dict_t *dict,
     ngx_uint_t *evicted);
 void ngx_http_jvm_dict_clear(ngx_http_jvm_dict_t *dict);
 
+/* ngx_http_jvm_topic.c: publishing is for any thread */
+char *ngx_http_jvm_topic(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_jvm_topics_init(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
+void ngx_http_jvm_topics_exit(void);
+ngx_http_jvm_topic_t *ngx_http_jvm_topic_find(u_char *name, size_t len);
+size_t ngx_http_jvm_topic_max(ngx_http_jvm_topic_t *topic);
+ngx_int_t ngx_http_jvm_topic_publish(ngx_http_jvm_topic_t *topic,
+    u_char *data, size_t len, ngx_uint_t type);
+void ngx_http_jvm_topic_stats(ngx_http_jvm_topic_t *topic,
+    uint64_t *published, uint64_t *overflows);
+
 /* ngx_http_jvm_request.c */
 ngx_int_t ngx_http_jvm_content_handler(ngx_http_request_t *r);
 
@@ -246,6 +274,8 @@ void ngx_http_jvm_vm_ws_closed(ngx_log_t *log, ngx_int_t id, ngx_uint_t code,
     u_char *reason, size_t len);
 ngx_int_t ngx_http_jvm_vm_ws_poll(ngx_log_t *log);
 ngx_int_t ngx_http_jvm_vm_ws_take(ngx_log_t *log, ngx_int_t id, size_t *out);
+void ngx_http_jvm_vm_topic_deliver(ngx_log_t *log,
+    ngx_http_jvm_topic_t *topic, ngx_uint_t n, size_t len);
 void ngx_http_jvm_vm_stop(ngx_cycle_t *cycle);
 void ngx_http_jvm_log_text(ngx_uint_t level, ngx_log_t *log, u_char *text,
     size_t len);

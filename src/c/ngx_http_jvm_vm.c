@@ -86,6 +86,14 @@ static void JNICALL ngx_http_jvm_shm_dict_stats(JNIEnv *env, jclass cls,
     jlong dict, jlongArray out);
 static void JNICALL ngx_http_jvm_shm_dict_clear(JNIEnv *env, jclass cls,
     jlong dict);
+static jlong JNICALL ngx_http_jvm_shm_topic(JNIEnv *env, jclass cls,
+    jbyteArray name);
+static jlong JNICALL ngx_http_jvm_shm_topic_max(JNIEnv *env, jclass cls,
+    jlong topic);
+static jint JNICALL ngx_http_jvm_shm_topic_publish(JNIEnv *env, jclass cls,
+    jlong topic, jbyteArray data, jint type);
+static void JNICALL ngx_http_jvm_shm_topic_stats(JNIEnv *env, jclass cls,
+    jlong topic, jlongArray out);
 static void ngx_http_jvm_vm_block_signals(sigset_t *old);
 
 
@@ -118,6 +126,7 @@ static jmethodID   ngx_http_jvm_ws_message_mid;
 static jmethodID   ngx_http_jvm_ws_closed_mid;
 static jmethodID   ngx_http_jvm_ws_poll_mid;
 static jmethodID   ngx_http_jvm_ws_take_mid;
+static jmethodID   ngx_http_jvm_topic_messages_mid;
 
 
 /* The entry points of nginx.jvm.Worker, bound once at start. */
@@ -146,6 +155,7 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
     { &ngx_http_jvm_ws_closed_mid, "wsClosed", "(III)V" },
     { &ngx_http_jvm_ws_poll_mid, "wsPoll", "()I" },
     { &ngx_http_jvm_ws_take_mid, "wsTake", "(I)I" },
+    { &ngx_http_jvm_topic_messages_mid, "topicMessages", "(JII)V" },
     { NULL, NULL, NULL }
 };
 
@@ -167,6 +177,10 @@ static JNINativeMethod  ngx_http_jvm_shm_natives[] = {
     { "dictKeys", "(JI)[B", (void *) ngx_http_jvm_shm_dict_keys },
     { "dictStats", "(J[J)V", (void *) ngx_http_jvm_shm_dict_stats },
     { "dictClear", "(J)V", (void *) ngx_http_jvm_shm_dict_clear },
+    { "topic", "([B)J", (void *) ngx_http_jvm_shm_topic },
+    { "topicMax", "(J)J", (void *) ngx_http_jvm_shm_topic_max },
+    { "topicPublish", "(J[BI)I", (void *) ngx_http_jvm_shm_topic_publish },
+    { "topicStats", "(J[J)V", (void *) ngx_http_jvm_shm_topic_stats },
 };
 
 
@@ -1207,6 +1221,110 @@ static void JNICALL
 ngx_http_jvm_shm_dict_clear(JNIEnv *env, jclass cls, jlong dict)
 {
     ngx_http_jvm_dict_clear((ngx_http_jvm_dict_t *) (uintptr_t) dict);
+}
+
+
+static jlong JNICALL
+ngx_http_jvm_shm_topic(JNIEnv *env, jclass cls, jbyteArray name)
+{
+    u_char  buf[NGX_HTTP_JVM_DICT_NAME_MAX];
+    jsize   len;
+
+    len = (*env)->GetArrayLength(env, name);
+
+    if (len <= 0 || len > NGX_HTTP_JVM_DICT_NAME_MAX) {
+        return 0;
+    }
+
+    (*env)->GetByteArrayRegion(env, name, 0, len, (jbyte *) buf);
+
+    return (jlong) (uintptr_t) ngx_http_jvm_topic_find(buf, (size_t) len);
+}
+
+
+static jlong JNICALL
+ngx_http_jvm_shm_topic_max(JNIEnv *env, jclass cls, jlong topic)
+{
+    return (jlong) ngx_http_jvm_topic_max(
+                       (ngx_http_jvm_topic_t *) (uintptr_t) topic);
+}
+
+
+static jint JNICALL
+ngx_http_jvm_shm_topic_publish(JNIEnv *env, jclass cls, jlong topic,
+    jbyteArray data, jint type)
+{
+    u_char     *p;
+    size_t      len;
+    ngx_int_t   rc;
+
+    len = (size_t) (*env)->GetArrayLength(env, data);
+
+    /* no copy; nothing of the JVM's is called while it is held */
+
+    p = (*env)->GetPrimitiveArrayCritical(env, data, NULL);
+    if (p == NULL) {
+        return NGX_HTTP_JVM_DICT_NO_MEMORY;
+    }
+
+    rc = ngx_http_jvm_topic_publish((ngx_http_jvm_topic_t *) (uintptr_t) topic,
+                                    p, len, (ngx_uint_t) type);
+
+    (*env)->ReleasePrimitiveArrayCritical(env, data, p, JNI_ABORT);
+
+    return (jint) rc;
+}
+
+
+/* out: messages published, messages refused (the ring was full). */
+
+static void JNICALL
+ngx_http_jvm_shm_topic_stats(JNIEnv *env, jclass cls, jlong topic,
+    jlongArray out)
+{
+    jlong     v[2];
+    uint64_t  published, overflows;
+
+    ngx_http_jvm_topic_stats((ngx_http_jvm_topic_t *) (uintptr_t) topic,
+                             &published, &overflows);
+
+    v[0] = (jlong) published;
+    v[1] = (jlong) overflows;
+
+    (*env)->SetLongArrayRegion(env, out, 0, 2, v);
+}
+
+
+/*
+ * Worker.topicMessages(): n messages of a topic, len bytes at the start of
+ * the request buffer (each a uint32 length, a uint32 type and the bytes),
+ * for this worker's subscribers; on the event loop.
+ */
+
+void
+ngx_http_jvm_vm_topic_deliver(ngx_log_t *log, ngx_http_jvm_topic_t *topic,
+    ngx_uint_t n, size_t len)
+{
+    JNIEnv  *env;
+
+    if (!ngx_http_jvm_vm.ready) {
+        return;
+    }
+
+    env = ngx_http_jvm_env;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, log, 0,
+                   "jvm: topic \"%V\": %ui messages, %uz bytes",
+                   &topic->name, n, len);
+
+    (*env)->CallStaticVoidMethod(env, ngx_http_jvm_worker,
+                                 ngx_http_jvm_topic_messages_mid,
+                                 (jlong) (uintptr_t) topic, (jint) n,
+                                 (jint) len);
+
+    if ((*env)->ExceptionCheck(env)) {
+        (void) ngx_http_jvm_vm_failed(log, "Worker.topicMessages()");
+    }
 }
 
 

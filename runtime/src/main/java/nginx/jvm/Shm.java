@@ -50,4 +50,16 @@ final class Shm {
     static native void dictStats(long dict, long[] out);
 
     static native void dictClear(long dict);
+
+    /** The topic of that name (UTF-8), or 0. */
+    static native long topic(byte[] name);
+
+    /** The largest message the topic takes, in bytes. */
+    static native long topicMax(long topic);
+
+    /** {@link #OK}, {@link #NO_MEMORY} (the ring is full: refused) or {@link #TOO_LARGE}. */
+    static native int topicPublish(long topic, byte[] message, int type);
+
+    /** {@code out[0]}: messages published; {@code out[1]}: messages refused, ring full. */
+    static native void topicStats(long topic, long[] out);
 }

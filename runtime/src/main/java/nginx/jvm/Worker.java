@@ -255,6 +255,18 @@ final class Worker {
         return streams.size();
     }
 
+    /**
+     * {@code n} messages of the topic {@code handle}, {@code length} bytes at
+     * the start of the request buffer, for this worker's subscribers.
+     */
+    static void topicMessages(long handle, int n, int length) {
+        try {
+            Topic.deliver(handle, requestBuffer, n, length);
+        } catch (Throwable t) {
+            System.err.println(Failure.describe("jvm: topic delivery failed", t));
+        }
+    }
+
     /** Called at worker exit. */
     static void stop() {
         handlers.clear();
