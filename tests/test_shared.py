@@ -240,8 +240,10 @@ def test_bad_directive_fails_config_test(directive, message):
 
 
 def test_clojure_wrapper(mode):
-    with Nginx("        location /clj { jvm_content testapp.shared/handler; }\n",
-               http="    jvm_shared_dict d 1m;\n", mode=mode) as n:
+    with Nginx("        location /clj { jvm_content testapp.shared/handler; }\n"
+               "        location /got { jvm_content testapp.shared/received; }\n",
+               http="    jvm_shared_dict d 1m;\n    jvm_topic t 64k;\n",
+               mode=mode) as n:
         r = n.get("/clj")
         assert r.status == 200, r.text
         res = read_edn(r.text)
@@ -253,4 +255,6 @@ def test_clojure_wrapper(mode):
             ":keys": ["a", "b/c", "bytes", "m", "n"], ":delete": True,
             ":after-delete": None, ":capacity": 1048576,
             ":printed": '#shared/dict "d"', ":bad-type": Keyword(":iae"),
-            ":unknown": Keyword(":iae")}, res
+            ":unknown": Keyword(":iae"), ":publish": True,
+            ":publish-bad": Keyword(":iae")}, res
+        assert wait_for(lambda: read_edn(n.get("/got").text) == ["one"], 5)

@@ -12,8 +12,7 @@
             [ring.websocket :as ws])
   (:import [java.io IOException OutputStream]
            [java.time LocalTime]
-           [java.time.format DateTimeFormatter]
-           [nginx.jvm Topic TopicListener]))
+           [java.time.format DateTimeFormatter]))
 
 ;; The chat room spans every worker. Each nginx worker has its own JVM, and
 ;; so its own sockets: a message goes to the topic "chat" (jvm_topic, in
@@ -31,14 +30,13 @@
 
 ;; Subscribed once per worker, when its first chat socket opens.
 (def ^:private topic
-  (delay (doto (Topic/named "chat")
-           (.subscribe (reify TopicListener
-                         (onMessage [_ message] (to-room message)))))))
+  (delay (doto (shared/topic "chat")
+           (shared/subscribe! to-room))))
 
 (def ^:private people (delay (shared/dict "chat")))
 
 (defn- broadcast [message]
-  (when-not (.publish ^Topic @topic message)
+  (when-not (shared/publish! @topic message)
     ;; the ring is full: the workers are behind; this message is dropped
     nil))
 

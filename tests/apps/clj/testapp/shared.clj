@@ -2,6 +2,12 @@
   "The nginx.jvm.shared wrapper, exercised in a worker; answers EDN."
   (:require [nginx.jvm.shared :as shared]))
 
+(defonce last-got (atom nil))
+
+(defn received [_]
+  {:status 200 :headers {"Content-Type" "application/edn"}
+   :body (pr-str (some-> @last-got deref))})
+
 (defn handler [_]
   (let [d (shared/dict "d")
         _ (shared/clear! d)
@@ -31,7 +37,17 @@
                                 (catch IllegalArgumentException _ :iae))]
                [:unknown #(try (shared/dict "nope")
                                (catch IllegalArgumentException _ :iae))]]
-        results (reduce (fn [m [k f]] (assoc m k (f))) {} steps)]
+        results (reduce (fn [m [k f]] (assoc m k (f))) {} steps)
+        t (shared/topic "t")
+        got (atom [])
+        sub (shared/subscribe! t #(swap! got conj %))
+        results (assoc results
+                       :publish (shared/publish! t "one")
+                       :publish-bad (try (shared/publish! t 1)
+                                         (catch IllegalArgumentException _ :iae)))]
+    ;; delivered on this worker's event loop, after this handler returns
+    (future (Thread/sleep 2000) (sub))
+    (reset! last-got got)
     {:status 200
      :headers {"Content-Type" "application/edn"}
      :body (pr-str results)}))

@@ -1,6 +1,7 @@
 (ns nginx.jvm.shared
   "nginx's shared memory from Clojure: dictionaries every worker of the
-  server sees (declared with `jvm_shared_dict NAME SIZE;`).
+  server sees (declared with `jvm_shared_dict NAME SIZE;`), and topics
+  every worker publishes to and reads (`jvm_topic NAME SIZE;`).
 
       (require '[nginx.jvm.shared :as shared])
       (def sessions (shared/dict \"sessions\"))
@@ -17,7 +18,7 @@
   anything else throws IllegalArgumentException. Every function here may
   be called from any thread; each is one atomic operation across workers."
   (:refer-clojure :exclude [keys])
-  (:import [nginx.jvm SharedDict]))
+  (:import [nginx.jvm SharedDict Topic TopicListener]))
 
 (defn- key-name ^String [k]
   (cond (string? k) k
@@ -116,3 +117,31 @@
   (let [sd (java-dict d) k (key-name k)]
     (reify clojure.lang.IDeref
       (deref [_] (.get sd k)))))
+
+;; Topics
+
+(defn topic
+  "The topic declared with `jvm_topic name SIZE;` (an nginx.jvm.Topic).
+  Throws IllegalArgumentException when nginx.conf declares none of that
+  name, IllegalStateException outside an nginx worker."
+  ^Topic [name]
+  (Topic/named (key-name name)))
+
+(defn publish!
+  "Publishes a string or bytes to the subscribers of every worker. Returns
+  false, at once, when the topic's ring has no room (the refusal is
+  counted: (.overflows topic))."
+  [^Topic t message]
+  (.publish t message))
+
+(defn subscribe!
+  "Calls (f message) with each message published from now on (a string or
+  bytes, as published), on this worker's event loop: f must not block.
+  Returns the subscription: call it, or .close it (with-open), to stop."
+  [^Topic t f]
+  (let [sub (.subscribe t (reify TopicListener (onMessage [_ m] (f m))))]
+    (reify
+      java.lang.AutoCloseable
+      (close [_] (.close sub))
+      clojure.lang.IFn
+      (invoke [_] (.close sub)))))
