@@ -1,7 +1,7 @@
 
 /*
  * nginx-jvm: handlers off the event loop, and the eventfd that JVM threads
- * wake the loop with (for tasks and for WebSockets).
+ * wake the loop with (for tasks, WebSockets and Java's loop timers).
  *
  * A request for a pool, virtual-thread or async location becomes a task: the
  * request is described to Java as for the event loop, Java starts the
@@ -140,6 +140,9 @@ ngx_http_jvm_task_notified(ngx_event_t *ev)
     if (read(ngx_http_jvm_notify_conn.fd, &count, sizeof(uint64_t)) == -1) {
         /* EAGAIN: woken for tasks an earlier pass already took */
     }
+
+    /* Java's timers that run on the loop (nginx.jvm.Timers) */
+    ngx_http_jvm_vm_timers(ev->log);
 
     for ( ;; ) {
         ctx = ngx_http_jvm_vm_poll(ev->log);

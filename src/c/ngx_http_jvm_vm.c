@@ -127,6 +127,7 @@ static jmethodID   ngx_http_jvm_ws_closed_mid;
 static jmethodID   ngx_http_jvm_ws_poll_mid;
 static jmethodID   ngx_http_jvm_ws_take_mid;
 static jmethodID   ngx_http_jvm_topic_messages_mid;
+static jmethodID   ngx_http_jvm_timers_mid;
 
 
 /* The entry points of nginx.jvm.Worker, bound once at start. */
@@ -156,6 +157,7 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
     { &ngx_http_jvm_ws_poll_mid, "wsPoll", "()I" },
     { &ngx_http_jvm_ws_take_mid, "wsTake", "(I)I" },
     { &ngx_http_jvm_topic_messages_mid, "topicMessages", "(JII)V" },
+    { &ngx_http_jvm_timers_mid, "timers", "()V" },
     { NULL, NULL, NULL }
 };
 
@@ -1324,6 +1326,24 @@ ngx_http_jvm_vm_topic_deliver(ngx_log_t *log, ngx_http_jvm_topic_t *topic,
 
     if ((*env)->ExceptionCheck(env)) {
         (void) ngx_http_jvm_vm_failed(log, "Worker.topicMessages()");
+    }
+}
+
+
+/* Worker.timers(): the event loop runs the Java timers that are due. */
+
+void
+ngx_http_jvm_vm_timers(ngx_log_t *log)
+{
+    JNIEnv  *env;
+
+    env = ngx_http_jvm_env;
+
+    (*env)->CallStaticVoidMethod(env, ngx_http_jvm_worker,
+                                 ngx_http_jvm_timers_mid);
+
+    if ((*env)->ExceptionCheck(env)) {
+        (void) ngx_http_jvm_vm_failed(log, "Worker.timers()");
     }
 }
 

@@ -116,6 +116,7 @@ final class Worker {
     static String configure(int poolSize, int queueSize, boolean virtual, int wsSendQueue) {
         try {
             sockets.configure(wsSendQueue);
+            Timers.start(Worker::wake, 2);
             return tasks.configure(poolSize, queueSize, virtual);
         } catch (Throwable t) {
             return Failure.describe("cannot start the thread pool", t);
@@ -267,8 +268,18 @@ final class Worker {
         }
     }
 
+    /** On the event loop, when woken: runs the loop's timers that are due. */
+    static void timers() {
+        try {
+            Timers.runDue();
+        } catch (Throwable t) {
+            System.err.println(Failure.describe("jvm: timers failed", t));
+        }
+    }
+
     /** Called at worker exit. */
     static void stop() {
+        Timers.stop();
         handlers.clear();
         sockets.stop();
     }
