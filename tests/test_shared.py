@@ -219,6 +219,19 @@ def test_contents_survive_a_reload(tmp_path, mode):
         assert r.text == "S:yes"
         assert ok(n, op="incr", key="count") == "8"
         assert ok(n, op="get", dict="small", key="kept") == "S:too"
+        # a dictionary whose size changes starts empty; the others keep theirs
+        with open(n.conf) as f:
+            text = f.read()
+        with open(n.conf, "w") as f:
+            f.write(text.replace("jvm_shared_dict small 32k;",
+                                 "jvm_shared_dict small 64k;"))
+        old = set(n.worker_pids())
+        assert n.control("reload").returncode == 0
+        assert wait_for(lambda: not any(alive(p) for p in old), 30)
+        assert n.wait_ready(exclude=old)
+        assert ok(n, op="get", dict="small", key="kept") == "nil"
+        assert ok(n, op="capacity", dict="small") == str(64 * 1024)
+        assert ok(n, op="get", key="kept") == "S:yes"
 
 
 @pytest.mark.parametrize("directive, message", [

@@ -277,6 +277,7 @@ ngx_int_t ngx_http_jvm_vm_ws_take(ngx_log_t *log, ngx_int_t id, size_t *out);
 void ngx_http_jvm_vm_topic_deliver(ngx_log_t *log,
     ngx_http_jvm_topic_t *topic, ngx_uint_t n, size_t len);
 void ngx_http_jvm_vm_timers(ngx_log_t *log);
+void ngx_http_jvm_vm_quitting(ngx_log_t *log);
 void ngx_http_jvm_vm_stop(ngx_cycle_t *cycle);
 void ngx_http_jvm_log_text(ngx_uint_t level, ngx_log_t *log, u_char *text,
     size_t len);

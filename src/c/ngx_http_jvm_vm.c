@@ -128,6 +128,7 @@ static jmethodID   ngx_http_jvm_ws_poll_mid;
 static jmethodID   ngx_http_jvm_ws_take_mid;
 static jmethodID   ngx_http_jvm_topic_messages_mid;
 static jmethodID   ngx_http_jvm_timers_mid;
+static jmethodID   ngx_http_jvm_quitting_mid;
 
 
 /* The entry points of nginx.jvm.Worker, bound once at start. */
@@ -158,6 +159,7 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
     { &ngx_http_jvm_ws_take_mid, "wsTake", "(I)I" },
     { &ngx_http_jvm_topic_messages_mid, "topicMessages", "(JII)V" },
     { &ngx_http_jvm_timers_mid, "timers", "()V" },
+    { &ngx_http_jvm_quitting_mid, "quitting", "()V" },
     { NULL, NULL, NULL }
 };
 
@@ -1344,6 +1346,24 @@ ngx_http_jvm_vm_timers(ngx_log_t *log)
 
     if ((*env)->ExceptionCheck(env)) {
         (void) ngx_http_jvm_vm_failed(log, "Worker.timers()");
+    }
+}
+
+
+/* Worker.quitting(): a graceful quit began; Java's timers stop. */
+
+void
+ngx_http_jvm_vm_quitting(ngx_log_t *log)
+{
+    JNIEnv  *env;
+
+    env = ngx_http_jvm_env;
+
+    (*env)->CallStaticVoidMethod(env, ngx_http_jvm_worker,
+                                 ngx_http_jvm_quitting_mid);
+
+    if ((*env)->ExceptionCheck(env)) {
+        (void) ngx_http_jvm_vm_failed(log, "Worker.quitting()");
     }
 }
 

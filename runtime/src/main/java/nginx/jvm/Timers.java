@@ -29,8 +29,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>Timers are the worker's: each worker runs its own (use a {@link
  * SharedDict} {@code add} with a TTL to run something once across
- * workers). They are cancelled when the worker exits, so a graceful quit
- * or a reload never waits for them. Any thread may start or cancel a timer.
+ * workers). They stop when the worker begins a graceful quit (or a reload
+ * makes it quit), and a quit never waits for them. Any thread may start or
+ * cancel a timer.
  */
 public final class Timers {
     /** Where a timer's task runs. */
@@ -81,7 +82,8 @@ public final class Timers {
         }
         ScheduledThreadPoolExecutor s = scheduler;
         if (s == null) {
-            throw new IllegalStateException("timers run only in an nginx worker");
+            throw new IllegalStateException("timers run only in an nginx worker,"
+                    + " and stop when it begins to quit");
         }
         Timer t = new Timer(task, where, interval > 0);
         Runnable tick = where == Where.LOOP ? t::queue : t::run;

@@ -277,6 +277,11 @@ final class Worker {
         }
     }
 
+    /** A graceful quit (or a reload) began: timers stop, so that nothing new starts. */
+    static void quitting() {
+        Timers.stop();
+    }
+
     /** Called at worker exit. */
     static void stop() {
         Timers.stop();
