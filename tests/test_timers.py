@@ -2,6 +2,8 @@
 interval, on the event loop or a timer thread; cancel; an exception is
 logged and an interval goes on; a quit or a reload does not wait."""
 
+import os
+import threading
 import time
 
 import pytest
@@ -10,6 +12,7 @@ from harness import Nginx, alive, read_edn, wait_for
 
 LOCATIONS = """
         location /timer { jvm_content testapp.TimerApp; }
+        location /slow { jvm_mode pool; jvm_content testapp.TimerApp; }
         location /clj { jvm_content testapp.timers/handler; }
 """
 
@@ -109,3 +112,25 @@ def test_quit_and_reload_do_not_wait_for_timers(mode, how):
         if how == "quit":
             assert wait_for(lambda: n.proc.poll() is not None, 15)
         assert time.monotonic() - start < 3
+
+
+def test_timers_stop_when_a_graceful_quit_begins(mode):
+    """A worker that drains a slow request after the quit runs no timers."""
+    with Nginx(LOCATIONS, mode=mode) as n:
+        runs = n.path("runs")
+        get(n, op="start", name="w", kind="every", ms=20, on="thread", file=runs)
+        get(n, op="start", name="l", kind="every", ms=20, on="loop", file=runs)
+        assert wait_for(lambda: os.path.exists(runs)
+                        and open(runs).read().count("run") > 4, 5)
+        worker = n.worker_pids()[0]
+        slow = threading.Thread(target=lambda: n.get("/slow?op=sleep&ms=2000"))
+        slow.start()
+        time.sleep(0.3)
+        assert n.control("quit").returncode == 0
+        time.sleep(0.5)
+        assert alive(worker), "the slow request keeps the worker"
+        count = open(runs).read().count("run")
+        time.sleep(0.5)
+        assert open(runs).read().count("run") == count, "no timer ran"
+        slow.join(10)
+        assert wait_for(lambda: n.proc.poll() is not None, 15)

@@ -32,11 +32,21 @@ public final class TimerApp implements Handler {
                 long ms = Long.parseLong(q.get("ms"));
                 Timers.Where where = "thread".equals(q.get("on")) ? Timers.Where.THREAD : Timers.Where.LOOP;
                 boolean fail = "1".equals(q.get("throw"));
+                String file = q.get("file");
                 runs.put(name, new AtomicInteger());
                 threads.put(name, ConcurrentHashMap.newKeySet());
                 Runnable task = () -> {
                     runs.get(name).incrementAndGet();
                     threads.get(name).add(Thread.currentThread().getName());
+                    if (file != null) {
+                        try {
+                            java.nio.file.Files.writeString(java.nio.file.Path.of(file), "run\n",
+                                    java.nio.file.StandardOpenOption.CREATE,
+                                    java.nio.file.StandardOpenOption.APPEND);
+                        } catch (java.io.IOException e) {
+                            throw new java.io.UncheckedIOException(e);
+                        }
+                    }
                     if (fail) {
                         throw new IllegalStateException("timer-boom-marker");
                     }
@@ -51,6 +61,10 @@ public final class TimerApp implements Handler {
                 break;
             case "cancel":
                 body = Boolean.toString(timers.get(name).cancel());
+                break;
+            case "sleep":
+                Thread.sleep(Long.parseLong(q.get("ms")));
+                body = "slept";
                 break;
             case "loop":
                 body = Thread.currentThread().getName();
