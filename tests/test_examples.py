@@ -1,6 +1,8 @@
 """The example apps, served and used as a user would."""
 
+import contextlib
 import socket
+import time
 
 import pytest
 
@@ -14,10 +16,21 @@ LIVE = """
 """
 
 
+LIVE_HTTP = """
+    jvm_topic chat 1m;
+    jvm_shared_dict chat 64k;
+    server {
+        listen 127.0.0.1:@PORT2@ reuseport;
+        location / { jvm_async on; jvm_content live.core/app; }
+    }
+"""
+
+
 @pytest.fixture(scope="module")
 def live(mode):
     cp = ring_classpath() + [str(ROOT / "examples" / "live" / "src")]
-    with Nginx(LIVE, classpath=cp, mode=mode) as n:
+    with Nginx(LIVE, http=LIVE_HTTP, classpath=cp, mode=mode,
+               workers=2) as n:
         yield n
 
 
@@ -38,6 +51,36 @@ def test_live_chat_between_two_clients(live):
             assert a.recv(timeout=10) == "hello from a"
             assert b.recv(timeout=10) == "hello from a"
         assert "left" in a.recv(timeout=10)
+
+
+def test_live_chat_across_workers(live):
+    """Clients on different workers (reuseport spreads new connections) are
+    in one room: each gets every message, once."""
+    url = "ws://127.0.0.1:%d/chat" % live.port2
+    time.sleep(0.5)             # the last test's "left" notices are out
+    with contextlib.ExitStack() as stack:
+        clients = [stack.enter_context(connect(url)) for _ in range(8)]
+        # each sees its own join and those after it: the first sees all,
+        # counted by the workers together
+        for i, c in enumerate(clients):
+            joins = []
+            while len(joins) < len(clients) - i:
+                m = c.recv(timeout=10)
+                if "joined" in m:
+                    joins.append(m)
+            if i == 0:
+                assert sorted(joins) == sorted("* someone joined (%d here)" % k
+                                               for k in range(1, 9)), joins
+        clients[0].send("hello all")
+        for c in clients:
+            # a client may see more joins than its own and those after it
+            m = c.recv(timeout=10)
+            while "joined" in m:
+                m = c.recv(timeout=10)
+            assert m == "hello all"
+        for c in clients:           # once
+            with pytest.raises(TimeoutError):
+                c.recv(timeout=0.2)
 
 
 def test_live_clock_streams_events(live):

@@ -168,6 +168,20 @@ static ngx_command_t  ngx_http_jvm_commands[] = {
       offsetof(ngx_http_jvm_main_conf_t, ws_send_queue),
       &ngx_http_jvm_positive },
 
+    { ngx_string("jvm_shared_dict"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE2,
+      ngx_http_jvm_shared_dict,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("jvm_topic"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE2,
+      ngx_http_jvm_topic,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
@@ -220,6 +234,8 @@ ngx_http_jvm_create_main_conf(ngx_conf_t *cf)
      *     jmcf->classpath = NULL;
      *     jmcf->options = NULL;
      *     jmcf->init = { 0, NULL };
+     *     jmcf->dicts = NULL;
+     *     jmcf->topics = NULL;
      *     jmcf->uses_pool = 0;
      *     jmcf->uses_virtual = 0;
      *     jmcf->uses_tasks = 0;
@@ -910,6 +926,13 @@ ngx_http_jvm_init_process(ngx_cycle_t *cycle)
      * the worker instead would make the master respawn it in a loop.
      */
 
+    /*
+     * Before the JVM: jvm_init may use the dictionaries and topics.  A
+     * worker reads every topic, JVM or not, so that no topic waits for it.
+     */
+    ngx_http_jvm_shared_init(jmcf);
+    (void) ngx_http_jvm_topics_init(cycle, jmcf);
+
     ngx_http_jvm_reload_worker_turn(cycle, jmcf);
 
     if (ngx_http_jvm_vm_start(cycle, jmcf) == NGX_OK) {
@@ -939,5 +962,6 @@ ngx_http_jvm_init_process(ngx_cycle_t *cycle)
 static void
 ngx_http_jvm_exit_process(ngx_cycle_t *cycle)
 {
+    ngx_http_jvm_topics_exit();
     ngx_http_jvm_vm_stop(cycle);
 }

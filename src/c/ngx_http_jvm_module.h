@@ -15,6 +15,12 @@
  *   ngx_http_jvm_stream.c    the request's context; bodies sent in pieces
  *   ngx_http_jvm_vm.c        the worker's JVM: the only file that calls JNI
  *
+ * Beside them, called by vm.c's natives from any thread:
+ *
+ *   ngx_http_jvm_shared.c    shared dictionaries (jvm_shared_dict)
+ *   ngx_http_jvm_topic.c     publish and subscribe across workers
+ *                            (jvm_topic); its timer delivers through vm.c
+ *
  * The bytes that cross between C and Java, and the codes Java answers with,
  * are described once, in docs/internals.md; the constants below are the C
  * half of that description (nginx.jvm.Wire is the Java half).
@@ -31,7 +37,7 @@
 
 
 /* The wire protocol's version: nginx.jvm.Wire.PROTOCOL must be equal. */
-#define NGX_HTTP_JVM_PROTOCOL         3
+#define NGX_HTTP_JVM_PROTOCOL         4
 
 /* Request flags, the first int of a described request. */
 #define NGX_HTTP_JVM_REQ_HTTPS        1
@@ -65,6 +71,53 @@ typedef struct {
 } ngx_http_jvm_generation_t;
 
 
+/* A jvm_shared_dict: in the configuration's pool, its entries in the zone. */
+typedef struct ngx_http_jvm_dict_sh_s  ngx_http_jvm_dict_sh_t;
+
+typedef struct {
+    ngx_str_t                 name;
+    size_t                    size;
+    ngx_shm_zone_t           *zone;
+    ngx_slab_pool_t          *shpool;
+    ngx_http_jvm_dict_sh_t   *sh;
+} ngx_http_jvm_dict_t;
+
+#define NGX_HTTP_JVM_DICT_NAME_MAX    128
+#define NGX_HTTP_JVM_DICT_KEY_MAX     65535
+
+/* Value types of a dictionary entry; nginx.jvm.SharedDict has the same. */
+#define NGX_HTTP_JVM_DICT_STRING      1
+#define NGX_HTTP_JVM_DICT_BYTES       2
+#define NGX_HTTP_JVM_DICT_NUMBER      3
+
+/* Operations of ngx_http_jvm_dict_set(). */
+#define NGX_HTTP_JVM_DICT_SET         0
+#define NGX_HTTP_JVM_DICT_ADD         1
+#define NGX_HTTP_JVM_DICT_REPLACE     2
+
+/* What dictionary operations answer; nginx.jvm.SharedDict has the same. */
+#define NGX_HTTP_JVM_DICT_OK          0
+#define NGX_HTTP_JVM_DICT_NOT_FOUND   1
+#define NGX_HTTP_JVM_DICT_EXISTS      2
+#define NGX_HTTP_JVM_DICT_NO_MEMORY   3
+#define NGX_HTTP_JVM_DICT_NOT_NUMBER  4
+#define NGX_HTTP_JVM_DICT_AGAIN       5
+#define NGX_HTTP_JVM_DICT_TOO_LARGE   6
+
+
+/* A jvm_topic: in the configuration's pool, its ring in the zone. */
+typedef struct ngx_http_jvm_topic_sh_s  ngx_http_jvm_topic_sh_t;
+
+typedef struct {
+    ngx_str_t                 name;
+    size_t                    size;
+    ngx_shm_zone_t           *zone;
+    ngx_slab_pool_t          *shpool;
+    ngx_http_jvm_topic_sh_t  *sh;
+    ngx_int_t                 reader;       /* this worker's slot, or -1 */
+} ngx_http_jvm_topic_t;
+
+
 typedef struct {
     ngx_str_t                 jvm_path;     /* libjvm.so, resolved */
     ngx_array_t              *classpath;    /* of ngx_str_t, expanded */
@@ -81,6 +134,8 @@ typedef struct {
     ngx_str_t                 cache_share;  /* -XX:SharedArchiveFile=... */
     ngx_str_t                 cache_dump;   /* -XX:ArchiveClassesAtExit=... */
     ngx_shm_zone_t           *zone;         /* of ngx_http_jvm_generation_t */
+    ngx_array_t              *dicts;        /* of ngx_http_jvm_dict_t * */
+    ngx_array_t              *topics;       /* of ngx_http_jvm_topic_t * */
     ngx_atomic_uint_t         generation;   /* this configuration's */
     unsigned                  uses_pool:1;
     unsigned                  uses_virtual:1;
@@ -147,6 +202,40 @@ void ngx_http_jvm_reload_worker_turn(ngx_cycle_t *cycle,
 void ngx_http_jvm_reload_worker_ready(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 
+/* ngx_http_jvm_shared.c: the dictionary operations are for any thread */
+char *ngx_http_jvm_shared_dict(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+void ngx_http_jvm_shared_init(ngx_http_jvm_main_conf_t *jmcf);
+ngx_http_jvm_dict_t *ngx_http_jvm_dict_find(u_char *name, size_t len);
+ngx_uint_t ngx_http_jvm_dict_fits(ngx_http_jvm_dict_t *dict, size_t klen,
+    size_t vlen);
+ngx_int_t ngx_http_jvm_dict_get(ngx_http_jvm_dict_t *dict, u_char *key,
+    size_t klen, u_char *buf, size_t cap, size_t *len, ngx_uint_t *type);
+ngx_int_t ngx_http_jvm_dict_set(ngx_http_jvm_dict_t *dict, ngx_uint_t op,
+    u_char *key, size_t klen, u_char *value, size_t vlen, ngx_uint_t type,
+    int64_t ttl);
+ngx_int_t ngx_http_jvm_dict_incr(ngx_http_jvm_dict_t *dict, u_char *key,
+    size_t klen, int64_t delta, int64_t init, int64_t ttl, int64_t *result);
+ngx_int_t ngx_http_jvm_dict_delete(ngx_http_jvm_dict_t *dict, u_char *key,
+    size_t klen);
+ngx_int_t ngx_http_jvm_dict_keys(ngx_http_jvm_dict_t *dict, ngx_uint_t limit,
+    u_char **out, size_t *len);
+ngx_uint_t ngx_http_jvm_dict_size(ngx_http_jvm_dict_t *dict,
+    ngx_uint_t *evicted);
+void ngx_http_jvm_dict_clear(ngx_http_jvm_dict_t *dict);
+
+/* ngx_http_jvm_topic.c: publishing is for any thread */
+char *ngx_http_jvm_topic(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_jvm_topics_init(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
+void ngx_http_jvm_topics_exit(void);
+ngx_http_jvm_topic_t *ngx_http_jvm_topic_find(u_char *name, size_t len);
+size_t ngx_http_jvm_topic_max(ngx_http_jvm_topic_t *topic);
+ngx_int_t ngx_http_jvm_topic_publish(ngx_http_jvm_topic_t *topic,
+    u_char *data, size_t len, ngx_uint_t type);
+void ngx_http_jvm_topic_stats(ngx_http_jvm_topic_t *topic,
+    uint64_t *published, uint64_t *overflows);
+
 /* ngx_http_jvm_request.c */
 ngx_int_t ngx_http_jvm_content_handler(ngx_http_request_t *r);
 
@@ -199,6 +288,10 @@ void ngx_http_jvm_vm_ws_closed(ngx_log_t *log, ngx_int_t id, ngx_uint_t code,
     u_char *reason, size_t len);
 ngx_int_t ngx_http_jvm_vm_ws_poll(ngx_log_t *log);
 ngx_int_t ngx_http_jvm_vm_ws_take(ngx_log_t *log, ngx_int_t id, size_t *out);
+void ngx_http_jvm_vm_topic_deliver(ngx_log_t *log,
+    ngx_http_jvm_topic_t *topic, ngx_uint_t n, size_t len);
+void ngx_http_jvm_vm_timers(ngx_log_t *log);
+void ngx_http_jvm_vm_quitting(ngx_log_t *log);
 void ngx_http_jvm_vm_stop(ngx_cycle_t *cycle);
 void ngx_http_jvm_log_text(ngx_uint_t level, ngx_log_t *log, u_char *text,
     size_t len);

@@ -1,7 +1,7 @@
 
 /*
  * nginx-jvm: handlers off the event loop, and the eventfd that JVM threads
- * wake the loop with (for tasks and for WebSockets).
+ * wake the loop with (for tasks, WebSockets and Java's loop timers).
  *
  * A request for a pool, virtual-thread or async location becomes a task: the
  * request is described to Java as for the event loop, Java starts the
@@ -26,12 +26,18 @@
 static void ngx_http_jvm_task_notified(ngx_event_t *ev);
 static void ngx_http_jvm_task_respond(ngx_http_request_t *r);
 static void ngx_http_jvm_task_timeout(ngx_event_t *ev);
+static void ngx_http_jvm_task_quit_watch(ngx_event_t *ev);
+
+
+/* How often the loop looks whether the worker began a graceful quit, ms. */
+#define NGX_HTTP_JVM_QUIT_WATCH  100
 
 
 /* like ngx_notify's eventfd, outside the worker's connection pool */
 static ngx_connection_t  ngx_http_jvm_notify_conn;
 static ngx_event_t       ngx_http_jvm_notify_rev;
 static ngx_event_t       ngx_http_jvm_notify_wev;
+static ngx_event_t       ngx_http_jvm_quit_ev;
 
 
 ngx_int_t
@@ -63,6 +69,19 @@ ngx_http_jvm_tasks_init(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
     {
         return NGX_ERROR;
     }
+
+    /*
+     * Java's timers stop when a graceful quit begins (nginx has no hook
+     * for that, so a timer looks); cancelable, so that the quit never
+     * waits for it.
+     */
+
+    ngx_http_jvm_quit_ev.handler = ngx_http_jvm_task_quit_watch;
+    ngx_http_jvm_quit_ev.data = &ngx_http_jvm_notify_conn;
+    ngx_http_jvm_quit_ev.log = cycle->log;
+    ngx_http_jvm_quit_ev.cancelable = 1;
+
+    ngx_add_timer(&ngx_http_jvm_quit_ev, NGX_HTTP_JVM_QUIT_WATCH);
 
     rc = ngx_http_jvm_vm_configure(cycle, fd,
                                    jmcf->uses_pool ? jmcf->pool_size : 0,
@@ -126,6 +145,21 @@ ngx_http_jvm_task_submit(ngx_http_request_t *r, size_t len)
 }
 
 
+static void
+ngx_http_jvm_task_quit_watch(ngx_event_t *ev)
+{
+    if (ngx_exiting || ngx_terminate) {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, ev->log, 0,
+                       "jvm: quitting, Java's timers stop");
+
+        ngx_http_jvm_vm_quitting(ev->log);
+        return;
+    }
+
+    ngx_add_timer(ev, NGX_HTTP_JVM_QUIT_WATCH);
+}
+
+
 /* The eventfd is readable: resume every request with something ready. */
 
 static void
@@ -140,6 +174,9 @@ ngx_http_jvm_task_notified(ngx_event_t *ev)
     if (read(ngx_http_jvm_notify_conn.fd, &count, sizeof(uint64_t)) == -1) {
         /* EAGAIN: woken for tasks an earlier pass already took */
     }
+
+    /* Java's timers that run on the loop (nginx.jvm.Timers) */
+    ngx_http_jvm_vm_timers(ev->log);
 
     for ( ;; ) {
         ctx = ngx_http_jvm_vm_poll(ev->log);

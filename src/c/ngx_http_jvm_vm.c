@@ -84,6 +84,34 @@ static ngx_int_t ngx_http_jvm_vm_failed(ngx_log_t *log, const char *what);
 static ngx_int_t ngx_http_jvm_vm_call_string(ngx_cycle_t *cycle,
     jmethodID method, ngx_str_t *arg, const char *what);
 static void JNICALL ngx_http_jvm_wake(JNIEnv *env, jclass cls);
+static jlong JNICALL ngx_http_jvm_shm_dict(JNIEnv *env, jclass cls,
+    jbyteArray name);
+static jlong JNICALL ngx_http_jvm_shm_dict_capacity(JNIEnv *env, jclass cls,
+    jlong dict);
+static jbyteArray JNICALL ngx_http_jvm_shm_dict_get(JNIEnv *env, jclass cls,
+    jlong dict, jbyteArray key);
+static jint JNICALL ngx_http_jvm_shm_dict_set(JNIEnv *env, jclass cls,
+    jlong dict, jint op, jbyteArray key, jbyteArray value, jint type,
+    jlong ttl);
+static jint JNICALL ngx_http_jvm_shm_dict_incr(JNIEnv *env, jclass cls,
+    jlong dict, jbyteArray key, jlong delta, jlong init, jlong ttl,
+    jlongArray result);
+static jint JNICALL ngx_http_jvm_shm_dict_delete(JNIEnv *env, jclass cls,
+    jlong dict, jbyteArray key);
+static jbyteArray JNICALL ngx_http_jvm_shm_dict_keys(JNIEnv *env, jclass cls,
+    jlong dict, jint limit);
+static void JNICALL ngx_http_jvm_shm_dict_stats(JNIEnv *env, jclass cls,
+    jlong dict, jlongArray out);
+static void JNICALL ngx_http_jvm_shm_dict_clear(JNIEnv *env, jclass cls,
+    jlong dict);
+static jlong JNICALL ngx_http_jvm_shm_topic(JNIEnv *env, jclass cls,
+    jbyteArray name);
+static jlong JNICALL ngx_http_jvm_shm_topic_max(JNIEnv *env, jclass cls,
+    jlong topic);
+static jint JNICALL ngx_http_jvm_shm_topic_publish(JNIEnv *env, jclass cls,
+    jlong topic, jbyteArray data, jint type);
+static void JNICALL ngx_http_jvm_shm_topic_stats(JNIEnv *env, jclass cls,
+    jlong topic, jlongArray out);
 static void ngx_http_jvm_vm_block_signals(sigset_t *old);
 
 
@@ -116,6 +144,9 @@ static jmethodID   ngx_http_jvm_ws_message_mid;
 static jmethodID   ngx_http_jvm_ws_closed_mid;
 static jmethodID   ngx_http_jvm_ws_poll_mid;
 static jmethodID   ngx_http_jvm_ws_take_mid;
+static jmethodID   ngx_http_jvm_topic_messages_mid;
+static jmethodID   ngx_http_jvm_timers_mid;
+static jmethodID   ngx_http_jvm_quitting_mid;
 
 
 /* The entry points of nginx.jvm.Worker, bound once at start. */
@@ -144,12 +175,34 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
     { &ngx_http_jvm_ws_closed_mid, "wsClosed", "(III)V" },
     { &ngx_http_jvm_ws_poll_mid, "wsPoll", "()I" },
     { &ngx_http_jvm_ws_take_mid, "wsTake", "(I)I" },
+    { &ngx_http_jvm_topic_messages_mid, "topicMessages", "(JII)V" },
+    { &ngx_http_jvm_timers_mid, "timers", "()V" },
+    { &ngx_http_jvm_quitting_mid, "quitting", "()V" },
     { NULL, NULL, NULL }
 };
 
 
 static JNINativeMethod  ngx_http_jvm_natives[] = {
     { "wake", "()V", (void *) ngx_http_jvm_wake },
+};
+
+
+/* nginx.jvm.Shm: shared memory, from any thread (ngx_http_jvm_shared.c). */
+
+static JNINativeMethod  ngx_http_jvm_shm_natives[] = {
+    { "dict", "([B)J", (void *) ngx_http_jvm_shm_dict },
+    { "dictCapacity", "(J)J", (void *) ngx_http_jvm_shm_dict_capacity },
+    { "dictGet", "(J[B)[B", (void *) ngx_http_jvm_shm_dict_get },
+    { "dictSet", "(JI[B[BIJ)I", (void *) ngx_http_jvm_shm_dict_set },
+    { "dictIncr", "(J[BJJJ[J)I", (void *) ngx_http_jvm_shm_dict_incr },
+    { "dictDelete", "(J[B)I", (void *) ngx_http_jvm_shm_dict_delete },
+    { "dictKeys", "(JI)[B", (void *) ngx_http_jvm_shm_dict_keys },
+    { "dictStats", "(J[J)V", (void *) ngx_http_jvm_shm_dict_stats },
+    { "dictClear", "(J)V", (void *) ngx_http_jvm_shm_dict_clear },
+    { "topic", "([B)J", (void *) ngx_http_jvm_shm_topic },
+    { "topicMax", "(J)J", (void *) ngx_http_jvm_shm_topic_max },
+    { "topicPublish", "(J[BI)I", (void *) ngx_http_jvm_shm_topic_publish },
+    { "topicStats", "(J[J)V", (void *) ngx_http_jvm_shm_topic_stats },
 };
 
 
@@ -1054,6 +1107,20 @@ ngx_http_jvm_vm_bind(ngx_cycle_t *cycle)
         return ngx_http_jvm_vm_failed(cycle->log, "RegisterNatives()");
     }
 
+    cls = (*env)->FindClass(env, "nginx/jvm/Shm");
+
+    if (cls == NULL
+        || (*env)->RegisterNatives(env, cls, ngx_http_jvm_shm_natives,
+                                   sizeof(ngx_http_jvm_shm_natives)
+                                   / sizeof(JNINativeMethod))
+           != JNI_OK)
+    {
+        return ngx_http_jvm_vm_failed(cycle->log,
+                                      "RegisterNatives(nginx.jvm.Shm)");
+    }
+
+    (*env)->DeleteLocalRef(env, cls);
+
     buf = (*env)->CallStaticObjectMethod(env, ngx_http_jvm_worker,
                                          ngx_http_jvm_request_buffer_mid,
                                          (jint) 0);
@@ -1363,6 +1430,433 @@ ngx_http_jvm_wake(JNIEnv *env, jclass cls)
 
     if (write(ngx_http_jvm_notify_fd, &one, sizeof(uint64_t)) == -1) {
         /* EAGAIN: the counter is full, so the loop is being woken anyway */
+    }
+}
+
+
+/*
+ * The natives of nginx.jvm.Shm, on any thread: they copy between Java's
+ * arrays and the zone, and never call into the JVM while the zone's mutex
+ * is held (the ngx_http_jvm_dict_*() functions take and release it).  Java
+ * checks the arguments first (nginx.jvm.SharedDict); a bad one here is
+ * answered with a code, never a crash.
+ */
+
+#define NGX_HTTP_JVM_SHM_STACK  1024
+
+
+/* Copies a Java byte[] into buf, or into malloc()'s memory if larger. */
+
+static u_char *
+ngx_http_jvm_shm_bytes(JNIEnv *env, jbyteArray a, u_char *buf, size_t cap,
+    size_t *len)
+{
+    u_char  *p;
+
+    *len = (size_t) (*env)->GetArrayLength(env, a);
+    p = (*len <= cap) ? buf : malloc(*len);
+
+    if (p != NULL) {
+        (*env)->GetByteArrayRegion(env, a, 0, (jsize) *len, (jbyte *) p);
+    }
+
+    return p;
+}
+
+
+static jlong JNICALL
+ngx_http_jvm_shm_dict(JNIEnv *env, jclass cls, jbyteArray name)
+{
+    u_char  buf[NGX_HTTP_JVM_DICT_NAME_MAX];
+    jsize   len;
+
+    len = (*env)->GetArrayLength(env, name);
+
+    if (len <= 0 || len > NGX_HTTP_JVM_DICT_NAME_MAX) {
+        return 0;
+    }
+
+    (*env)->GetByteArrayRegion(env, name, 0, len, (jbyte *) buf);
+
+    return (jlong) (uintptr_t) ngx_http_jvm_dict_find(buf, (size_t) len);
+}
+
+
+static jlong JNICALL
+ngx_http_jvm_shm_dict_capacity(JNIEnv *env, jclass cls, jlong dict)
+{
+    return (jlong) ((ngx_http_jvm_dict_t *) (uintptr_t) dict)->size;
+}
+
+
+/* The value of key: a byte[] of its type and its bytes, or null. */
+
+static jbyteArray JNICALL
+ngx_http_jvm_shm_dict_get(JNIEnv *env, jclass cls, jlong dict,
+    jbyteArray key)
+{
+    u_char      kbuf[NGX_HTTP_JVM_SHM_STACK], vbuf[4 * NGX_HTTP_JVM_SHM_STACK];
+    u_char     *k, *v, *p;
+    jbyte       t;
+    size_t      klen, cap, len;
+    ngx_int_t   rc;
+    ngx_uint_t  type;
+    jbyteArray  a;
+
+    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
+    if (k == NULL) {
+        return NULL;
+    }
+
+    v = vbuf;
+    cap = sizeof(vbuf);
+
+    for ( ;; ) {
+        rc = ngx_http_jvm_dict_get((ngx_http_jvm_dict_t *) (uintptr_t) dict,
+                                   k, klen, v, cap, &len, &type);
+
+        if (rc != NGX_HTTP_JVM_DICT_AGAIN) {
+            break;
+        }
+
+        /* larger than the buffer: again with one of its size */
+
+        p = malloc(len);
+        if (p == NULL) {
+            rc = NGX_HTTP_JVM_DICT_NO_MEMORY;
+            break;
+        }
+
+        if (v != vbuf) {
+            free(v);
+        }
+
+        v = p;
+        cap = len;
+    }
+
+    a = NULL;
+
+    if (rc == NGX_HTTP_JVM_DICT_OK) {
+        a = (*env)->NewByteArray(env, (jsize) (len + 1));
+
+        if (a != NULL) {
+            t = (jbyte) type;
+            (*env)->SetByteArrayRegion(env, a, 0, 1, &t);
+            (*env)->SetByteArrayRegion(env, a, 1, (jsize) len, (jbyte *) v);
+        }
+    }
+
+    if (v != vbuf) {
+        free(v);
+    }
+
+    if (k != kbuf) {
+        free(k);
+    }
+
+    return a;
+}
+
+
+static jint JNICALL
+ngx_http_jvm_shm_dict_set(JNIEnv *env, jclass cls, jlong dict, jint op,
+    jbyteArray key, jbyteArray value, jint type, jlong ttl)
+{
+    u_char               kbuf[NGX_HTTP_JVM_SHM_STACK];
+    u_char              *k, *v;
+    size_t               klen, vlen;
+    ngx_int_t            rc;
+    ngx_http_jvm_dict_t  *d;
+
+    d = (ngx_http_jvm_dict_t *) (uintptr_t) dict;
+
+    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
+    if (k == NULL) {
+        return NGX_HTTP_JVM_DICT_NO_MEMORY;
+    }
+
+    vlen = (size_t) (*env)->GetArrayLength(env, value);
+
+    if (!ngx_http_jvm_dict_fits(d, klen, vlen)) {
+        rc = NGX_HTTP_JVM_DICT_TOO_LARGE;
+        goto done;
+    }
+
+    /* no copy of a large value; nothing of the JVM's is called meanwhile */
+
+    v = (*env)->GetPrimitiveArrayCritical(env, value, NULL);
+    if (v == NULL) {
+        rc = NGX_HTTP_JVM_DICT_NO_MEMORY;
+        goto done;
+    }
+
+    rc = ngx_http_jvm_dict_set(d, (ngx_uint_t) op, k, klen, v, vlen,
+                               (ngx_uint_t) type, (int64_t) ttl);
+
+    (*env)->ReleasePrimitiveArrayCritical(env, value, v, JNI_ABORT);
+
+done:
+
+    if (k != kbuf) {
+        free(k);
+    }
+
+    return (jint) rc;
+}
+
+
+static jint JNICALL
+ngx_http_jvm_shm_dict_incr(JNIEnv *env, jclass cls, jlong dict,
+    jbyteArray key, jlong delta, jlong init, jlong ttl, jlongArray result)
+{
+    u_char               kbuf[NGX_HTTP_JVM_SHM_STACK];
+    u_char              *k;
+    size_t               klen;
+    int64_t              n;
+    ngx_int_t            rc;
+    ngx_http_jvm_dict_t  *d;
+
+    d = (ngx_http_jvm_dict_t *) (uintptr_t) dict;
+
+    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
+    if (k == NULL) {
+        return NGX_HTTP_JVM_DICT_NO_MEMORY;
+    }
+
+    if (!ngx_http_jvm_dict_fits(d, klen, sizeof(int64_t))) {
+        rc = NGX_HTTP_JVM_DICT_TOO_LARGE;
+
+    } else {
+        rc = ngx_http_jvm_dict_incr(d, k, klen, (int64_t) delta,
+                                    (int64_t) init, (int64_t) ttl, &n);
+    }
+
+    if (k != kbuf) {
+        free(k);
+    }
+
+    if (rc == NGX_HTTP_JVM_DICT_OK) {
+        (*env)->SetLongArrayRegion(env, result, 0, 1, (jlong *) &n);
+    }
+
+    return (jint) rc;
+}
+
+
+static jint JNICALL
+ngx_http_jvm_shm_dict_delete(JNIEnv *env, jclass cls, jlong dict,
+    jbyteArray key)
+{
+    u_char     kbuf[NGX_HTTP_JVM_SHM_STACK];
+    u_char    *k;
+    size_t     klen;
+    ngx_int_t  rc;
+
+    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
+    if (k == NULL) {
+        return NGX_HTTP_JVM_DICT_NO_MEMORY;
+    }
+
+    rc = ngx_http_jvm_dict_delete((ngx_http_jvm_dict_t *) (uintptr_t) dict,
+                                  k, klen);
+
+    if (k != kbuf) {
+        free(k);
+    }
+
+    return (jint) rc;
+}
+
+
+/* At most limit keys: each a 2-byte length (native order) and the bytes. */
+
+static jbyteArray JNICALL
+ngx_http_jvm_shm_dict_keys(JNIEnv *env, jclass cls, jlong dict, jint limit)
+{
+    u_char      *buf;
+    size_t       len;
+    jbyteArray   a;
+
+    if (ngx_http_jvm_dict_keys((ngx_http_jvm_dict_t *) (uintptr_t) dict,
+                               (ngx_uint_t) limit, &buf, &len)
+        != NGX_HTTP_JVM_DICT_OK)
+    {
+        return NULL;
+    }
+
+    a = (*env)->NewByteArray(env, (jsize) len);
+
+    if (a != NULL) {
+        (*env)->SetByteArrayRegion(env, a, 0, (jsize) len, (jbyte *) buf);
+    }
+
+    free(buf);
+
+    return a;
+}
+
+
+/* out: live entries, entries ever evicted to make room. */
+
+static void JNICALL
+ngx_http_jvm_shm_dict_stats(JNIEnv *env, jclass cls, jlong dict,
+    jlongArray out)
+{
+    jlong       v[2];
+    ngx_uint_t  evicted;
+
+    v[0] = (jlong) ngx_http_jvm_dict_size(
+                       (ngx_http_jvm_dict_t *) (uintptr_t) dict, &evicted);
+    v[1] = (jlong) evicted;
+
+    (*env)->SetLongArrayRegion(env, out, 0, 2, v);
+}
+
+
+static void JNICALL
+ngx_http_jvm_shm_dict_clear(JNIEnv *env, jclass cls, jlong dict)
+{
+    ngx_http_jvm_dict_clear((ngx_http_jvm_dict_t *) (uintptr_t) dict);
+}
+
+
+static jlong JNICALL
+ngx_http_jvm_shm_topic(JNIEnv *env, jclass cls, jbyteArray name)
+{
+    u_char  buf[NGX_HTTP_JVM_DICT_NAME_MAX];
+    jsize   len;
+
+    len = (*env)->GetArrayLength(env, name);
+
+    if (len <= 0 || len > NGX_HTTP_JVM_DICT_NAME_MAX) {
+        return 0;
+    }
+
+    (*env)->GetByteArrayRegion(env, name, 0, len, (jbyte *) buf);
+
+    return (jlong) (uintptr_t) ngx_http_jvm_topic_find(buf, (size_t) len);
+}
+
+
+static jlong JNICALL
+ngx_http_jvm_shm_topic_max(JNIEnv *env, jclass cls, jlong topic)
+{
+    return (jlong) ngx_http_jvm_topic_max(
+                       (ngx_http_jvm_topic_t *) (uintptr_t) topic);
+}
+
+
+static jint JNICALL
+ngx_http_jvm_shm_topic_publish(JNIEnv *env, jclass cls, jlong topic,
+    jbyteArray data, jint type)
+{
+    u_char     *p;
+    size_t      len;
+    ngx_int_t   rc;
+
+    len = (size_t) (*env)->GetArrayLength(env, data);
+
+    /* no copy; nothing of the JVM's is called while it is held */
+
+    p = (*env)->GetPrimitiveArrayCritical(env, data, NULL);
+    if (p == NULL) {
+        return NGX_HTTP_JVM_DICT_NO_MEMORY;
+    }
+
+    rc = ngx_http_jvm_topic_publish((ngx_http_jvm_topic_t *) (uintptr_t) topic,
+                                    p, len, (ngx_uint_t) type);
+
+    (*env)->ReleasePrimitiveArrayCritical(env, data, p, JNI_ABORT);
+
+    return (jint) rc;
+}
+
+
+/* out: messages published, messages refused (the ring was full). */
+
+static void JNICALL
+ngx_http_jvm_shm_topic_stats(JNIEnv *env, jclass cls, jlong topic,
+    jlongArray out)
+{
+    jlong     v[2];
+    uint64_t  published, overflows;
+
+    ngx_http_jvm_topic_stats((ngx_http_jvm_topic_t *) (uintptr_t) topic,
+                             &published, &overflows);
+
+    v[0] = (jlong) published;
+    v[1] = (jlong) overflows;
+
+    (*env)->SetLongArrayRegion(env, out, 0, 2, v);
+}
+
+
+/*
+ * Worker.topicMessages(): n messages of a topic, len bytes at the start of
+ * the request buffer (each a uint32 length, a uint32 type and the bytes),
+ * for this worker's subscribers; on the event loop.
+ */
+
+void
+ngx_http_jvm_vm_topic_deliver(ngx_log_t *log, ngx_http_jvm_topic_t *topic,
+    ngx_uint_t n, size_t len)
+{
+    JNIEnv  *env;
+
+    if (!ngx_http_jvm_vm.ready) {
+        return;
+    }
+
+    env = ngx_http_jvm_env;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, log, 0,
+                   "jvm: topic \"%V\": %ui messages, %uz bytes",
+                   &topic->name, n, len);
+
+    (*env)->CallStaticVoidMethod(env, ngx_http_jvm_worker,
+                                 ngx_http_jvm_topic_messages_mid,
+                                 (jlong) (uintptr_t) topic, (jint) n,
+                                 (jint) len);
+
+    if ((*env)->ExceptionCheck(env)) {
+        (void) ngx_http_jvm_vm_failed(log, "Worker.topicMessages()");
+    }
+}
+
+
+/* Worker.timers(): the event loop runs the Java timers that are due. */
+
+void
+ngx_http_jvm_vm_timers(ngx_log_t *log)
+{
+    JNIEnv  *env;
+
+    env = ngx_http_jvm_env;
+
+    (*env)->CallStaticVoidMethod(env, ngx_http_jvm_worker,
+                                 ngx_http_jvm_timers_mid);
+
+    if ((*env)->ExceptionCheck(env)) {
+        (void) ngx_http_jvm_vm_failed(log, "Worker.timers()");
+    }
+}
+
+
+/* Worker.quitting(): a graceful quit began; Java's timers stop. */
+
+void
+ngx_http_jvm_vm_quitting(ngx_log_t *log)
+{
+    JNIEnv  *env;
+
+    env = ngx_http_jvm_env;
+
+    (*env)->CallStaticVoidMethod(env, ngx_http_jvm_worker,
+                                 ngx_http_jvm_quitting_mid);
+
+    if ((*env)->ExceptionCheck(env)) {
+        (void) ngx_http_jvm_vm_failed(log, "Worker.quitting()");
     }
 }
 

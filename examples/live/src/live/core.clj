@@ -1,36 +1,59 @@
 (ns live.core
   "A live page: a chat over a WebSocket and a clock over server-sent
   events, with Ring's own APIs (ring.websocket, StreamableResponseBody).
+  The chat spans every worker: it needs `jvm_topic chat 1m;` and
+  `jvm_shared_dict chat 64k;` in nginx.conf (the launcher's
+  --topic chat:1m --shared-dict chat:64k).
   Serve it with jvm_async on (the launcher's --async): the clock's stream
   is written after the handler returned."
   (:require [clojure.java.io :as io]
             [ring.core.protocols :as protocols]
+            [nginx.jvm.shared :as shared]
             [ring.websocket :as ws])
   (:import [java.io IOException OutputStream]
            [java.time LocalTime]
            [java.time.format DateTimeFormatter]))
 
-;; The chat room of this worker: each nginx worker has its own JVM, so a
-;; room spans one worker (pin clients with a single worker, or share rooms
-;; through a store all workers see).
+;; The chat room spans every worker. Each nginx worker has its own JVM, and
+;; so its own sockets: a message goes to the topic "chat" (jvm_topic, in
+;; nginx's shared memory), and each worker's subscriber sends what the topic
+;; carries to the sockets of that worker. How many are here, in all workers,
+;; is a counter in the shared dictionary "chat" (jvm_shared_dict).
 (def ^:private room (atom #{}))
 
-(defn- broadcast [message]
+(defn- to-room
+  "Sends a message to this worker's sockets; on the worker's event loop."
+  [message]
   (doseq [socket @room]
     ;; never waits: a reader too slow for its queue misses the message
     (ws/send socket message (fn []) (fn [_] (swap! room disj socket)))))
 
+;; Subscribed once per worker, when its first chat socket opens.
+(def ^:private topic
+  (delay (doto (shared/topic "chat")
+           (shared/subscribe! to-room))))
+
+(def ^:private people (delay (shared/dict "chat")))
+
+(defn- broadcast [message]
+  (when-not (shared/publish! @topic message)
+    ;; the ring is full: the workers are behind; this message is dropped
+    nil))
+
 (defn- chat [request]
   {::ws/listener
    {:on-open (fn [socket]
+               @topic
                (swap! room conj socket)
-               (broadcast (str "* someone joined (" (count @room) " here)")))
+               (broadcast (str "* someone joined ("
+                               (shared/incr! @people "here") " here)")))
     :on-message (fn [socket message]
                   (when (string? message)
                     (broadcast (subs message 0 (min 500 (count message))))))
     :on-close (fn [socket _ _]
                 (swap! room disj socket)
-                (broadcast (str "* someone left (" (count @room) " here)")))}})
+                (broadcast (str "* someone left ("
+                                (shared/incr! @people "here" -1) " here)")))}})
 
 (def ^:private hms (DateTimeFormatter/ofPattern "HH:mm:ss"))
 

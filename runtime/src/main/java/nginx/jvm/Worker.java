@@ -116,6 +116,7 @@ final class Worker {
     static String configure(int poolSize, int queueSize, boolean virtual, int wsSendQueue) {
         try {
             sockets.configure(wsSendQueue);
+            Timers.start(Worker::wake, 2);
             return tasks.configure(poolSize, queueSize, virtual);
         } catch (Throwable t) {
             return Failure.describe("cannot start the thread pool", t);
@@ -255,8 +256,35 @@ final class Worker {
         return streams.size();
     }
 
+    /**
+     * {@code n} messages of the topic {@code handle}, {@code length} bytes at
+     * the start of the request buffer, for this worker's subscribers.
+     */
+    static void topicMessages(long handle, int n, int length) {
+        try {
+            Topic.deliver(handle, requestBuffer, n, length);
+        } catch (Throwable t) {
+            System.err.println(Failure.describe("jvm: topic delivery failed", t));
+        }
+    }
+
+    /** On the event loop, when woken: runs the loop's timers that are due. */
+    static void timers() {
+        try {
+            Timers.runDue();
+        } catch (Throwable t) {
+            System.err.println(Failure.describe("jvm: timers failed", t));
+        }
+    }
+
+    /** A graceful quit (or a reload) began: timers stop, so that nothing new starts. */
+    static void quitting() {
+        Timers.stop();
+    }
+
     /** Called at worker exit. */
     static void stop() {
+        Timers.stop();
         handlers.clear();
         sockets.stop();
     }

@@ -1,0 +1,65 @@
+package nginx.jvm;
+
+/**
+ * The natives of nginx's shared memory (ngx_http_jvm_vm.c registers them
+ * when the worker binds this runtime; ngx_http_jvm_shared.c does the work).
+ * Callable from any thread: each takes the zone's lock for one operation
+ * and never calls back into Java while it holds it.
+ *
+ * <p>A dictionary is named by its handle, the address of its configuration;
+ * 0 is none. The codes answered are those of ngx_http_jvm_module.h.
+ */
+final class Shm {
+    /** Value types of a dictionary entry. */
+    static final int STRING = 1, BYTES = 2, NUMBER = 3;
+
+    /** Operations of {@link #dictSet}. */
+    static final int SET = 0, ADD = 1, REPLACE = 2;
+
+    /** Answers of the dictionary operations. */
+    static final int OK = 0, NOT_FOUND = 1, EXISTS = 2, NO_MEMORY = 3, NOT_NUMBER = 4,
+            TOO_LARGE = 6;
+
+    /** Limits the C module enforces as well. */
+    static final int NAME_MAX = 128, KEY_MAX = 65535;
+
+    private Shm() {
+    }
+
+    /** The dictionary of that name (UTF-8), or 0. */
+    static native long dict(byte[] name);
+
+    /** The zone's size in bytes. */
+    static native long dictCapacity(long dict);
+
+    /** The entry's type and then its value's bytes, or null when absent or expired. */
+    static native byte[] dictGet(long dict, byte[] key);
+
+    static native int dictSet(long dict, int op, byte[] key, byte[] value, int type, long ttlMillis);
+
+    /** The new value goes into {@code result[0]}. */
+    static native int dictIncr(long dict, byte[] key, long delta, long init, long ttlMillis,
+            long[] result);
+
+    static native int dictDelete(long dict, byte[] key);
+
+    /** At most {@code limit} keys, most recently used first: each a 2-byte length and the bytes. */
+    static native byte[] dictKeys(long dict, int limit);
+
+    /** {@code out[0]}: live entries; {@code out[1]}: entries ever evicted to make room. */
+    static native void dictStats(long dict, long[] out);
+
+    static native void dictClear(long dict);
+
+    /** The topic of that name (UTF-8), or 0. */
+    static native long topic(byte[] name);
+
+    /** The largest message the topic takes, in bytes. */
+    static native long topicMax(long topic);
+
+    /** {@link #OK}, {@link #NO_MEMORY} (the ring is full: refused) or {@link #TOO_LARGE}. */
+    static native int topicPublish(long topic, byte[] message, int type);
+
+    /** {@code out[0]}: messages published; {@code out[1]}: messages refused, ring full. */
+    static native void topicStats(long topic, long[] out);
+}

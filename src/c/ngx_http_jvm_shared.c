@@ -1,0 +1,827 @@
+
+/*
+ * nginx-jvm: shared dictionaries, "jvm_shared_dict NAME SIZE;".
+ *
+ * A dictionary is a shared memory zone seen by every worker: a red-black
+ * tree of entries keyed by a hash of the key, an LRU queue (most recently
+ * used first) and the slab allocator, all under the zone's ngx_shmtx, in
+ * the manner of nginx's own zones (limit_req) and lua-nginx-module's
+ * lua_shared_dict.
+ *
+ * The operations below are called by the natives of nginx.jvm.SharedDict
+ * (ngx_http_jvm_vm.c), on the event loop or on any JVM thread at once.  So
+ * they touch nothing of nginx but the zone, its mutex and the slab
+ * allocator: no pools, no log, no cached time (ngx_current_msec is the
+ * event loop's).  Time is CLOCK_MONOTONIC, the same in every worker.  The
+ * mutex is never held across a call into the JVM.
+ *
+ * A reload keeps a zone of the same name and size (nginx maps it again and
+ * calls init with the old configuration's data), so the entries survive.
+ */
+
+
+#include "ngx_http_jvm_module.h"
+
+#include <time.h>
+
+
+/* Entries evicted, least recently used first, to make room for one. */
+#define NGX_HTTP_JVM_DICT_EVICT   64
+
+
+typedef struct {
+    ngx_rbtree_node_t          node;       /* node.key: the key's hash */
+    ngx_queue_t                queue;      /* LRU, most recent first */
+    uint64_t                   expires;    /* monotonic ms, 0: never */
+    uint32_t                   value_len;
+    uint16_t                   key_len;
+    u_char                     type;       /* NGX_HTTP_JVM_DICT_STRING... */
+    u_char                     data[1];    /* key, then value */
+} ngx_http_jvm_dict_node_t;
+
+
+/* The part in shared memory. */
+struct ngx_http_jvm_dict_sh_s {
+    ngx_rbtree_t               rbtree;
+    ngx_rbtree_node_t          sentinel;
+    ngx_queue_t                lru;
+    ngx_uint_t                 count;
+    ngx_uint_t                 evicted;    /* to make room, ever */
+};
+
+
+static ngx_int_t ngx_http_jvm_dict_init_zone(ngx_shm_zone_t *zone,
+    void *data);
+static void ngx_http_jvm_dict_rbtree_insert(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
+static ngx_http_jvm_dict_node_t *ngx_http_jvm_dict_lookup(
+    ngx_http_jvm_dict_t *dict, ngx_uint_t hash, u_char *key, size_t klen);
+static void ngx_http_jvm_dict_remove(ngx_http_jvm_dict_t *dict,
+    ngx_http_jvm_dict_node_t *dn);
+static ngx_http_jvm_dict_node_t *ngx_http_jvm_dict_alloc(
+    ngx_http_jvm_dict_t *dict, size_t size, uint64_t now);
+static ngx_int_t ngx_http_jvm_dict_insert(ngx_http_jvm_dict_t *dict,
+    ngx_uint_t hash, u_char *key, size_t klen, u_char *value, size_t vlen,
+    ngx_uint_t type, uint64_t expires, uint64_t now);
+
+
+/*
+ * The dictionaries of the worker's configuration, read by JVM threads: set
+ * once at worker start, never changed afterwards.
+ */
+static ngx_array_t  *ngx_http_jvm_dicts;
+
+
+/* jvm_shared_dict NAME SIZE; at the http level. */
+
+char *
+ngx_http_jvm_shared_dict(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_jvm_main_conf_t *jmcf = conf;
+
+    ssize_t                size;
+    ngx_str_t             *value, zname;
+    ngx_uint_t             i;
+    ngx_http_jvm_dict_t  **dicts, *dict;
+
+    value = cf->args->elts;
+
+    if (value[1].len == 0 || value[1].len > NGX_HTTP_JVM_DICT_NAME_MAX) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "jvm_shared_dict: invalid name \"%V\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    size = ngx_parse_size(&value[2]);
+
+    if (size == NGX_ERROR) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "jvm_shared_dict \"%V\": invalid size \"%V\"",
+                           &value[1], &value[2]);
+        return NGX_CONF_ERROR;
+    }
+
+    /* the slab allocator's own pages and a few of entries at least */
+
+    if (size < (ssize_t) (8 * ngx_pagesize)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "jvm_shared_dict \"%V\": size \"%V\" is too "
+                           "small, at least %uzk", &value[1], &value[2],
+                           8 * ngx_pagesize / 1024);
+        return NGX_CONF_ERROR;
+    }
+
+    if (jmcf->dicts == NULL) {
+        jmcf->dicts = ngx_array_create(cf->pool, 4,
+                                       sizeof(ngx_http_jvm_dict_t *));
+        if (jmcf->dicts == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    dicts = jmcf->dicts->elts;
+
+    for (i = 0; i < jmcf->dicts->nelts; i++) {
+        if (dicts[i]->name.len == value[1].len
+            && ngx_strncmp(dicts[i]->name.data, value[1].data,
+                           value[1].len) == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "jvm_shared_dict \"%V\" is duplicate",
+                               &value[1]);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    dict = ngx_pcalloc(cf->pool, sizeof(ngx_http_jvm_dict_t));
+    if (dict == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    dict->name = value[1];
+    dict->size = size;
+
+    /* a prefix, so that no other module's zone of the same name clashes */
+
+    zname.len = sizeof("jvm_shared_dict:") - 1 + value[1].len;
+    zname.data = ngx_pnalloc(cf->pool, zname.len);
+    if (zname.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_sprintf(zname.data, "jvm_shared_dict:%V", &value[1]);
+
+    dict->zone = ngx_shared_memory_add(cf, &zname, size,
+                                       &ngx_http_jvm_module);
+    if (dict->zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    dict->zone->init = ngx_http_jvm_dict_init_zone;
+    dict->zone->data = dict;
+
+    dicts = ngx_array_push(jmcf->dicts);
+    if (dicts == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *dicts = dict;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * data: the previous configuration's dictionary of this zone, when a
+ * reload kept the zone (same name and size): its entries stay.
+ */
+
+static ngx_int_t
+ngx_http_jvm_dict_init_zone(ngx_shm_zone_t *zone, void *data)
+{
+    ngx_http_jvm_dict_t *odict = data;
+
+    size_t                   len;
+    ngx_slab_pool_t         *shpool;
+    ngx_http_jvm_dict_t     *dict;
+    ngx_http_jvm_dict_sh_t  *sh;
+
+    dict = zone->data;
+    shpool = (ngx_slab_pool_t *) zone->shm.addr;
+
+    if (odict) {
+        dict->sh = odict->sh;
+        dict->shpool = odict->shpool;
+        return NGX_OK;
+    }
+
+    dict->shpool = shpool;
+
+    if (zone->shm.exists) {
+        dict->sh = shpool->data;
+        return NGX_OK;
+    }
+
+    sh = ngx_slab_alloc(shpool, sizeof(ngx_http_jvm_dict_sh_t));
+    if (sh == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memzero(sh, sizeof(ngx_http_jvm_dict_sh_t));
+    ngx_rbtree_init(&sh->rbtree, &sh->sentinel,
+                    ngx_http_jvm_dict_rbtree_insert);
+    ngx_queue_init(&sh->lru);
+
+    dict->sh = sh;
+    shpool->data = sh;
+
+    len = sizeof(" in jvm_shared_dict \"\"") + dict->name.len;
+
+    shpool->log_ctx = ngx_slab_alloc(shpool, len);
+    if (shpool->log_ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_sprintf(shpool->log_ctx, " in jvm_shared_dict \"%V\"%Z", &dict->name);
+
+    /*
+     * A full zone is normal for a cache: an entry is evicted or the put
+     * fails, and the caller is told.  Nothing to log (and logging is for
+     * the event loop only).
+     */
+    shpool->log_nomem = 0;
+
+    return NGX_OK;
+}
+
+
+/* At worker start: the dictionaries JVM threads may look up by name. */
+
+void
+ngx_http_jvm_shared_init(ngx_http_jvm_main_conf_t *jmcf)
+{
+    ngx_http_jvm_dicts = jmcf->dicts;
+}
+
+
+/* The dictionary named so, or NULL; any thread. */
+
+ngx_http_jvm_dict_t *
+ngx_http_jvm_dict_find(u_char *name, size_t len)
+{
+    ngx_uint_t             i;
+    ngx_http_jvm_dict_t  **dicts;
+
+    if (ngx_http_jvm_dicts == NULL) {
+        return NULL;
+    }
+
+    dicts = ngx_http_jvm_dicts->elts;
+
+    for (i = 0; i < ngx_http_jvm_dicts->nelts; i++) {
+        if (dicts[i]->name.len == len
+            && ngx_strncmp(dicts[i]->name.data, name, len) == 0)
+        {
+            return dicts[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+static uint64_t
+ngx_http_jvm_dict_now(void)
+{
+    struct timespec  ts;
+
+    (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+
+static ngx_inline ngx_uint_t
+ngx_http_jvm_dict_expired(ngx_http_jvm_dict_node_t *dn, uint64_t now)
+{
+    return dn->expires != 0 && dn->expires <= now;
+}
+
+
+static ngx_inline uint64_t
+ngx_http_jvm_dict_expires(int64_t ttl, uint64_t now)
+{
+    return ttl > 0 ? now + (uint64_t) ttl : 0;
+}
+
+
+static void
+ngx_http_jvm_dict_rbtree_insert(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel)
+{
+    ngx_rbtree_node_t         **p;
+    ngx_http_jvm_dict_node_t   *dn, *dt;
+
+    for ( ;; ) {
+
+        if (node->key < temp->key) {
+            p = &temp->left;
+
+        } else if (node->key > temp->key) {
+            p = &temp->right;
+
+        } else { /* node->key == temp->key */
+
+            dn = (ngx_http_jvm_dict_node_t *) node;
+            dt = (ngx_http_jvm_dict_node_t *) temp;
+
+            p = (ngx_memn2cmp(dn->data, dt->data, dn->key_len, dt->key_len)
+                 < 0) ? &temp->left : &temp->right;
+        }
+
+        if (*p == sentinel) {
+            break;
+        }
+
+        temp = *p;
+    }
+
+    *p = node;
+    node->parent = temp;
+    node->left = sentinel;
+    node->right = sentinel;
+    ngx_rbt_red(node);
+}
+
+
+static ngx_http_jvm_dict_node_t *
+ngx_http_jvm_dict_lookup(ngx_http_jvm_dict_t *dict, ngx_uint_t hash,
+    u_char *key, size_t klen)
+{
+    ngx_int_t                  rc;
+    ngx_rbtree_node_t         *node, *sentinel;
+    ngx_http_jvm_dict_node_t  *dn;
+
+    node = dict->sh->rbtree.root;
+    sentinel = dict->sh->rbtree.sentinel;
+
+    while (node != sentinel) {
+
+        if (hash < node->key) {
+            node = node->left;
+            continue;
+        }
+
+        if (hash > node->key) {
+            node = node->right;
+            continue;
+        }
+
+        dn = (ngx_http_jvm_dict_node_t *) node;
+
+        rc = ngx_memn2cmp(key, dn->data, klen, dn->key_len);
+
+        if (rc == 0) {
+            return dn;
+        }
+
+        node = (rc < 0) ? node->left : node->right;
+    }
+
+    return NULL;
+}
+
+
+static void
+ngx_http_jvm_dict_remove(ngx_http_jvm_dict_t *dict,
+    ngx_http_jvm_dict_node_t *dn)
+{
+    ngx_queue_remove(&dn->queue);
+    ngx_rbtree_delete(&dict->sh->rbtree, &dn->node);
+    ngx_slab_free_locked(dict->shpool, dn);
+    dict->sh->count--;
+}
+
+
+/*
+ * Room for an entry of size bytes: expired entries and then the least
+ * recently used ones make way, a bounded number of them, so that one
+ * operation never holds the lock for long.
+ */
+
+static ngx_http_jvm_dict_node_t *
+ngx_http_jvm_dict_alloc(ngx_http_jvm_dict_t *dict, size_t size, uint64_t now)
+{
+    void                      *p;
+    ngx_uint_t                 n;
+    ngx_queue_t               *q;
+    ngx_http_jvm_dict_node_t  *dn;
+
+    for (n = 0; /* void */; n++) {
+
+        p = ngx_slab_alloc_locked(dict->shpool, size);
+        if (p != NULL) {
+            return p;
+        }
+
+        if (n == NGX_HTTP_JVM_DICT_EVICT || ngx_queue_empty(&dict->sh->lru)) {
+            return NULL;
+        }
+
+        q = ngx_queue_last(&dict->sh->lru);
+        dn = ngx_queue_data(q, ngx_http_jvm_dict_node_t, queue);
+
+        /* expired entries near the tail go first, without counting */
+
+        while (ngx_http_jvm_dict_expired(dn, now)) {
+            ngx_http_jvm_dict_remove(dict, dn);
+
+            if (ngx_queue_empty(&dict->sh->lru)) {
+                break;
+            }
+
+            q = ngx_queue_last(&dict->sh->lru);
+            dn = ngx_queue_data(q, ngx_http_jvm_dict_node_t, queue);
+        }
+
+        p = ngx_slab_alloc_locked(dict->shpool, size);
+        if (p != NULL) {
+            return p;
+        }
+
+        if (ngx_queue_empty(&dict->sh->lru)) {
+            return NULL;
+        }
+
+        q = ngx_queue_last(&dict->sh->lru);
+        dn = ngx_queue_data(q, ngx_http_jvm_dict_node_t, queue);
+        ngx_http_jvm_dict_remove(dict, dn);
+        dict->sh->evicted++;
+    }
+}
+
+
+static ngx_int_t
+ngx_http_jvm_dict_insert(ngx_http_jvm_dict_t *dict, ngx_uint_t hash,
+    u_char *key, size_t klen, u_char *value, size_t vlen, ngx_uint_t type,
+    uint64_t expires, uint64_t now)
+{
+    size_t                     size;
+    ngx_http_jvm_dict_node_t  *dn;
+
+    size = offsetof(ngx_http_jvm_dict_node_t, data) + klen + vlen;
+
+    dn = ngx_http_jvm_dict_alloc(dict, size, now);
+    if (dn == NULL) {
+        return NGX_HTTP_JVM_DICT_NO_MEMORY;
+    }
+
+    dn->node.key = hash;
+    dn->key_len = (uint16_t) klen;
+    dn->value_len = (uint32_t) vlen;
+    dn->type = (u_char) type;
+    dn->expires = expires;
+    ngx_memcpy(dn->data, key, klen);
+    ngx_memcpy(dn->data + klen, value, vlen);
+
+    ngx_rbtree_insert(&dict->sh->rbtree, &dn->node);
+    ngx_queue_insert_head(&dict->sh->lru, &dn->queue);
+    dict->sh->count++;
+
+    return NGX_HTTP_JVM_DICT_OK;
+}
+
+
+/* Whether an entry of these sizes could ever fit in the dictionary. */
+
+ngx_uint_t
+ngx_http_jvm_dict_fits(ngx_http_jvm_dict_t *dict, size_t klen, size_t vlen)
+{
+    return klen <= NGX_HTTP_JVM_DICT_KEY_MAX
+           && vlen < dict->size
+           && offsetof(ngx_http_jvm_dict_node_t, data) + klen + vlen
+              < dict->size;
+}
+
+
+/*
+ * The value of key, copied into buf when it fits: NGX_HTTP_JVM_DICT_OK,
+ * its length and type; NGX_HTTP_JVM_DICT_AGAIN: *len is the length, and
+ * buf too small; NGX_HTTP_JVM_DICT_NOT_FOUND.
+ */
+
+ngx_int_t
+ngx_http_jvm_dict_get(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
+    u_char *buf, size_t cap, size_t *len, ngx_uint_t *type)
+{
+    uint64_t                   now;
+    ngx_int_t                  rc;
+    ngx_uint_t                 hash;
+    ngx_http_jvm_dict_node_t  *dn;
+
+    hash = ngx_crc32_short(key, klen);
+    now = ngx_http_jvm_dict_now();
+
+    ngx_shmtx_lock(&dict->shpool->mutex);
+
+    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen);
+
+    if (dn == NULL) {
+        rc = NGX_HTTP_JVM_DICT_NOT_FOUND;
+
+    } else if (ngx_http_jvm_dict_expired(dn, now)) {
+        ngx_http_jvm_dict_remove(dict, dn);
+        rc = NGX_HTTP_JVM_DICT_NOT_FOUND;
+
+    } else {
+        *len = dn->value_len;
+        *type = dn->type;
+
+        if (dn->value_len <= cap) {
+            ngx_memcpy(buf, dn->data + dn->key_len, dn->value_len);
+            ngx_queue_remove(&dn->queue);
+            ngx_queue_insert_head(&dict->sh->lru, &dn->queue);
+            rc = NGX_HTTP_JVM_DICT_OK;
+
+        } else {
+            rc = NGX_HTTP_JVM_DICT_AGAIN;
+        }
+    }
+
+    ngx_shmtx_unlock(&dict->shpool->mutex);
+
+    return rc;
+}
+
+
+/*
+ * Sets key, as op says: NGX_HTTP_JVM_DICT_SET always, _ADD only when
+ * absent, _REPLACE only when present.  ttl in ms, 0: never expires.
+ * Answers _OK, _EXISTS (add), _NOT_FOUND (replace) or _NO_MEMORY (no room
+ * even after evictions; the key is then absent).
+ */
+
+ngx_int_t
+ngx_http_jvm_dict_set(ngx_http_jvm_dict_t *dict, ngx_uint_t op, u_char *key,
+    size_t klen, u_char *value, size_t vlen, ngx_uint_t type, int64_t ttl)
+{
+    uint64_t                   now;
+    ngx_int_t                  rc;
+    ngx_uint_t                 hash;
+    ngx_http_jvm_dict_node_t  *dn;
+
+    hash = ngx_crc32_short(key, klen);
+    now = ngx_http_jvm_dict_now();
+
+    ngx_shmtx_lock(&dict->shpool->mutex);
+
+    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen);
+
+    if (dn && ngx_http_jvm_dict_expired(dn, now)) {
+        ngx_http_jvm_dict_remove(dict, dn);
+        dn = NULL;
+    }
+
+    if (dn && op == NGX_HTTP_JVM_DICT_ADD) {
+        rc = NGX_HTTP_JVM_DICT_EXISTS;
+        goto done;
+    }
+
+    if (dn == NULL && op == NGX_HTTP_JVM_DICT_REPLACE) {
+        rc = NGX_HTTP_JVM_DICT_NOT_FOUND;
+        goto done;
+    }
+
+    if (dn && dn->value_len == vlen) {
+        /* the same size: in place */
+        ngx_memcpy(dn->data + klen, value, vlen);
+        dn->type = (u_char) type;
+        dn->expires = ngx_http_jvm_dict_expires(ttl, now);
+        ngx_queue_remove(&dn->queue);
+        ngx_queue_insert_head(&dict->sh->lru, &dn->queue);
+        rc = NGX_HTTP_JVM_DICT_OK;
+        goto done;
+    }
+
+    if (dn) {
+        ngx_http_jvm_dict_remove(dict, dn);
+    }
+
+    rc = ngx_http_jvm_dict_insert(dict, hash, key, klen, value, vlen, type,
+                                  ngx_http_jvm_dict_expires(ttl, now), now);
+
+done:
+
+    ngx_shmtx_unlock(&dict->shpool->mutex);
+
+    return rc;
+}
+
+
+/*
+ * Adds delta to the number at key, atomically; a missing key counts as
+ * init (and then expires after ttl ms, if ttl > 0).  Answers _OK and the
+ * new value, _NOT_NUMBER or _NO_MEMORY.
+ */
+
+ngx_int_t
+ngx_http_jvm_dict_incr(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
+    int64_t delta, int64_t init, int64_t ttl, int64_t *result)
+{
+    int64_t                    n;
+    uint64_t                   now;
+    ngx_int_t                  rc;
+    ngx_uint_t                 hash;
+    ngx_http_jvm_dict_node_t  *dn;
+
+    hash = ngx_crc32_short(key, klen);
+    now = ngx_http_jvm_dict_now();
+
+    ngx_shmtx_lock(&dict->shpool->mutex);
+
+    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen);
+
+    if (dn && ngx_http_jvm_dict_expired(dn, now)) {
+        ngx_http_jvm_dict_remove(dict, dn);
+        dn = NULL;
+    }
+
+    if (dn == NULL) {
+        /* wraps around as Java's long does */
+        n = (int64_t) ((uint64_t) init + (uint64_t) delta);
+
+        rc = ngx_http_jvm_dict_insert(dict, hash, key, klen, (u_char *) &n,
+                                      sizeof(int64_t),
+                                      NGX_HTTP_JVM_DICT_NUMBER,
+                                      ngx_http_jvm_dict_expires(ttl, now),
+                                      now);
+        if (rc == NGX_HTTP_JVM_DICT_OK) {
+            *result = n;
+        }
+
+        goto done;
+    }
+
+    if (dn->type != NGX_HTTP_JVM_DICT_NUMBER
+        || dn->value_len != sizeof(int64_t))
+    {
+        rc = NGX_HTTP_JVM_DICT_NOT_NUMBER;
+        goto done;
+    }
+
+    ngx_memcpy(&n, dn->data + dn->key_len, sizeof(int64_t));
+    n = (int64_t) ((uint64_t) n + (uint64_t) delta);
+    ngx_memcpy(dn->data + dn->key_len, &n, sizeof(int64_t));
+
+    ngx_queue_remove(&dn->queue);
+    ngx_queue_insert_head(&dict->sh->lru, &dn->queue);
+
+    *result = n;
+    rc = NGX_HTTP_JVM_DICT_OK;
+
+done:
+
+    ngx_shmtx_unlock(&dict->shpool->mutex);
+
+    return rc;
+}
+
+
+/* Removes key: _OK, or _NOT_FOUND (absent or expired). */
+
+ngx_int_t
+ngx_http_jvm_dict_delete(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen)
+{
+    uint64_t                   now;
+    ngx_int_t                  rc;
+    ngx_uint_t                 hash;
+    ngx_http_jvm_dict_node_t  *dn;
+
+    hash = ngx_crc32_short(key, klen);
+    now = ngx_http_jvm_dict_now();
+
+    ngx_shmtx_lock(&dict->shpool->mutex);
+
+    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen);
+
+    if (dn == NULL) {
+        rc = NGX_HTTP_JVM_DICT_NOT_FOUND;
+
+    } else {
+        rc = ngx_http_jvm_dict_expired(dn, now) ? NGX_HTTP_JVM_DICT_NOT_FOUND
+                                                : NGX_HTTP_JVM_DICT_OK;
+        ngx_http_jvm_dict_remove(dict, dn);
+    }
+
+    ngx_shmtx_unlock(&dict->shpool->mutex);
+
+    return rc;
+}
+
+
+/*
+ * At most limit live keys, most recently used first, into a buffer of
+ * malloc() (not a pool: any thread), each a uint16_t length and the bytes.
+ * *out is NULL when there is no memory.
+ */
+
+ngx_int_t
+ngx_http_jvm_dict_keys(ngx_http_jvm_dict_t *dict, ngx_uint_t limit,
+    u_char **out, size_t *len)
+{
+    u_char                    *buf, *p;
+    size_t                     cap, used, need;
+    uint16_t                   klen;
+    uint64_t                   now;
+    ngx_uint_t                 n;
+    ngx_queue_t               *q;
+    ngx_http_jvm_dict_node_t  *dn;
+
+    now = ngx_http_jvm_dict_now();
+    cap = 4096;
+    used = 0;
+
+    buf = malloc(cap);
+    if (buf == NULL) {
+        return NGX_HTTP_JVM_DICT_NO_MEMORY;
+    }
+
+    ngx_shmtx_lock(&dict->shpool->mutex);
+
+    n = 0;
+
+    for (q = ngx_queue_head(&dict->sh->lru);
+         q != ngx_queue_sentinel(&dict->sh->lru) && n < limit;
+         q = ngx_queue_next(q))
+    {
+        dn = ngx_queue_data(q, ngx_http_jvm_dict_node_t, queue);
+
+        if (ngx_http_jvm_dict_expired(dn, now)) {
+            continue;
+        }
+
+        need = sizeof(uint16_t) + dn->key_len;
+
+        if (used + need > cap) {
+            cap = ngx_max(cap * 2, used + need);
+            p = realloc(buf, cap);
+
+            if (p == NULL) {
+                break;
+            }
+
+            buf = p;
+        }
+
+        klen = dn->key_len;
+        ngx_memcpy(buf + used, &klen, sizeof(uint16_t));
+        ngx_memcpy(buf + used + sizeof(uint16_t), dn->data, dn->key_len);
+        used += need;
+        n++;
+    }
+
+    ngx_shmtx_unlock(&dict->shpool->mutex);
+
+    *out = buf;
+    *len = used;
+
+    return NGX_HTTP_JVM_DICT_OK;
+}
+
+
+/*
+ * Live entries (expired ones are removed on the way: a walk of the whole
+ * dictionary), and how many entries were ever evicted to make room.
+ */
+
+ngx_uint_t
+ngx_http_jvm_dict_size(ngx_http_jvm_dict_t *dict, ngx_uint_t *evicted)
+{
+    uint64_t                   now;
+    ngx_uint_t                 count;
+    ngx_queue_t               *q, *next;
+    ngx_http_jvm_dict_node_t  *dn;
+
+    now = ngx_http_jvm_dict_now();
+
+    ngx_shmtx_lock(&dict->shpool->mutex);
+
+    for (q = ngx_queue_head(&dict->sh->lru);
+         q != ngx_queue_sentinel(&dict->sh->lru);
+         q = next)
+    {
+        next = ngx_queue_next(q);
+        dn = ngx_queue_data(q, ngx_http_jvm_dict_node_t, queue);
+
+        if (ngx_http_jvm_dict_expired(dn, now)) {
+            ngx_http_jvm_dict_remove(dict, dn);
+        }
+    }
+
+    count = dict->sh->count;
+    *evicted = dict->sh->evicted;
+
+    ngx_shmtx_unlock(&dict->shpool->mutex);
+
+    return count;
+}
+
+
+/* Removes every entry. */
+
+void
+ngx_http_jvm_dict_clear(ngx_http_jvm_dict_t *dict)
+{
+    ngx_queue_t               *q;
+    ngx_http_jvm_dict_node_t  *dn;
+
+    ngx_shmtx_lock(&dict->shpool->mutex);
+
+    while (!ngx_queue_empty(&dict->sh->lru)) {
+        q = ngx_queue_head(&dict->sh->lru);
+        dn = ngx_queue_data(q, ngx_http_jvm_dict_node_t, queue);
+        ngx_http_jvm_dict_remove(dict, dn);
+    }
+
+    ngx_shmtx_unlock(&dict->shpool->mutex);
+}

@@ -1,0 +1,53 @@
+(ns testapp.shared
+  "The nginx.jvm.shared wrapper, exercised in a worker; answers EDN."
+  (:require [nginx.jvm.shared :as shared]))
+
+(defonce last-got (atom nil))
+
+(defn received [_]
+  {:status 200 :headers {"Content-Type" "application/edn"}
+   :body (pr-str (some-> @last-got deref))})
+
+(defn handler [_]
+  (let [d (shared/dict "d")
+        _ (shared/clear! d)
+        ;; one step after another: a map literal's values are evaluated in
+        ;; no set order
+        steps [[:put #(shared/put! d "a" "1")]
+               [:put-kw #(shared/put! d :b/c "kw")]
+               [:put-int #(shared/put! d "n" (int 5))]
+               [:put-bytes #(shared/put! d "bytes" (.getBytes "xyz" "UTF-8"))]
+               [:add #(shared/add! d "a" "2")]
+               [:replace #(shared/replace! d "a" "3")]
+               [:get #(get d "a")]
+               [:get-kw #(d :b/c)]
+               [:lookup-kw #(:a d)]
+               [:not-found #(get d "zz" :none)]
+               [:bytes #(String. ^bytes (get d "bytes") "UTF-8")]
+               [:incr #(shared/incr! d "n")]
+               [:incr-by #(shared/incr! d "m" 10 {:init 100 :ttl 60000})]
+               [:entry #(deref (shared/entry d "m"))]
+               [:count #(count d)]
+               [:keys #(sort (shared/keys d 10))]
+               [:delete #(shared/delete! d "a")]
+               [:after-delete #(get d "a")]
+               [:capacity #(shared/capacity d)]
+               [:printed #(pr-str d)]
+               [:bad-type #(try (shared/put! d "x" 1.5)
+                                (catch IllegalArgumentException _ :iae))]
+               [:unknown #(try (shared/dict "nope")
+                               (catch IllegalArgumentException _ :iae))]]
+        results (reduce (fn [m [k f]] (assoc m k (f))) {} steps)
+        t (shared/topic "t")
+        got (atom [])
+        sub (shared/subscribe! t #(swap! got conj %))
+        results (assoc results
+                       :publish (shared/publish! t "one")
+                       :publish-bad (try (shared/publish! t 1)
+                                         (catch IllegalArgumentException _ :iae)))]
+    ;; delivered on this worker's event loop, after this handler returns
+    (future (Thread/sleep 2000) (sub))
+    (reset! last-got got)
+    {:status 200
+     :headers {"Content-Type" "application/edn"}
+     :body (pr-str results)}))

@@ -1,0 +1,167 @@
+package testapp;
+
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import nginx.jvm.Handler;
+import nginx.jvm.Request;
+import nginx.jvm.Response;
+import nginx.jvm.SharedDict;
+
+/**
+ * The SharedDict API from query parameters: op, dict, key, value (or bytes=N
+ * for a value of N bytes), ttl, delta, init, limit; n and threads for
+ * "hammer". Answers text, with the worker's pid in X-Pid; an
+ * IllegalArgumentException is a 400 with its message.
+ */
+public final class Shared implements Handler {
+    @Override
+    public Response handle(Request r) throws Exception {
+        Map<String, String> q = query(r.queryString());
+        String pid = Long.toString(ProcessHandle.current().pid());
+        String body;
+        try {
+            body = run(q);
+        } catch (IllegalArgumentException | IllegalStateException e) {
+            return Response.of(400, "text/plain", e.getClass().getSimpleName() + ": " + e.getMessage())
+                    .header("X-Pid", pid);
+        }
+        return Response.of(200, "text/plain", body).header("X-Pid", pid);
+    }
+
+    private static String run(Map<String, String> q) throws Exception {
+        SharedDict d = SharedDict.named(q.getOrDefault("dict", "d"));
+        String op = q.get("op");
+        String key = q.containsKey("keylen") ? "k".repeat(Integer.parseInt(q.get("keylen"))) : q.get("key");
+        long ttl = Long.parseLong(q.getOrDefault("ttl", "0"));
+        Object value = q.containsKey("bytes") ? bytes(Integer.parseInt(q.get("bytes"))) : q.get("value");
+        if ("double".equals(q.get("type"))) {
+            value = 1.5;
+        } else if ("long".equals(q.get("type"))) {
+            value = Long.parseLong((String) value);
+        }
+        switch (op) {
+            case "get":
+                return show(d.get(key));
+            case "getstring":
+                return String.valueOf(d.getString(key));
+            case "put":
+                return String.valueOf(d.put(key, value, ttl));
+            case "add":
+                return String.valueOf(d.add(key, value, ttl));
+            case "replace":
+                return String.valueOf(d.replace(key, value, ttl));
+            case "incr":
+                return String.valueOf(d.incr(key, Long.parseLong(q.getOrDefault("delta", "1")),
+                        Long.parseLong(q.getOrDefault("init", "0")), ttl));
+            case "delete":
+                return String.valueOf(d.delete(key));
+            case "keys":
+                return String.join("\n", d.keys(Integer.parseInt(q.getOrDefault("limit", "100"))));
+            case "size":
+                return String.valueOf(d.size());
+            case "capacity":
+                return String.valueOf(d.capacity());
+            case "evictions":
+                return String.valueOf(d.evictions());
+            case "clear":
+                d.clear();
+                return "ok";
+            case "fill": {
+                // puts keys prefix0..prefixN-1 of `bytes` bytes; gets `keep` after each
+                String keep = q.get("keep");
+                int n = Integer.parseInt(q.get("n"));
+                int failed = 0;
+                for (int i = 0; i < n; i++) {
+                    if (!d.put(q.get("prefix") + i, value)) {
+                        failed++;
+                    }
+                    if (keep != null) {
+                        d.get(keep);
+                    }
+                }
+                return String.valueOf(failed);
+            }
+            case "hammer":
+                return hammer(d, key, Integer.parseInt(q.get("n")), Integer.parseInt(q.get("threads")));
+            default:
+                throw new IllegalArgumentException("no op " + op);
+        }
+    }
+
+    /**
+     * n increments of key: on the calling thread (the event loop in loop
+     * mode) and on `threads` more threads at once.
+     */
+    private static String hammer(SharedDict d, String key, int n, int threads) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        int share = n / (threads + 1);
+        try {
+            List<Future<Long>> done = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                Callable<Long> c = () -> {
+                    for (int i = 0; i < share; i++) {
+                        d.incr(key, 1);
+                    }
+                    return (long) share;
+                };
+                done.add(pool.submit(c));
+            }
+            long count = 0;
+            for (int i = 0; i < n - share * threads; i++) {
+                d.incr(key, 1);
+                count++;
+            }
+            for (Future<Long> f : done) {
+                count += f.get();
+            }
+            return String.valueOf(count);
+        } finally {
+            pool.shutdown();
+        }
+    }
+
+    private static String show(Object v) {
+        if (v == null) {
+            return "nil";
+        }
+        if (v instanceof String) {
+            return "S:" + v;
+        }
+        if (v instanceof Long) {
+            return "N:" + v;
+        }
+        byte[] b = (byte[]) v;
+        return "B:" + b.length + ":" + HexFormat.of().formatHex(b, 0, Math.min(b.length, 8));
+    }
+
+    private static byte[] bytes(int n) {
+        byte[] b = new byte[n];
+        for (int i = 0; i < n; i++) {
+            b[i] = (byte) i;
+        }
+        return b;
+    }
+
+    private static Map<String, String> query(String qs) {
+        Map<String, String> m = new HashMap<>();
+        if (qs == null) {
+            return m;
+        }
+        for (String p : qs.split("&")) {
+            int eq = p.indexOf('=');
+            String k = eq < 0 ? p : p.substring(0, eq);
+            String v = eq < 0 ? "" : p.substring(eq + 1);
+            m.put(URLDecoder.decode(k, StandardCharsets.UTF_8), URLDecoder.decode(v, StandardCharsets.UTF_8));
+        }
+        return m;
+    }
+}

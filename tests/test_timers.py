@@ -1,0 +1,136 @@
+"""Timers in the worker (nginx.jvm.Timers, nginx.jvm.timers): one-shot and
+interval, on the event loop or a timer thread; cancel; an exception is
+logged and an interval goes on; a quit or a reload does not wait."""
+
+import os
+import threading
+import time
+
+import pytest
+
+from harness import Nginx, alive, read_edn, wait_for
+
+LOCATIONS = """
+        location /timer { jvm_content testapp.TimerApp; }
+        location /slow { jvm_mode pool; jvm_content testapp.TimerApp; }
+        location /clj { jvm_content testapp.timers/handler; }
+"""
+
+
+@pytest.fixture(scope="module")
+def ng(mode):
+    with Nginx(LOCATIONS, mode=mode) as n:
+        yield n
+
+
+def get(n, **params):
+    r = n.get("/timer?" + "&".join("%s=%s" % kv for kv in params.items()))
+    assert r.status == 200, r.text
+    return r.text
+
+
+def count(n, name):
+    runs, _, threads = get(n, op="count", name=name).partition(" ")
+    return int(runs), set(t for t in threads.split(",") if t)
+
+
+def test_one_shot_on_the_loop(ng):
+    loop_thread = get(ng, op="loop") if ng.mode == "loop" else None
+    get(ng, op="start", name="once", kind="after", ms=100, on="loop")
+    assert count(ng, "once")[0] == 0
+    assert wait_for(lambda: count(ng, "once")[0] == 1, 5)
+    time.sleep(0.3)
+    runs, threads = count(ng, "once")
+    assert runs == 1
+    assert not any(t.startswith("nginx-jvm-timer") for t in threads)
+    if loop_thread:
+        assert threads == {loop_thread}, "the handlers' event loop thread"
+    assert get(ng, op="cancel", name="once") == "false", "over already"
+
+
+def test_interval_on_a_thread_until_cancelled(ng):
+    get(ng, op="start", name="tick", kind="every", ms=50, on="thread")
+    assert wait_for(lambda: count(ng, "tick")[0] >= 5, 5)
+    assert get(ng, op="cancel", name="tick") == "true"
+    time.sleep(0.2)
+    runs, threads = count(ng, "tick")
+    time.sleep(0.3)
+    assert count(ng, "tick")[0] == runs
+    assert all(t.startswith("nginx-jvm-timer") for t in threads), threads
+
+
+def test_interval_on_the_loop(ng):
+    get(ng, op="start", name="lt", kind="every", ms=30, on="loop")
+    assert wait_for(lambda: count(ng, "lt")[0] >= 5, 5)
+    get(ng, op="cancel", name="lt")
+
+
+def test_cancel_before_it_runs(ng):
+    get(ng, op="start", name="never", kind="after", ms=300, on="loop")
+    assert get(ng, op="cancel", name="never") == "true"
+    time.sleep(0.5)
+    assert count(ng, "never")[0] == 0
+
+
+def test_an_exception_is_logged_and_the_interval_goes_on(ng):
+    get(ng, op="start", name="boom", kind="every", ms=40, on="loop", **{"throw": 1})
+    assert wait_for(lambda: count(ng, "boom")[0] >= 3, 5)
+    get(ng, op="cancel", name="boom")
+    assert "timer-boom-marker" in ng.stderr_text() + ng.log_text()
+    assert "the timer goes on" in ng.stderr_text() + ng.log_text()
+    get(ng, op="start", name="boom1", kind="after", ms=10, on="thread", **{"throw": 1})
+    time.sleep(0.3)
+    assert count(ng, "boom1")[0] == 1, "a one-shot timer is over"
+
+
+def test_clojure_wrapper(ng):
+    assert ng.get("/clj?start").text == "started"
+    assert wait_for(lambda: read_edn(ng.get("/clj?state").text).get(":cancelled"), 5)
+    time.sleep(0.2)
+    s = read_edn(ng.get("/clj?state").text)
+    assert s[":once"] == 1
+    assert 3 <= s[":every"] <= 8, s
+    time.sleep(0.2)
+    assert read_edn(ng.get("/clj?state").text)[":every"] == s[":every"]
+    assert "not :moon" in ng.get("/clj?bad").text
+
+
+@pytest.mark.parametrize("how", ["quit", "reload"])
+def test_quit_and_reload_do_not_wait_for_timers(mode, how):
+    with Nginx(LOCATIONS, mode=mode, workers=2) as n:
+        for _ in range(4):
+            get(n, op="start", name="a", kind="every", ms=20, on="loop")
+            get(n, op="start", name="b", kind="every", ms=20, on="thread")
+            get(n, op="start", name="c", kind="after", ms=60000, on="loop")
+        old = n.worker_pids()
+        assert n.control(how).returncode == 0
+        if how == "reload":
+            # the old workers serve until the new ones are ready
+            assert n.wait_ready(exclude=old)
+        start = time.monotonic()
+        assert wait_for(lambda: not any(alive(p) for p in old), 15)
+        if how == "quit":
+            assert wait_for(lambda: n.proc.poll() is not None, 15)
+        assert time.monotonic() - start < 3
+
+
+def test_timers_stop_when_a_graceful_quit_begins(mode):
+    """A worker that drains a slow request after the quit runs no timers."""
+    with Nginx(LOCATIONS, mode=mode) as n:
+        runs = n.path("runs")
+        get(n, op="start", name="w", kind="every", ms=20, on="thread", file=runs)
+        get(n, op="start", name="l", kind="every", ms=20, on="loop", file=runs)
+        assert wait_for(lambda: os.path.exists(runs)
+                        and open(runs).read().count("run") > 4, 5)
+        worker = n.worker_pids()[0]
+        slow = threading.Thread(target=lambda: n.get("/slow?op=sleep&ms=2000"))
+        slow.start()
+        time.sleep(0.3)
+        assert n.control("quit").returncode == 0
+        time.sleep(0.5)
+        assert alive(worker), "the slow request keeps the worker"
+        count = open(runs).read().count("run")
+        time.sleep(0.5)
+        assert open(runs).read().count("run") == count, "no timer ran"
+        slow.join(10)
+        assert wait_for(lambda: n.proc.poll() is not None, 15)
