@@ -232,3 +232,34 @@ def test_old_entries_are_pruned(app):
     assert not any(f in left for f in fakes[3:])
     assert (cache / "not-an-entry") in left
     assert len(left) == 5
+
+
+SHARED_APP = """(ns cachetest.core
+  (:require [nginx.jvm.shared :as shared]))
+
+;; looked up as the namespace loads: in the master's archiving JVM too
+(def counter (shared/dict "hits"))
+(def news (shared/topic "news"))
+
+(defn handler [request]
+  {:status 200
+   :headers {"Content-Type" "text/plain"}
+   :body (str (shared/incr! counter "n") " " (class news))})
+"""
+
+
+def test_shared_state_looked_up_as_the_namespace_loads(app):
+    src, cache = app
+    write_app(src, "", SHARED_APP)
+    http = ("    jvm_cache %s;\n    jvm_shared_dict hits 64k;\n"
+            "    jvm_topic news 64k;\n" % cache)
+    with Nginx(LOCATIONS, http=http,
+               classpath=[str(JAR), str(BUILD / "lib") + "/*", str(src)],
+               workers=2) as n:
+        assert n.log_lines(r"\[notice\].*class cache .* built")
+        [entry] = entries(cache)
+        assert (entry / "app.jsa").is_file()
+        assert [n.get("/").text for _ in range(3)] == [
+            "1 class nginx.jvm.Topic", "2 class nginx.jvm.Topic",
+            "3 class nginx.jvm.Topic"]
+        assert all(maps_archive(pid, entry) for pid in n.worker_pids())

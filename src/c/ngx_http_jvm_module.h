@@ -228,6 +228,7 @@ void ngx_http_jvm_dict_clear(ngx_http_jvm_dict_t *dict);
 char *ngx_http_jvm_topic(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 ngx_int_t ngx_http_jvm_topics_init(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
+void ngx_http_jvm_topics_names(ngx_http_jvm_main_conf_t *jmcf);
 void ngx_http_jvm_topics_exit(void);
 ngx_http_jvm_topic_t *ngx_http_jvm_topic_find(u_char *name, size_t len);
 size_t ngx_http_jvm_topic_max(ngx_http_jvm_topic_t *topic);

@@ -235,12 +235,16 @@ ngx_http_jvm_dict_init_zone(ngx_shm_zone_t *zone, void *data)
 }
 
 
-/* At worker start: the dictionaries JVM threads may look up by name. */
+/*
+ * The dictionaries and topics JVM threads may look up by name: at worker
+ * start, and in the master's compiling and archiving JVMs.
+ */
 
 void
 ngx_http_jvm_shared_init(ngx_http_jvm_main_conf_t *jmcf)
 {
     ngx_http_jvm_dicts = jmcf->dicts;
+    ngx_http_jvm_topics_names(jmcf);
 }
 
 

@@ -391,8 +391,6 @@ ngx_http_jvm_topics_init(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
     ngx_http_jvm_topic_sh_t      *sh;
     ngx_http_jvm_topic_reader_t  *r;
 
-    ngx_http_jvm_topics = jmcf->topics;
-
     if (jmcf->topics == NULL) {
         return NGX_OK;
     }
@@ -438,6 +436,15 @@ ngx_http_jvm_topics_init(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
     ngx_add_timer(&ngx_http_jvm_topic_ev, NGX_HTTP_JVM_TOPIC_POLL);
 
     return NGX_OK;
+}
+
+
+/* The topics JVM threads may look up by name (ngx_http_jvm_shared_init). */
+
+void
+ngx_http_jvm_topics_names(ngx_http_jvm_main_conf_t *jmcf)
+{
+    ngx_http_jvm_topics = jmcf->topics;
 }
 
 

@@ -67,6 +67,7 @@ static ngx_uint_t ngx_http_jvm_vm_chooses_gc(ngx_http_jvm_main_conf_t *jmcf);
 static void ngx_http_jvm_check_readable(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 static ngx_int_t ngx_http_jvm_vm_bind(ngx_cycle_t *cycle);
+static ngx_int_t ngx_http_jvm_vm_bind_shm(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_jvm_vm_child(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf, ngx_uint_t job);
 static int ngx_http_jvm_vm_child_job(ngx_cycle_t *cycle,
@@ -904,8 +905,11 @@ ngx_http_jvm_vm_child_job(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
 
     ngx_http_jvm_env = env;
 
+    ngx_http_jvm_shared_init(jmcf);
+
     if (job == NGX_HTTP_JVM_CHILD_COMPILE) {
-        return ngx_http_jvm_vm_compile(cycle, jmcf) == NGX_OK ? 0 : 2;
+        return ngx_http_jvm_vm_bind_shm(cycle) == NGX_OK
+               && ngx_http_jvm_vm_compile(cycle, jmcf) == NGX_OK ? 0 : 2;
     }
 
     /* the classes a worker loads, archived as the JVM ends */
@@ -940,6 +944,38 @@ ngx_http_jvm_vm_child_job(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     (*env)->CallStaticVoidMethod(env, cls, exit, (jint) 0);
 
     return 2;
+}
+
+
+/*
+ * The natives of nginx.jvm.Shm.  The master's compiling and archiving JVMs
+ * bind them too: a namespace may look up a dictionary or a topic as it
+ * loads, and the zones are already mapped there.
+ */
+
+static ngx_int_t
+ngx_http_jvm_vm_bind_shm(ngx_cycle_t *cycle)
+{
+    jclass   cls;
+    JNIEnv  *env;
+
+    env = ngx_http_jvm_env;
+
+    cls = (*env)->FindClass(env, "nginx/jvm/Shm");
+
+    if (cls == NULL
+        || (*env)->RegisterNatives(env, cls, ngx_http_jvm_shm_natives,
+                                   sizeof(ngx_http_jvm_shm_natives)
+                                   / sizeof(JNINativeMethod))
+           != JNI_OK)
+    {
+        return ngx_http_jvm_vm_failed(cycle->log,
+                                      "RegisterNatives(nginx.jvm.Shm)");
+    }
+
+    (*env)->DeleteLocalRef(env, cls);
+
+    return NGX_OK;
 }
 
 
@@ -1107,19 +1143,9 @@ ngx_http_jvm_vm_bind(ngx_cycle_t *cycle)
         return ngx_http_jvm_vm_failed(cycle->log, "RegisterNatives()");
     }
 
-    cls = (*env)->FindClass(env, "nginx/jvm/Shm");
-
-    if (cls == NULL
-        || (*env)->RegisterNatives(env, cls, ngx_http_jvm_shm_natives,
-                                   sizeof(ngx_http_jvm_shm_natives)
-                                   / sizeof(JNINativeMethod))
-           != JNI_OK)
-    {
-        return ngx_http_jvm_vm_failed(cycle->log,
-                                      "RegisterNatives(nginx.jvm.Shm)");
+    if (ngx_http_jvm_vm_bind_shm(cycle) != NGX_OK) {
+        return NGX_ERROR;
     }
-
-    (*env)->DeleteLocalRef(env, cls);
 
     buf = (*env)->CallStaticObjectMethod(env, ngx_http_jvm_worker,
                                          ngx_http_jvm_request_buffer_mid,
