@@ -95,6 +95,41 @@ static ngx_command_t  ngx_http_jvm_commands[] = {
       0,
       NULL },
 
+    { ngx_string("jvm_rewrite"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_jvm_phase_directive,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_jvm_loc_conf_t, rewrite),
+      NULL },
+
+    { ngx_string("jvm_access"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_jvm_phase_directive,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_jvm_loc_conf_t, access),
+      NULL },
+
+    { ngx_string("jvm_header_filter"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_jvm_phase_directive,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_jvm_loc_conf_t, header_filter),
+      NULL },
+
+    { ngx_string("jvm_log"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_jvm_phase_directive,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_jvm_loc_conf_t, log),
+      NULL },
+
+    { ngx_string("jvm_set"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE2,
+      ngx_http_jvm_set,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("jvm_mode"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_HTTP_LIF_CONF
                         |NGX_CONF_TAKE1,
@@ -188,7 +223,7 @@ static ngx_command_t  ngx_http_jvm_commands[] = {
 
 static ngx_http_module_t  ngx_http_jvm_module_ctx = {
     NULL,                                  /* preconfiguration */
-    NULL,                                  /* postconfiguration */
+    ngx_http_jvm_phase_init,               /* postconfiguration */
 
     ngx_http_jvm_create_main_conf,         /* create main configuration */
     ngx_http_jvm_init_main_conf,           /* init main configuration */
@@ -315,6 +350,10 @@ ngx_http_jvm_create_loc_conf(ngx_conf_t *cf)
     }
 
     jlcf->handler = NGX_CONF_UNSET;
+    jlcf->rewrite = NGX_CONF_UNSET;
+    jlcf->access = NGX_CONF_UNSET;
+    jlcf->header_filter = NGX_CONF_UNSET;
+    jlcf->log = NGX_CONF_UNSET;
     jlcf->mode = NGX_CONF_UNSET_UINT;
     jlcf->async = NGX_CONF_UNSET;
     jlcf->response_timeout = NGX_CONF_UNSET_MSEC;
@@ -335,6 +374,11 @@ ngx_http_jvm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_jvm_main_conf_t  *jmcf;
 
     ngx_conf_merge_value(conf->handler, prev->handler, NGX_CONF_UNSET);
+    ngx_conf_merge_value(conf->rewrite, prev->rewrite, NGX_CONF_UNSET);
+    ngx_conf_merge_value(conf->access, prev->access, NGX_CONF_UNSET);
+    ngx_conf_merge_value(conf->header_filter, prev->header_filter,
+                         NGX_CONF_UNSET);
+    ngx_conf_merge_value(conf->log, prev->log, NGX_CONF_UNSET);
     ngx_conf_merge_uint_value(conf->mode, prev->mode, NGX_HTTP_JVM_LOOP);
     ngx_conf_merge_value(conf->async, prev->async, 0);
     ngx_conf_merge_msec_value(conf->response_timeout, prev->response_timeout,
@@ -352,9 +396,23 @@ ngx_http_jvm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         return NGX_CONF_ERROR;
     }
 
+    /* nginx cannot suspend a header filter (docs/handlers.md) */
+
+    if (conf->header_filter != NGX_CONF_UNSET
+        && conf->mode != NGX_HTTP_JVM_LOOP
+        && (conf->header_filter != prev->header_filter
+            || conf->mode != prev->mode))
+    {
+        ngx_conf_log_error(NGX_LOG_NOTICE, cf, 0,
+                           "jvm_header_filter and jvm_set handlers run on "
+                           "the event loop whatever \"jvm_mode\" says");
+    }
+
     /* the worker starts only the executors that some location uses */
 
-    if (conf->handler != NGX_CONF_UNSET) {
+    if (conf->handler != NGX_CONF_UNSET || conf->rewrite != NGX_CONF_UNSET
+        || conf->access != NGX_CONF_UNSET || conf->log != NGX_CONF_UNSET)
+    {
         jmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_jvm_module);
 
         if (conf->mode == NGX_HTTP_JVM_POOL) {
@@ -766,9 +824,7 @@ ngx_http_jvm_content(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_jvm_loc_conf_t *jlcf = conf;
 
-    ngx_str_t                 *value, *name;
-    ngx_uint_t                 i;
-    ngx_http_jvm_main_conf_t  *jmcf;
+    ngx_str_t                 *value;
     ngx_http_core_loc_conf_t  *clcf;
 
     if (jlcf->handler != NGX_CONF_UNSET) {
@@ -777,43 +833,59 @@ ngx_http_jvm_content(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     value = cf->args->elts;
 
-    if (ngx_http_jvm_valid_handler_name(&value[1]) != NGX_OK) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "jvm_content: invalid handler \"%V\": expected a "
-                           "Clojure var (my.ns/handler) or a Java class "
-                           "(com.example.Hello)", &value[1]);
+    jlcf->handler = ngx_http_jvm_handler_index(cf, &value[1], "jvm_content");
+    if (jlcf->handler == NGX_ERROR) {
         return NGX_CONF_ERROR;
     }
-
-    jmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_jvm_module);
-
-    /* one handler instance per name, shared by every location naming it */
-
-    name = jmcf->handlers.elts;
-
-    for (i = 0; i < jmcf->handlers.nelts; i++) {
-        if (name[i].len == value[1].len
-            && ngx_strncmp(name[i].data, value[1].data, value[1].len) == 0)
-        {
-            break;
-        }
-    }
-
-    if (i == jmcf->handlers.nelts) {
-        name = ngx_array_push(&jmcf->handlers);
-        if (name == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        *name = value[1];
-    }
-
-    jlcf->handler = i;
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
     clcf->handler = ngx_http_jvm_content_handler;
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * The id of a handler named by a directive: one instance per name, shared
+ * by every directive naming it, loaded when the worker starts.
+ */
+
+ngx_int_t
+ngx_http_jvm_handler_index(ngx_conf_t *cf, ngx_str_t *value,
+    const char *directive)
+{
+    ngx_str_t                 *name;
+    ngx_uint_t                 i;
+    ngx_http_jvm_main_conf_t  *jmcf;
+
+    if (ngx_http_jvm_valid_handler_name(value) != NGX_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "%s: invalid handler \"%V\": expected a "
+                           "Clojure var (my.ns/handler) or a Java class "
+                           "(com.example.Hello)", directive, value);
+        return NGX_ERROR;
+    }
+
+    jmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_jvm_module);
+
+    name = jmcf->handlers.elts;
+
+    for (i = 0; i < jmcf->handlers.nelts; i++) {
+        if (name[i].len == value->len
+            && ngx_strncmp(name[i].data, value->data, value->len) == 0)
+        {
+            return i;
+        }
+    }
+
+    name = ngx_array_push(&jmcf->handlers);
+    if (name == NULL) {
+        return NGX_ERROR;
+    }
+
+    *name = *value;
+
+    return i;
 }
 
 

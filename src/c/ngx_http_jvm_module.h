@@ -37,7 +37,7 @@
 
 
 /* The wire protocol's version: nginx.jvm.Wire.PROTOCOL must be equal. */
-#define NGX_HTTP_JVM_PROTOCOL         4
+#define NGX_HTTP_JVM_PROTOCOL         5
 
 /* Request flags, the first int of a described request. */
 #define NGX_HTTP_JVM_REQ_HTTPS        1
@@ -52,6 +52,7 @@
 #define NGX_HTTP_JVM_BODY_ERROR       4
 #define NGX_HTTP_JVM_BODY_MOVED       5   /* see the new response buffer */
 #define NGX_HTTP_JVM_BODY_UPGRADE     6   /* a WebSocket listener's id */
+#define NGX_HTTP_JVM_BODY_DECLINED    7   /* a phase handler let it go on */
 
 /* The fixed part of an encoded response: status, kind, length, count. */
 #define NGX_HTTP_JVM_RESPONSE_HEAD    20
@@ -60,6 +61,19 @@
 #define NGX_HTTP_JVM_LOOP             0
 #define NGX_HTTP_JVM_POOL             1
 #define NGX_HTTP_JVM_VIRTUAL          2
+
+/* The phase a handler serves; nginx.jvm.Wire has the same values. */
+#define NGX_HTTP_JVM_PHASE_CONTENT    0
+#define NGX_HTTP_JVM_PHASE_REWRITE    1
+#define NGX_HTTP_JVM_PHASE_ACCESS     2
+#define NGX_HTTP_JVM_PHASE_LOG        3
+
+/* Worker.variable(): the handler's value is null; it failed. */
+#define NGX_HTTP_JVM_VAR_NULL         -1
+#define NGX_HTTP_JVM_VAR_FAILED       -2
+
+/* Worker.filter(): the handler changed nothing. */
+#define NGX_HTTP_JVM_FILTER_SAME      -1
 
 
 /* Shared by every worker of every generation (ngx_http_jvm_reload.c). */
@@ -140,12 +154,20 @@ typedef struct {
     unsigned                  uses_pool:1;
     unsigned                  uses_virtual:1;
     unsigned                  uses_tasks:1; /* any location off the loop */
+    unsigned                  uses_rewrite:1;
+    unsigned                  uses_access:1;
+    unsigned                  uses_filter:1;
+    unsigned                  uses_log:1;
     unsigned                  cache_ready:1;
 } ngx_http_jvm_main_conf_t;
 
 
 typedef struct {
     ngx_int_t                 handler;      /* index into handlers */
+    ngx_int_t                 rewrite;      /* jvm_rewrite, the same */
+    ngx_int_t                 access;       /* jvm_access */
+    ngx_int_t                 header_filter;
+    ngx_int_t                 log;          /* jvm_log */
     ngx_uint_t                mode;
     ngx_flag_t                async;
     ngx_msec_t                response_timeout;
@@ -171,6 +193,7 @@ typedef struct {
     unsigned                  ready:1;      /* Java has something for it */
     unsigned                  responded:1;
     unsigned                  waiting:1;    /* for a piece of the body */
+    unsigned                  phase_done:1; /* a task let its phase go on */
 } ngx_http_jvm_ctx_t;
 
 
@@ -237,16 +260,38 @@ ngx_int_t ngx_http_jvm_topic_publish(ngx_http_jvm_topic_t *topic,
 void ngx_http_jvm_topic_stats(ngx_http_jvm_topic_t *topic,
     uint64_t *published, uint64_t *overflows);
 
+/* ngx_http_jvm_module.c */
+ngx_int_t ngx_http_jvm_handler_index(ngx_conf_t *cf, ngx_str_t *name,
+    const char *directive);
+
 /* ngx_http_jvm_request.c */
 ngx_int_t ngx_http_jvm_content_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_jvm_request_encode(ngx_http_request_t *r, size_t *len);
+
+/* ngx_http_jvm_phase.c */
+char *ngx_http_jvm_phase_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_jvm_set(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_jvm_phase_init(ngx_conf_t *cf);
+
+/* ngx_http_jvm_variable.c: the event loop only */
+ngx_int_t ngx_http_jvm_variable_get(ngx_http_request_t *r, ngx_str_t *name,
+    ngx_str_t *value);
+ngx_int_t ngx_http_jvm_variable_set(ngx_http_request_t *r, ngx_str_t *name,
+    ngx_str_t *value, const char **err);
+ngx_int_t ngx_http_jvm_set_uri(ngx_http_request_t *r, ngx_str_t *uri);
 
 /* ngx_http_jvm_task.c */
 ngx_int_t ngx_http_jvm_tasks_init(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
-ngx_int_t ngx_http_jvm_task_submit(ngx_http_request_t *r, size_t len);
+ngx_int_t ngx_http_jvm_task_submit(ngx_http_request_t *r, ngx_int_t handler,
+    ngx_uint_t phase, size_t len);
 
 /* ngx_http_jvm_response.c */
 ngx_int_t ngx_http_jvm_send_response(ngx_http_request_t *r, size_t len);
+ngx_uint_t ngx_http_jvm_response_declined(size_t len);
+void ngx_http_jvm_response_log(ngx_http_request_t *r, size_t len);
+ngx_int_t ngx_http_jvm_edit_headers(ngx_http_request_t *r, size_t len);
 
 /* ngx_http_jvm_websocket.c */
 ngx_uint_t ngx_http_jvm_ws_request(ngx_http_request_t *r);
@@ -271,10 +316,15 @@ ngx_int_t ngx_http_jvm_vm_configure(ngx_cycle_t *cycle, ngx_fd_t notify_fd,
     ngx_int_t pool_size, ngx_int_t queue, ngx_uint_t virtual,
     ngx_int_t ws_send_queue);
 ngx_int_t ngx_http_jvm_vm_request_buffer(ngx_log_t *log, size_t size);
-ngx_int_t ngx_http_jvm_vm_handle(ngx_log_t *log, ngx_int_t handler,
-    size_t len, size_t *out);
-ngx_int_t ngx_http_jvm_vm_submit(ngx_log_t *log, ngx_int_t handler,
-    size_t len, void *id, ngx_uint_t mode, ngx_uint_t async, size_t *out);
+ngx_int_t ngx_http_jvm_vm_handle(ngx_http_request_t *r, ngx_int_t handler,
+    ngx_uint_t phase, size_t len, size_t *out);
+ngx_int_t ngx_http_jvm_vm_submit(ngx_http_request_t *r, ngx_int_t handler,
+    ngx_uint_t phase, size_t len, void *id, ngx_uint_t mode,
+    ngx_uint_t async, size_t *out);
+ngx_int_t ngx_http_jvm_vm_variable(ngx_http_request_t *r, ngx_int_t handler,
+    size_t len, ngx_str_t *value);
+ngx_int_t ngx_http_jvm_vm_filter(ngx_http_request_t *r, ngx_int_t handler,
+    size_t len, size_t headers, size_t *out);
 void *ngx_http_jvm_vm_poll(ngx_log_t *log);
 ngx_int_t ngx_http_jvm_vm_take(ngx_log_t *log, void *id, size_t *out);
 void ngx_http_jvm_vm_cancel(void *id);

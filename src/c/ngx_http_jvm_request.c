@@ -101,8 +101,6 @@ static ngx_int_t
 ngx_http_jvm_call(ngx_http_request_t *r)
 {
     size_t                    len;
-    ngx_log_t                *log;
-    ngx_http_jvm_request_t    jr;
     ngx_http_jvm_loc_conf_t  *jlcf;
 
     if (!ngx_http_jvm_vm.ready) {
@@ -110,32 +108,55 @@ ngx_http_jvm_call(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    log = r->connection->log;
     jlcf = ngx_http_get_module_loc_conf(r, ngx_http_jvm_module);
 
-    if (ngx_http_jvm_describe(r, &jr) != NGX_OK) {
+    if (ngx_http_jvm_request_encode(r, &len) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    len = ngx_http_jvm_encoded_size(r, &jr);
+    if (jlcf->mode != NGX_HTTP_JVM_LOOP || jlcf->async) {
+        return ngx_http_jvm_task_submit(r, jlcf->handler,
+                                        NGX_HTTP_JVM_PHASE_CONTENT, len);
+    }
 
-    if (len > ngx_http_jvm_vm.req_cap
-        && ngx_http_jvm_vm_request_buffer(log, len) != NGX_OK)
+    if (ngx_http_jvm_vm_handle(r, jlcf->handler, NGX_HTTP_JVM_PHASE_CONTENT,
+                               len, &len)
+        != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    len = ngx_http_jvm_encode(r, &jr, ngx_http_jvm_vm.req_addr);
-
-    if (jlcf->mode != NGX_HTTP_JVM_LOOP || jlcf->async) {
-        return ngx_http_jvm_task_submit(r, len);
-    }
-
-    if (ngx_http_jvm_vm_handle(log, jlcf->handler, len, &len) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
     return ngx_http_jvm_send_response(r, len);
+}
+
+
+/*
+ * Describes the request into the worker's request buffer (growing it if
+ * needed); *len is the length of the description.  Every handler, of any
+ * phase, gets its request this way.
+ */
+
+ngx_int_t
+ngx_http_jvm_request_encode(ngx_http_request_t *r, size_t *len)
+{
+    size_t                  n;
+    ngx_http_jvm_request_t  jr;
+
+    if (ngx_http_jvm_describe(r, &jr) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    n = ngx_http_jvm_encoded_size(r, &jr);
+
+    if (n > ngx_http_jvm_vm.req_cap
+        && ngx_http_jvm_vm_request_buffer(r->connection->log, n) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    *len = ngx_http_jvm_encode(r, &jr, ngx_http_jvm_vm.req_addr);
+
+    return NGX_OK;
 }
 
 
@@ -156,6 +177,18 @@ ngx_http_jvm_describe(ngx_http_request_t *r, ngx_http_jvm_request_t *jr)
     jr->path = r->unparsed_uri;
     ngx_str_null(&jr->query);
 
+    if (!r->valid_unparsed_uri) {
+        /* a rewrite handler or an internal redirect changed the URI */
+        jr->path = r->uri;
+
+        if (r->args.len) {
+            jr->query = r->args;
+            jr->flags |= NGX_HTTP_JVM_REQ_HAS_QUERY;
+        }
+
+        goto protocol;
+    }
+
     q = ngx_strlchr(r->unparsed_uri.data,
                     r->unparsed_uri.data + r->unparsed_uri.len, '?');
 
@@ -165,6 +198,8 @@ ngx_http_jvm_describe(ngx_http_request_t *r, ngx_http_jvm_request_t *jr)
         jr->query.len = r->unparsed_uri.data + r->unparsed_uri.len - q - 1;
         jr->flags |= NGX_HTTP_JVM_REQ_HAS_QUERY;
     }
+
+protocol:
 
     if (r->http_protocol.len) {
         jr->protocol = r->http_protocol;
@@ -219,7 +254,7 @@ ngx_http_jvm_encoded_size(ngx_http_request_t *r, ngx_http_jvm_request_t *jr)
     ngx_list_part_t  *part;
     ngx_table_elt_t  *h;
 
-    len = 4 * 4 + 7 * 4
+    len = 4 * 4 + 4 + 8 + 7 * 4
           + jr->method.len + jr->path.len + jr->query.len + jr->protocol.len
           + jr->server.len + jr->addr.len + jr->cert.len;
 
@@ -274,6 +309,10 @@ ngx_http_jvm_encode(ngx_http_request_t *r, ngx_http_jvm_request_t *jr,
     p = buf;
     p = ngx_http_jvm_put_int(p, (uint32_t) jr->flags);
     p = ngx_http_jvm_put_int(p, (uint32_t) jr->port);
+
+    /* for log handlers: what was answered, and the bytes sent */
+    p = ngx_http_jvm_put_int(p, (uint32_t) r->headers_out.status);
+    p = ngx_http_jvm_put_long(p, r->connection->sent);
     p = ngx_http_jvm_put_str(p, jr->method.data, jr->method.len);
     p = ngx_http_jvm_put_str(p, jr->path.data, jr->path.len);
     p = ngx_http_jvm_put_str(p, jr->query.data, jr->query.len);

@@ -58,6 +58,8 @@ static ngx_int_t ngx_http_jvm_set_connection(ngx_http_request_t *r,
 static ngx_int_t ngx_http_jvm_skip_header(ngx_http_request_t *r,
     ngx_http_jvm_header_t *hh, ngx_str_t *name, ngx_str_t *value,
     ngx_uint_t kind);
+static void ngx_http_jvm_remove_header(ngx_http_request_t *r,
+    ngx_str_t *name);
 static ngx_int_t ngx_http_jvm_send_inline(ngx_http_request_t *r,
     u_char *data, size_t len);
 static ngx_int_t ngx_http_jvm_send_file(ngx_http_request_t *r,
@@ -265,6 +267,251 @@ failed:
 }
 
 
+/* A rewrite or access handler (or a log handler) answered nothing. */
+
+ngx_uint_t
+ngx_http_jvm_response_declined(size_t len)
+{
+    uint32_t  kind;
+
+    if (len < NGX_HTTP_JVM_RESPONSE_HEAD) {
+        return 0;
+    }
+
+    ngx_memcpy(&kind, ngx_http_jvm_vm.resp_addr + 4, sizeof(uint32_t));
+
+    return kind == NGX_HTTP_JVM_BODY_DECLINED;
+}
+
+
+/* A response that cannot be sent (a log handler's): its error is logged. */
+
+void
+ngx_http_jvm_response_log(ngx_http_request_t *r, size_t len)
+{
+    ngx_str_t              s;
+    ngx_http_jvm_reader_t  rd;
+
+    if (len < NGX_HTTP_JVM_RESPONSE_HEAD || len > ngx_http_jvm_vm.resp_cap) {
+        return;
+    }
+
+    rd.pos = ngx_http_jvm_vm.resp_addr;
+    rd.last = rd.pos + len;
+
+    if (ngx_http_jvm_get_int(&rd) == 0
+        || ngx_http_jvm_get_int(&rd) != NGX_HTTP_JVM_BODY_ERROR)
+    {
+        return;
+    }
+
+    rd.pos += sizeof(int64_t) + sizeof(uint32_t);
+
+    if (ngx_http_jvm_get_str(&rd, &s) == NGX_OK) {
+        ngx_http_jvm_log_text(NGX_LOG_ERR, r->connection->log, s.data, s.len);
+    }
+}
+
+
+/*
+ * A header filter's edits: an int status (0: unchanged), an int kind
+ * (EDITS, or ERROR as in a response), a long and an int count of names;
+ * then each name, an int n and n values.  Every field of a name is removed
+ * before its new values (none: it is only removed) are set as a handler's
+ * response sets them.
+ */
+
+ngx_int_t
+ngx_http_jvm_edit_headers(ngx_http_request_t *r, size_t len)
+{
+    u_char                 *copy;
+    ngx_str_t               name, value;
+    ngx_uint_t              status, kind, count, n, i, j;
+    ngx_http_jvm_header_t  *hh;
+    ngx_http_jvm_reader_t   rd;
+
+    if (len < NGX_HTTP_JVM_RESPONSE_HEAD || len > ngx_http_jvm_vm.resp_cap) {
+        return NGX_ERROR;
+    }
+
+    rd.pos = ngx_http_jvm_vm.resp_addr;
+    rd.last = rd.pos + len;
+
+    status = ngx_http_jvm_get_int(&rd);
+    kind = ngx_http_jvm_get_int(&rd);
+    rd.pos += sizeof(int64_t);
+    count = ngx_http_jvm_get_int(&rd);
+
+    if (kind == NGX_HTTP_JVM_BODY_ERROR) {
+        if (ngx_http_jvm_get_str(&rd, &value) == NGX_OK) {
+            ngx_http_jvm_log_text(NGX_LOG_ERR, r->connection->log,
+                                  value.data, value.len);
+        }
+
+        return NGX_ERROR;
+    }
+
+    /* the strings stay in the request's pool: the buffer is reused */
+
+    copy = ngx_pnalloc(r->pool, rd.last - rd.pos);
+    if (copy == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(copy, rd.pos, rd.last - rd.pos);
+    rd.last = copy + (rd.last - rd.pos);
+    rd.pos = copy;
+
+    if (status) {
+        r->headers_out.status = status;
+        r->headers_out.status_line.len = 0;
+    }
+
+    for (i = 0; i < count; i++) {
+        if (ngx_http_jvm_get_str(&rd, &name) != NGX_OK
+            || rd.last - rd.pos < (ssize_t) sizeof(uint32_t))
+        {
+            goto malformed;
+        }
+
+        n = ngx_http_jvm_get_int(&rd);
+
+        ngx_http_jvm_remove_header(r, &name);
+
+        for (hh = ngx_http_jvm_headers; hh->name.len; hh++) {
+            if (hh->name.len == name.len
+                && ngx_strncasecmp(hh->name.data, name.data, name.len) == 0)
+            {
+                break;
+            }
+        }
+
+        for (j = 0; j < n; j++) {
+            if (ngx_http_jvm_get_str(&rd, &value) != NGX_OK) {
+                goto malformed;
+            }
+
+            if (hh->handler(r, hh, &name, &value, NGX_HTTP_JVM_BODY_NONE)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+        }
+    }
+
+    return NGX_OK;
+
+malformed:
+
+    ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                  "jvm: malformed header edits from nginx.jvm.Worker");
+
+    return NGX_ERROR;
+}
+
+
+/*
+ * Every field of a name goes: from the list, from its headers_out slot,
+ * and the values nginx keeps apart from the list.
+ */
+
+static void
+ngx_http_jvm_remove_header(ngx_http_request_t *r, ngx_str_t *name)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h, **slot;
+
+    static ngx_str_t  slots[] = {
+        ngx_string("Location"),
+        ngx_string("Refresh"),
+        ngx_string("Expires"),
+        ngx_string("WWW-Authenticate"),
+        ngx_null_string
+    };
+    static ngx_uint_t  offsets[] = {
+        offsetof(ngx_http_headers_out_t, location),
+        offsetof(ngx_http_headers_out_t, refresh),
+        offsetof(ngx_http_headers_out_t, expires),
+        offsetof(ngx_http_headers_out_t, www_authenticate),
+    };
+
+#define ngx_http_jvm_is(s)                                                    \
+    (name->len == sizeof(s) - 1                                               \
+     && ngx_strncasecmp(name->data, (u_char *) s, sizeof(s) - 1) == 0)
+
+    if (ngx_http_jvm_is("Content-Type")) {
+        r->headers_out.content_type.len = 0;
+        r->headers_out.content_type_len = 0;
+        r->headers_out.charset.len = 0;
+        return;
+    }
+
+    if (ngx_http_jvm_is("Content-Length")) {
+        r->headers_out.content_length_n = -1;
+
+        if (r->headers_out.content_length) {
+            r->headers_out.content_length->hash = 0;
+            r->headers_out.content_length = NULL;
+        }
+
+        return;
+    }
+
+    if (ngx_http_jvm_is("Last-Modified")) {
+        r->headers_out.last_modified_time = -1;
+        r->headers_out.last_modified = NULL;
+    }
+
+    for (i = 0; slots[i].len; i++) {
+        if (name->len == slots[i].len
+            && ngx_strncasecmp(name->data, slots[i].data, name->len) == 0)
+        {
+            slot = (ngx_table_elt_t **) ((char *) &r->headers_out
+                                         + offsets[i]);
+            *slot = NULL;
+        }
+    }
+
+    for (i = 0; ngx_http_jvm_headers[i].name.len; i++) {
+        if (ngx_http_jvm_headers[i].offset
+            && name->len == ngx_http_jvm_headers[i].name.len
+            && ngx_strncasecmp(name->data, ngx_http_jvm_headers[i].name.data,
+                               name->len) == 0)
+        {
+            slot = (ngx_table_elt_t **) ((char *) &r->headers_out
+                                         + ngx_http_jvm_headers[i].offset);
+            *slot = NULL;
+        }
+    }
+
+#undef ngx_http_jvm_is
+
+    part = &r->headers_out.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash != 0
+            && h[i].key.len == name->len
+            && ngx_strncasecmp(h[i].key.data, name->data, name->len) == 0)
+        {
+            h[i].hash = 0;
+        }
+    }
+}
+
+
 /*
  * The header fields are copied into the request's pool in one block (the
  * response buffer is reused by the next request), then each is set by the
@@ -461,24 +708,33 @@ ngx_http_jvm_send_inline(ngx_http_request_t *r, u_char *data, size_t len)
     /* the body's own length: a wrong Content-Length would break framing */
     r->headers_out.content_length_n = len;
 
+    /*
+     * Copied before the header goes: a jvm_header_filter reuses the
+     * response buffer the body is in.
+     */
+
+    b = NULL;
+
+    if (len) {
+        b = ngx_create_temp_buf(r->pool, len);
+        if (b == NULL) {
+            return NGX_ERROR;
+        }
+
+        b->last = ngx_cpymem(b->pos, data, len);
+        b->last_buf = (r == r->main) ? 1 : 0;
+        b->last_in_chain = 1;
+    }
+
     rc = ngx_http_send_header(r);
 
     if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
         return rc;
     }
 
-    if (len == 0) {
+    if (b == NULL) {
         return ngx_http_send_special(r, NGX_HTTP_LAST);
     }
-
-    b = ngx_create_temp_buf(r->pool, len);
-    if (b == NULL) {
-        return NGX_ERROR;
-    }
-
-    b->last = ngx_cpymem(b->pos, data, len);
-    b->last_buf = (r == r->main) ? 1 : 0;
-    b->last_in_chain = 1;
 
     out.buf = b;
     out.next = NULL;

@@ -98,8 +98,16 @@ ngx_http_jvm_tasks_init(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 }
 
 
+/*
+ * Starts handler "handler" of phase "phase" as a task for the request
+ * described in the request buffer.  NGX_DONE: accepted, the request counted
+ * and its write_event_handler set to send the response (a phase handler
+ * sets its own after this returns); otherwise what to finalize with.
+ */
+
 ngx_int_t
-ngx_http_jvm_task_submit(ngx_http_request_t *r, size_t len)
+ngx_http_jvm_task_submit(ngx_http_request_t *r, ngx_int_t handler,
+    ngx_uint_t phase, size_t len)
 {
     ngx_int_t                 rc;
     ngx_http_jvm_ctx_t       *ctx;
@@ -122,8 +130,8 @@ ngx_http_jvm_task_submit(ngx_http_request_t *r, size_t len)
     ctx->timer.data = r;
     ctx->timer.log = r->connection->log;
 
-    rc = ngx_http_jvm_vm_submit(r->connection->log, jlcf->handler, len, ctx,
-                                jlcf->mode, jlcf->async, &len);
+    rc = ngx_http_jvm_vm_submit(r, handler, phase, len, ctx, jlcf->mode,
+                                jlcf->async, &len);
 
     if (rc == NGX_ERROR) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;

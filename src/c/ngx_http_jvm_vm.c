@@ -85,6 +85,16 @@ static ngx_int_t ngx_http_jvm_vm_failed(ngx_log_t *log, const char *what);
 static ngx_int_t ngx_http_jvm_vm_call_string(ngx_cycle_t *cycle,
     jmethodID method, ngx_str_t *arg, const char *what);
 static void JNICALL ngx_http_jvm_wake(JNIEnv *env, jclass cls);
+static jbyteArray JNICALL ngx_http_jvm_get_variable(JNIEnv *env, jclass cls,
+    jlong r, jbyteArray name);
+static void JNICALL ngx_http_jvm_set_variable(JNIEnv *env, jclass cls,
+    jlong r, jbyteArray name, jbyteArray value);
+static void JNICALL ngx_http_jvm_native_set_uri(JNIEnv *env, jclass cls,
+    jlong r, jbyteArray uri);
+static ngx_int_t ngx_http_jvm_vm_str(JNIEnv *env, ngx_http_request_t *r,
+    jbyteArray a, ngx_str_t *s);
+static void ngx_http_jvm_vm_throw(JNIEnv *env, const char *cls,
+    ngx_str_t *name, const char *text);
 static jlong JNICALL ngx_http_jvm_shm_dict(JNIEnv *env, jclass cls,
     jbyteArray name);
 static jlong JNICALL ngx_http_jvm_shm_dict_capacity(JNIEnv *env, jclass cls,
@@ -148,6 +158,8 @@ static jmethodID   ngx_http_jvm_ws_take_mid;
 static jmethodID   ngx_http_jvm_topic_messages_mid;
 static jmethodID   ngx_http_jvm_timers_mid;
 static jmethodID   ngx_http_jvm_quitting_mid;
+static jmethodID   ngx_http_jvm_variable_mid;
+static jmethodID   ngx_http_jvm_filter_mid;
 
 
 /* The entry points of nginx.jvm.Worker, bound once at start. */
@@ -162,8 +174,10 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
     { &ngx_http_jvm_init_mid, "init",
       "(Ljava/lang/String;)Ljava/lang/String;" },
     { &ngx_http_jvm_configure_mid, "configure", "(IIZI)Ljava/lang/String;" },
-    { &ngx_http_jvm_handle_mid, "handle", "(II)I" },
-    { &ngx_http_jvm_submit_mid, "submit", "(IIJIZ)I" },
+    { &ngx_http_jvm_handle_mid, "handle", "(IIJI)I" },
+    { &ngx_http_jvm_submit_mid, "submit", "(IIJIZJI)I" },
+    { &ngx_http_jvm_variable_mid, "variable", "(IIJ)I" },
+    { &ngx_http_jvm_filter_mid, "filter", "(IIJI)I" },
     { &ngx_http_jvm_poll_mid, "poll", "()J" },
     { &ngx_http_jvm_take_mid, "take", "(J)I" },
     { &ngx_http_jvm_cancel_mid, "cancel", "(J)V" },
@@ -185,6 +199,9 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
 
 static JNINativeMethod  ngx_http_jvm_natives[] = {
     { "wake", "()V", (void *) ngx_http_jvm_wake },
+    { "getVariable", "(J[B)[B", (void *) ngx_http_jvm_get_variable },
+    { "setVariable", "(J[B[B)V", (void *) ngx_http_jvm_set_variable },
+    { "setUri", "(J[B)V", (void *) ngx_http_jvm_native_set_uri },
 };
 
 
@@ -1461,6 +1478,136 @@ ngx_http_jvm_wake(JNIEnv *env, jclass cls)
 
 
 /*
+ * The natives of nginx.jvm.Worker for a request's variables and URI.  Java
+ * calls them on the event loop only, with the address of a request it knows
+ * to be alive (Worker.handle() lasts, or the task is not cancelled); JVM
+ * threads reach them through a hop to the loop (nginx.jvm.LoopCalls).
+ */
+
+static jbyteArray JNICALL
+ngx_http_jvm_get_variable(JNIEnv *env, jclass cls, jlong req,
+    jbyteArray name)
+{
+    ngx_int_t            rc;
+    ngx_str_t            n, v;
+    jbyteArray           a;
+    ngx_http_request_t  *r;
+
+    r = (ngx_http_request_t *) (uintptr_t) req;
+
+    if (ngx_http_jvm_vm_str(env, r, name, &n) != NGX_OK) {
+        return NULL;
+    }
+
+    rc = ngx_http_jvm_variable_get(r, &n, &v);
+
+    if (rc == NGX_ABORT) {
+        ngx_http_jvm_vm_throw(env, "java/lang/IllegalArgumentException", &n,
+                              "unknown nginx variable");
+        return NULL;
+    }
+
+    if (rc != NGX_OK) {
+        return NULL;
+    }
+
+    a = (*env)->NewByteArray(env, (jsize) v.len);
+    if (a != NULL) {
+        (*env)->SetByteArrayRegion(env, a, 0, (jsize) v.len,
+                                   (jbyte *) v.data);
+    }
+
+    return a;
+}
+
+
+static void JNICALL
+ngx_http_jvm_set_variable(JNIEnv *env, jclass cls, jlong req,
+    jbyteArray name, jbyteArray value)
+{
+    ngx_str_t            n, v;
+    const char          *err;
+    ngx_http_request_t  *r;
+
+    r = (ngx_http_request_t *) (uintptr_t) req;
+
+    if (ngx_http_jvm_vm_str(env, r, name, &n) != NGX_OK
+        || ngx_http_jvm_vm_str(env, r, value, &v) != NGX_OK)
+    {
+        return;
+    }
+
+    err = NULL;
+
+    if (ngx_http_jvm_variable_set(r, &n, &v, &err) != NGX_OK) {
+        ngx_http_jvm_vm_throw(env, err ? "java/lang/IllegalArgumentException"
+                                       : "java/lang/OutOfMemoryError",
+                              &n, err ? err : "no memory for the variable");
+    }
+}
+
+
+static void JNICALL
+ngx_http_jvm_native_set_uri(JNIEnv *env, jclass cls, jlong req,
+    jbyteArray uri)
+{
+    ngx_str_t            u;
+    ngx_http_request_t  *r;
+
+    r = (ngx_http_request_t *) (uintptr_t) req;
+
+    if (ngx_http_jvm_vm_str(env, r, uri, &u) != NGX_OK) {
+        return;
+    }
+
+    if (ngx_http_jvm_set_uri(r, &u) != NGX_OK) {
+        ngx_http_jvm_vm_throw(env, "java/lang/IllegalArgumentException", &u,
+                              "invalid URI (it must start with \"/\")");
+    }
+}
+
+
+/* A Java byte[] copied into the request's pool. */
+
+static ngx_int_t
+ngx_http_jvm_vm_str(JNIEnv *env, ngx_http_request_t *r, jbyteArray a,
+    ngx_str_t *s)
+{
+    s->len = (size_t) (*env)->GetArrayLength(env, a);
+    s->data = ngx_pnalloc(r->pool, s->len + 1);
+
+    if (s->data == NULL) {
+        (*env)->ThrowNew(env, (*env)->FindClass(env,
+                                                "java/lang/OutOfMemoryError"),
+                         "nginx: no memory in the request's pool");
+        return NGX_ERROR;
+    }
+
+    (*env)->GetByteArrayRegion(env, a, 0, (jsize) s->len, (jbyte *) s->data);
+    s->data[s->len] = '\0';
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_jvm_vm_throw(JNIEnv *env, const char *cls, ngx_str_t *name,
+    const char *text)
+{
+    u_char   buf[512], *p;
+    jclass   c;
+
+    p = ngx_snprintf(buf, sizeof(buf) - 1, "%s: \"%V\"", text, name);
+    *p = '\0';
+
+    c = (*env)->FindClass(env, cls);
+    if (c != NULL) {
+        (*env)->ThrowNew(env, c, (char *) buf);
+    }
+}
+
+
+/*
  * The natives of nginx.jvm.Shm, on any thread: they copy between Java's
  * arrays and the zone, and never call into the JVM while the zone's mutex
  * is held (the ngx_http_jvm_dict_*() functions take and release it).  Java
@@ -1887,42 +2034,54 @@ ngx_http_jvm_vm_quitting(ngx_log_t *log)
 }
 
 
-/* Worker.handle(): serves the described request on the event loop. */
+/*
+ * Worker.handle(): serves the described request on the event loop with a
+ * handler of the given phase.  Java may read the request's variables
+ * through r while the call lasts.
+ */
 
 ngx_int_t
-ngx_http_jvm_vm_handle(ngx_log_t *log, ngx_int_t handler, size_t len,
-    size_t *out)
+ngx_http_jvm_vm_handle(ngx_http_request_t *r, ngx_int_t handler,
+    ngx_uint_t phase, size_t len, size_t *out)
 {
     jint  n;
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, log, 0,
-                   "jvm: handler %i on the loop, request of %uz bytes",
-                   handler, len);
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "jvm: handler %i of phase %ui on the loop, request of "
+                   "%uz bytes", handler, phase, len);
 
     n = (*ngx_http_jvm_env)->CallStaticIntMethod(ngx_http_jvm_env,
                                                  ngx_http_jvm_worker,
                                                  ngx_http_jvm_handle_mid,
-                                                 (jint) handler, (jint) len);
+                                                 (jint) handler, (jint) len,
+                                                 (jlong) (uintptr_t) r,
+                                                 (jint) phase);
 
-    return ngx_http_jvm_vm_response(log, n, out, "Worker.handle()");
+    return ngx_http_jvm_vm_response(r->connection->log, n, out,
+                                    "Worker.handle()");
 }
 
 
 /*
  * Worker.submit(): starts the described request as the task named id.
  * NGX_OK: accepted; NGX_DECLINED: refused or failed at once, with an
- * encoded error response of *out bytes.
+ * encoded error response of *out bytes.  A log handler's task has no id:
+ * nothing comes back from it.
  */
 
 ngx_int_t
-ngx_http_jvm_vm_submit(ngx_log_t *log, ngx_int_t handler, size_t len,
-    void *id, ngx_uint_t mode, ngx_uint_t async, size_t *out)
+ngx_http_jvm_vm_submit(ngx_http_request_t *r, ngx_int_t handler,
+    ngx_uint_t phase, size_t len, void *id, ngx_uint_t mode,
+    ngx_uint_t async, size_t *out)
 {
-    jint  n;
+    jint        n;
+    ngx_log_t  *log;
 
-    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, log, 0,
-                   "jvm: task %p submitted: handler %i, mode %ui, async %ui",
-                   id, handler, mode, async);
+    log = r->connection->log;
+
+    ngx_log_debug5(NGX_LOG_DEBUG_HTTP, log, 0,
+                   "jvm: task %p submitted: handler %i, phase %ui, "
+                   "mode %ui, async %ui", id, handler, phase, mode, async);
 
     n = (*ngx_http_jvm_env)->CallStaticIntMethod(ngx_http_jvm_env,
                                                  ngx_http_jvm_worker,
@@ -1930,7 +2089,9 @@ ngx_http_jvm_vm_submit(ngx_log_t *log, ngx_int_t handler, size_t len,
                                                  (jint) handler, (jint) len,
                                                  (jlong) (uintptr_t) id,
                                                  (jint) mode,
-                                                 (jboolean) async);
+                                                 (jboolean) async,
+                                                 (jlong) (uintptr_t) r,
+                                                 (jint) phase);
 
     if (n == NGX_HTTP_JVM_ACCEPTED
         && !(*ngx_http_jvm_env)->ExceptionCheck(ngx_http_jvm_env))
@@ -1943,6 +2104,104 @@ ngx_http_jvm_vm_submit(ngx_log_t *log, ngx_int_t handler, size_t len,
     }
 
     return NGX_DECLINED;
+}
+
+
+/*
+ * Worker.variable(): a jvm_set handler computes its variable, on the loop.
+ * NGX_OK with the value (in the request's pool), NGX_DECLINED for none,
+ * NGX_ERROR when the handler failed (logged here).
+ */
+
+ngx_int_t
+ngx_http_jvm_vm_variable(ngx_http_request_t *r, ngx_int_t handler,
+    size_t len, ngx_str_t *value)
+{
+    jint        n;
+    uint32_t    mlen;
+    ngx_log_t  *log;
+
+    log = r->connection->log;
+
+    n = (*ngx_http_jvm_env)->CallStaticIntMethod(ngx_http_jvm_env,
+                                                 ngx_http_jvm_worker,
+                                                 ngx_http_jvm_variable_mid,
+                                                 (jint) handler, (jint) len,
+                                                 (jlong) (uintptr_t) r);
+
+    if ((*ngx_http_jvm_env)->ExceptionCheck(ngx_http_jvm_env)) {
+        return ngx_http_jvm_vm_failed(log, "Worker.variable()");
+    }
+
+    if (n == NGX_HTTP_JVM_VAR_NULL) {
+        return NGX_DECLINED;
+    }
+
+    if (n == NGX_HTTP_JVM_VAR_FAILED) {
+        /* the response buffer holds an int length and the message */
+        ngx_memcpy(&mlen, ngx_http_jvm_vm.resp_addr, sizeof(uint32_t));
+
+        if (mlen <= ngx_http_jvm_vm.resp_cap - sizeof(uint32_t)) {
+            ngx_http_jvm_log_text(NGX_LOG_ERR, log,
+                                  ngx_http_jvm_vm.resp_addr
+                                  + sizeof(uint32_t), mlen);
+        }
+
+        return NGX_ERROR;
+    }
+
+    if ((size_t) n > ngx_http_jvm_vm.resp_cap
+        && ngx_http_jvm_vm_response_buffer(log) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (n < 0 || (size_t) n > ngx_http_jvm_vm.resp_cap) {
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      "jvm: Worker.variable() answered %d", n);
+        return NGX_ERROR;
+    }
+
+    value->len = n;
+    value->data = ngx_pnalloc(r->pool, n);
+    if (value->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(value->data, ngx_http_jvm_vm.resp_addr, n);
+
+    return NGX_OK;
+}
+
+
+/*
+ * Worker.filter(): a jvm_header_filter handler sees the response's status
+ * and header fields (in the request buffer at "headers", after the
+ * request).  NGX_DECLINED: it changed nothing; NGX_OK: *out bytes of
+ * edits, or of an error, in the response buffer.
+ */
+
+ngx_int_t
+ngx_http_jvm_vm_filter(ngx_http_request_t *r, ngx_int_t handler,
+    size_t len, size_t headers, size_t *out)
+{
+    jint  n;
+
+    n = (*ngx_http_jvm_env)->CallStaticIntMethod(ngx_http_jvm_env,
+                                                 ngx_http_jvm_worker,
+                                                 ngx_http_jvm_filter_mid,
+                                                 (jint) handler, (jint) len,
+                                                 (jlong) (uintptr_t) r,
+                                                 (jint) headers);
+
+    if (n == NGX_HTTP_JVM_FILTER_SAME
+        && !(*ngx_http_jvm_env)->ExceptionCheck(ngx_http_jvm_env))
+    {
+        return NGX_DECLINED;
+    }
+
+    return ngx_http_jvm_vm_response(r->connection->log, n, out,
+                                    "Worker.filter()");
 }
 
 

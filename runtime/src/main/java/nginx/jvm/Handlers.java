@@ -21,9 +21,11 @@ final class Handlers {
             return ring("handler", name);
         }
         Class<?> c = Class.forName(name);
-        if (!Handler.class.isAssignableFrom(c) && !AsyncHandler.class.isAssignableFrom(c)) {
-            throw new IllegalArgumentException(name + " implements neither "
-                    + Handler.class.getName() + " nor " + AsyncHandler.class.getName());
+        if (!Handler.class.isAssignableFrom(c) && !AsyncHandler.class.isAssignableFrom(c)
+                && !HeaderFilter.class.isAssignableFrom(c) && !VariableHandler.class.isAssignableFrom(c)) {
+            throw new IllegalArgumentException(name + " implements none of "
+                    + Handler.class.getName() + ", " + AsyncHandler.class.getName() + ", "
+                    + HeaderFilter.class.getName() + ", " + VariableHandler.class.getName());
         }
         return c.getDeclaredConstructor().newInstance();
     }
@@ -46,6 +48,24 @@ final class Handlers {
             throw new Failure("the handler returned no response (null)", null);
         }
         return response;
+    }
+
+    private static final String[] PHASES = {"jvm_content", "jvm_rewrite", "jvm_access", "jvm_log"};
+
+    /**
+     * Calls a rewrite, access or log handler, which may answer null (the
+     * request goes on). Failures become a {@link Failure} naming the phase.
+     */
+    static Response callPhase(Object handler, Request request, int phase) {
+        try {
+            return handler instanceof PhaseHandler
+                    ? ((PhaseHandler) handler).handlePhase(request)
+                    : ((Handler) handler).handle(request);
+        } catch (BadResponseException e) {
+            throw new Failure(e.getMessage(), null);
+        } catch (Throwable t) {
+            throw new Failure("the " + PHASES[phase] + " handler threw", t);
+        }
     }
 
     /** A Clojure var (called with no arguments) or a Java class implementing Runnable. */

@@ -23,6 +23,13 @@ public final class Request {
     private final byte[] data;
     private final int flags;
     private final int serverPort;
+    private final int status;
+    private final long bytesSent;
+    /**
+     * The address of nginx's request while it lives, 0 afterwards; read and
+     * written on the event loop only (a JVM thread reads it after a hop).
+     */
+    long handle;
     // Offsets of the length words of the fixed strings, then of the headers.
     private final int[] offsets = new int[STRINGS];
     private final int headerCount;
@@ -37,7 +44,9 @@ public final class Request {
         this.data = data;
         this.flags = Wire.getInt(data, 0);
         this.serverPort = Wire.getInt(data, 4);
-        int pos = 8;
+        this.status = Wire.getInt(data, 8);
+        this.bytesSent = Wire.getLong(data, 12);
+        int pos = 20;
         for (int i = 0; i < STRINGS; i++) {
             offsets[i] = pos;
             pos += 4 + Wire.getInt(data, pos);
@@ -52,6 +61,114 @@ public final class Request {
 
     private String field(int which) {
         return string(offsets[which]);
+    }
+
+    /**
+     * The response status nginx has so far: the status a log handler
+     * (jvm_log) or header filter sees; 0 before a response exists.
+     */
+    public int status() {
+        return status;
+    }
+
+    /** For a log handler (jvm_log): the bytes nginx sent to the client, headers included. */
+    public long bytesSent() {
+        return bytesSent;
+    }
+
+    /**
+     * The value of the nginx variable {@code name} ("remote_user",
+     * "$ssl_client_s_dn", "arg_id", "cookie_session", a map's or a
+     * {@code jvm_set} variable...), or null when it has none for this request.
+     *
+     * <p>Variables live in nginx's request: on the event loop they are read at
+     * once; from any other thread (pool, virtual, async) the call hops to the
+     * event loop and waits for it, which costs a wake-up of the loop (tens of
+     * microseconds). Use {@link #variables} to read several in one hop.
+     *
+     * @throws IllegalArgumentException nginx knows no variable of that name
+     * @throws IllegalStateException the request is over (a log handler off the
+     *     loop, or a handler that kept the request)
+     */
+    public String variable(String name) {
+        byte[] n = variableName(name);
+        byte[] v = LoopCalls.call(() -> Worker.getVariable(live(), n));
+        return v == null ? null : new String(v, StandardCharsets.UTF_8);
+    }
+
+    /** Several variables in one go (one hop to the loop off it): name to value (null: none). */
+    public Map<String, String> variables(String... names) {
+        byte[][] n = new byte[names.length][];
+        for (int i = 0; i < names.length; i++) {
+            n[i] = variableName(names[i]);
+        }
+        byte[][] v = LoopCalls.call(() -> {
+            long r = live();
+            byte[][] out = new byte[n.length][];
+            for (int i = 0; i < n.length; i++) {
+                out[i] = Worker.getVariable(r, n[i]);
+            }
+            return out;
+        });
+        Map<String, String> m = new LinkedHashMap<>();
+        for (int i = 0; i < names.length; i++) {
+            m.put(names[i], v[i] == null ? null : new String(v[i], StandardCharsets.UTF_8));
+        }
+        return m;
+    }
+
+    /**
+     * Sets the nginx variable {@code name}: one declared with {@code set} or
+     * {@code jvm_set}, or one nginx lets change ({@code args},
+     * {@code limit_rate}). Hops to the event loop when called off it.
+     *
+     * @throws IllegalArgumentException unknown, or not changeable
+     */
+    public void setVariable(String name, String value) {
+        byte[] n = variableName(name);
+        if (value == null) {
+            throw new IllegalArgumentException("a variable's value cannot be null");
+        }
+        byte[] v = value.getBytes(StandardCharsets.UTF_8);
+        LoopCalls.call(() -> {
+            Worker.setVariable(live(), n, v);
+            return null;
+        });
+    }
+
+    /**
+     * In a {@code jvm_rewrite} handler: the URI nginx routes on from now on
+     * (a path starting with "/", without the query string; change that with
+     * {@code setVariable("args", ...)}). When the handler lets the request go
+     * on, nginx looks for the location of the new URI, as after
+     * {@code rewrite ... last}.
+     */
+    public void setUri(String uri) {
+        if (uri == null || !uri.startsWith("/")) {
+            throw new IllegalArgumentException("a URI must start with \"/\": " + uri);
+        }
+        byte[] u = uri.getBytes(StandardCharsets.UTF_8);
+        LoopCalls.call(() -> {
+            Worker.setUri(live(), u);
+            return null;
+        });
+    }
+
+    private static byte[] variableName(String name) {
+        if (name == null || name.isEmpty() || name.equals("$")) {
+            throw new IllegalArgumentException("an nginx variable needs a name");
+        }
+        return (name.charAt(0) == '$' ? name.substring(1) : name).getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** Event loop: the request's address, if it still lives. */
+    private long live() {
+        long h = handle;
+        if (h == 0) {
+            throw new IllegalStateException("the request is over (or this is a jvm_log handler"
+                    + " off the event loop): its nginx variables are gone");
+        }
+        return h;
     }
 
     /** The method as sent, in upper case: "GET", "POST", ... */

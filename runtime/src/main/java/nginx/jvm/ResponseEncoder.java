@@ -98,6 +98,98 @@ final class ResponseEncoder {
         return buffer.position();
     }
 
+    /** Encodes "nothing": a rewrite, access or log handler let the request go on. */
+    int declined() {
+        buffer.clear();
+        buffer.putInt(0).putInt(Wire.BODY_DECLINED).putLong(-1).putInt(0);
+        return buffer.position();
+    }
+
+    /**
+     * Encodes what a header filter changed from {@code before} to
+     * {@code after}: int status (0: the same), int kind EDITS, long -1, int
+     * count of names; then each name (as the filter spelled it), an int n and
+     * its n new values (none: the fields of that name are removed).
+     */
+    int edits(Response before, Response after) {
+        int status = after.status();
+        if (status < 100 || status > 599) {
+            return error(500, "the jvm_header_filter handler answered status " + status
+                    + ", which is not between 100 and 599", null);
+        }
+        java.util.Map<String, java.util.List<String>> old = fields(before);
+        java.util.Map<String, java.util.List<String>> now = fields(after);
+        java.util.List<String> changed = new java.util.ArrayList<>();
+        for (String name : now.keySet()) {
+            if (!now.get(name).equals(old.get(name))) {
+                changed.add(name);
+            }
+        }
+        for (String name : old.keySet()) {
+            if (!now.containsKey(name)) {
+                changed.add(name);
+            }
+        }
+        ByteBuffer first = buffer;
+        while (true) {
+            try {
+                buffer.clear();
+                buffer.putInt(status == before.status() ? 0 : status).putInt(Wire.BODY_EDITS)
+                        .putLong(-1).putInt(changed.size());
+                for (String key : changed) {
+                    java.util.List<String> values = now.get(key);
+                    String name = spelling(after, key);
+                    if (name == null) {
+                        name = spelling(before, key);
+                    }
+                    putHeaderText(name, name);
+                    buffer.putInt(values == null ? 0 : values.size());
+                    if (values != null) {
+                        for (String v : values) {
+                            if (v == null) {
+                                throw new BadResponseException("the jvm_header_filter handler answered"
+                                        + " a null value for the header field " + name);
+                            }
+                            putHeaderText(v, name);
+                        }
+                    }
+                }
+                if (buffer != first) {
+                    first.putInt(0, 0).putInt(4, Wire.BODY_MOVED);
+                }
+                return buffer.position();
+            } catch (BufferOverflowException e) {
+                buffer = ByteBuffer.allocateDirect(buffer.capacity() * 2).order(ByteOrder.nativeOrder());
+            } catch (BadResponseException e) {
+                buffer = first;
+                return error(500, e.getMessage(), null);
+            }
+        }
+    }
+
+    private static java.util.Map<String, java.util.List<String>> fields(Response r) {
+        java.util.Map<String, java.util.List<String>> m = new java.util.LinkedHashMap<>();
+        for (int i = 0; i < r.headerCount(); i++) {
+            String name = r.headerName(i);
+            if (name == null || name.isEmpty()) {
+                throw new BadResponseException("the jvm_header_filter handler answered a header"
+                        + " field with an empty name");
+            }
+            m.computeIfAbsent(name.toLowerCase(java.util.Locale.ROOT), k -> new java.util.ArrayList<>())
+                    .add(r.headerValue(i));
+        }
+        return m;
+    }
+
+    private static String spelling(Response r, String key) {
+        for (int i = 0; i < r.headerCount(); i++) {
+            if (r.headerName(i).equalsIgnoreCase(key)) {
+                return r.headerName(i);
+            }
+        }
+        return null;
+    }
+
     private int write(Response r) {
         int status = r.status();
         if (status < 100 || status > 599) {

@@ -20,7 +20,7 @@ import java.util.Map;
  * {@link Response}. The runtime reaches this class only by reflection, so it
  * needs Clojure only when a Clojure handler is configured.
  */
-final class RingHandler implements Handler, AsyncHandler {
+final class RingHandler implements Handler, AsyncHandler, PhaseHandler, VariableHandler, HeaderFilter {
     private static final Keyword STATUS = Keyword.intern("status");
     private static final Keyword HEADERS = Keyword.intern("headers");
     private static final Keyword BODY = Keyword.intern("body");
@@ -88,6 +88,50 @@ final class RingHandler implements Handler, AsyncHandler {
         return response(var.invoke(new RingRequest(request)));
     }
 
+    /** A rewrite, access or log handler: nil lets the request go on. */
+    @Override
+    public Response handlePhase(Request request) {
+        Object ring = var.invoke(new RingRequest(request));
+        return ring == null ? null : response(ring);
+    }
+
+    /** A jvm_set handler: the value's string, nil for none. */
+    @Override
+    public String value(Request request) {
+        Object v = var.invoke(new RingRequest(request));
+        return v == null ? null : v instanceof String ? (String) v
+                : v instanceof Named ? ((Named) v).getName() : String.valueOf(v);
+    }
+
+    /**
+     * A header filter: {@code (f request response)} with the response as a
+     * Ring map of :status and :headers (lower-case names; a vector for a
+     * repeated field); answers a response map, or nil to leave it.
+     */
+    @Override
+    public Response filter(Request request, Response response) {
+        java.util.Map<String, Object> headers = new java.util.LinkedHashMap<>();
+        for (int i = 0; i < response.headerCount(); i++) {
+            String name = response.headerName(i).toLowerCase(java.util.Locale.ROOT);
+            Object prev = headers.get(name);
+            String v = response.headerValue(i);
+            if (prev == null) {
+                headers.put(name, v);
+            } else if (prev instanceof clojure.lang.IPersistentVector) {
+                headers.put(name, ((clojure.lang.IPersistentVector) prev).cons(v));
+            } else {
+                headers.put(name, clojure.lang.PersistentVector.create(prev, v));
+            }
+        }
+        clojure.lang.IPersistentMap h = clojure.lang.PersistentArrayMap.EMPTY;
+        for (java.util.Map.Entry<String, Object> e : headers.entrySet()) {
+            h = h.assoc(e.getKey(), e.getValue());
+        }
+        Object ring = var.invoke(new RingRequest(request),
+                clojure.lang.PersistentArrayMap.EMPTY.assoc(STATUS, response.status()).assoc(HEADERS, h));
+        return ring == null ? null : response(ring);
+    }
+
     /** The 3-arity form: {@code (handler request respond raise)}. */
     @Override
     public void handle(Request request, Responder responder) {
@@ -95,6 +139,11 @@ final class RingHandler implements Handler, AsyncHandler {
             @Override
             public Object invoke(Object ring) {
                 Response r;
+                if (ring == null) {
+                    // a rewrite or access handler lets the request go on
+                    responder.respond(null);
+                    return null;
+                }
                 try {
                     r = response(ring);
                 } catch (RuntimeException e) {

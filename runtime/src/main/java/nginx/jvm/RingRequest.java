@@ -39,13 +39,15 @@ final class RingRequest extends APersistentMap implements IObj {
     static final Keyword CHARACTER_ENCODING = Keyword.intern("character-encoding");
     static final Keyword SSL_CLIENT_CERT = Keyword.intern("ssl-client-cert");
     static final Keyword BODY = Keyword.intern("body");
+    /** The {@link Request} itself: nginx variables, through nginx.jvm.request. */
+    static final Keyword NGINX_REQUEST = Keyword.intern("nginx.jvm", "request");
     /** Only in the map of a valid WebSocket upgrade request, as Ring's adapters do. */
     static final Keyword WEBSOCKET = Keyword.intern("websocket?");
 
     private static final Keyword[] KEYS = {
         SERVER_PORT, SERVER_NAME, REMOTE_ADDR, URI, QUERY_STRING, SCHEME,
         REQUEST_METHOD, PROTOCOL, HEADERS, CONTENT_TYPE, CONTENT_LENGTH,
-        CHARACTER_ENCODING, SSL_CLIENT_CERT, BODY
+        CHARACTER_ENCODING, SSL_CLIENT_CERT, BODY, NGINX_REQUEST
     };
 
     private static final Keyword HTTP = Keyword.intern("http");
@@ -128,6 +130,9 @@ final class RingRequest extends APersistentMap implements IObj {
         }
         if (key == SSL_CLIENT_CERT) {
             return request.sslClientCert();
+        }
+        if (key == NGINX_REQUEST) {
+            return request;
         }
         if (key == WEBSOCKET) {
             return request.isWebSocketUpgrade() ? Boolean.TRUE : notFound;

@@ -14,10 +14,12 @@ final class Task implements Responder, Runnable {
 
     final long id;
     final int mode;
+    /** The phase its handler serves (Wire.PHASE_*): rewrite and access may answer nothing. */
+    final int phase;
     /** True while the task is on the ready queue (see {@link Tasks#ready}). */
     final AtomicBoolean queued = new AtomicBoolean();
     private final Object handler;
-    private final Request request;
+    final Request request;
     final boolean async;
     private final Tasks tasks;
     private final AtomicBoolean done = new AtomicBoolean();
@@ -34,9 +36,10 @@ final class Task implements Responder, Runnable {
 
     private volatile Thread handlerThread;
 
-    Task(long id, int mode, Object handler, Request request, boolean async, Tasks tasks) {
+    Task(long id, int mode, int phase, Object handler, Request request, boolean async, Tasks tasks) {
         this.id = id;
         this.mode = mode;
+        this.phase = phase;
         this.handler = handler;
         this.request = request;
         this.async = async;
@@ -51,7 +54,9 @@ final class Task implements Responder, Runnable {
             if (async) {
                 ((AsyncHandler) handler).handle(request, this);
             } else {
-                respond(Handlers.call((Handler) handler, request));
+                respond(phase == Wire.PHASE_CONTENT
+                        ? Handlers.call((Handler) handler, request)
+                        : Handlers.callPhase(handler, request, phase));
             }
         } catch (Failure f) {
             fail(f.getMessage(), f.getCause());
@@ -78,7 +83,7 @@ final class Task implements Responder, Runnable {
 
     @Override
     public void respond(Response r) {
-        if (r == null) {
+        if (r == null && phase == Wire.PHASE_CONTENT) {
             fail("the handler responded with no response (null)", null);
             return;
         }
@@ -87,6 +92,11 @@ final class Task implements Responder, Runnable {
             return;
         }
         response = r;
+        if (r == null) {
+            // a rewrite or access handler lets the request go on
+            tasks.ready(this);
+            return;
+        }
         tasks.stream(this, r);
     }
 
@@ -117,6 +127,9 @@ final class Task implements Responder, Runnable {
     int encode(ResponseEncoder encoder) {
         if (errorMessage != null) {
             return encoder.error(500, errorMessage, error);
+        }
+        if (response == null) {
+            return encoder.declined();
         }
         return encoder.encode(response, mode);
     }

@@ -121,6 +121,35 @@ final class Tasks {
     }
 
     /**
+     * Runs {@code work} on a pool or virtual thread with nothing to answer
+     * (a log handler); returns null, or why it was refused.
+     */
+    String detach(Runnable work, int mode) {
+        try {
+            if (mode == VIRTUAL && virtual != null) {
+                if (!virtualSlots.tryAcquire()) {
+                    return "too many requests in flight on virtual threads";
+                }
+                virtual.execute(() -> {
+                    try {
+                        work.run();
+                    } finally {
+                        virtualSlots.release();
+                    }
+                });
+                return null;
+            }
+            if (pool == null) {
+                return mode == VIRTUAL ? virtualError : "jvm_mode pool without a pool";
+            }
+            pool.execute(work);
+            return null;
+        } catch (RejectedExecutionException e) {
+            return "the thread pool's queue is full";
+        }
+    }
+
+    /**
      * The handler answered. A body that may block while produced (a stream,
      * a seq, a writer) is produced on a JVM thread, never on the loop: on the
      * handler's own thread when it answered synchronously off the loop. A
@@ -187,6 +216,7 @@ final class Tasks {
         Task t = live.remove(id);
         if (t != null) {
             t.cancelled = true;
+            t.request.handle = 0;
             t.closeBody();
         }
     }

@@ -13,7 +13,7 @@ import java.nio.ByteOrder;
  */
 final class Wire {
     /** Checked by the C module when it binds this runtime: equal, or it refuses to start. */
-    static final int PROTOCOL = 4;
+    static final int PROTOCOL = 5;
 
     /** Request flags: the first int of a described request. */
     static final int REQ_HTTPS = 1, REQ_HAS_QUERY = 2, REQ_WEBSOCKET = 4;
@@ -21,6 +21,21 @@ final class Wire {
     /** Body kinds of an encoded response. MOVED: the response is in the new response buffer. */
     static final int BODY_NONE = 0, BODY_INLINE = 1, BODY_FILE = 2, BODY_STREAM = 3, BODY_ERROR = 4,
             BODY_MOVED = 5, BODY_UPGRADE = 6;
+
+    /**
+     * A rewrite, access or log handler answered nothing: the request goes on. The header
+     * fields of a header filter's answer are edits ({@link Worker#filter}).
+     */
+    static final int BODY_DECLINED = 7, BODY_EDITS = 8;
+
+    /** The phase a handler serves. */
+    static final int PHASE_CONTENT = 0, PHASE_REWRITE = 1, PHASE_ACCESS = 2, PHASE_LOG = 3;
+
+    /** {@link Worker#variable}: the value is null; the handler failed (message in the response buffer). */
+    static final int VAR_NULL = -1, VAR_FAILED = -2;
+
+    /** {@link Worker#filter}: the header filter changed nothing. */
+    static final int FILTER_SAME = -1;
 
     /** The fixed part of an encoded response: int status, int kind, long length, int count. */
     static final int RESPONSE_HEAD = 20;

@@ -75,22 +75,139 @@ final class Worker {
 
     /**
      * Serves the request of {@code length} bytes in the request buffer with
-     * handler {@code index}, on the event loop. Returns the length of the
-     * encoded response in the response buffer.
+     * handler {@code index} of {@code phase}, on the event loop; {@code r} is
+     * nginx's request, whose variables the handler may read while it runs.
+     * Returns the length of the encoded response in the response buffer
+     * ({@link Wire#BODY_DECLINED} when a rewrite, access or log handler
+     * answered nothing).
      */
-    static int handle(int index, int length) {
+    static int handle(int index, int length, long r, int phase) {
         Object handler = handlers.get(index);
         if (!(handler instanceof Handler)) {
             return notLoaded(handler, Handler.class);
         }
+        Request request = request(length);
+        request.handle = r;
         try {
-            return encoder.encode(Handlers.call((Handler) handler, request(length)), Wire.LOOP);
+            if (phase == Wire.PHASE_CONTENT) {
+                return encoder.encode(Handlers.call((Handler) handler, request), Wire.LOOP);
+            }
+            Response response = Handlers.callPhase(handler, request, phase);
+            return response == null || phase == Wire.PHASE_LOG
+                    ? encoder.declined() : encoder.encode(response, Wire.LOOP);
         } catch (Failure f) {
             return encoder.error(500, f.getMessage(), f.getCause());
         } catch (Throwable t) {
             return encoder.error(500, "the handler failed", t);
+        } finally {
+            request.handle = 0;
         }
     }
+
+    /**
+     * Computes a {@code jvm_set} variable with handler {@code index} for the
+     * request in the request buffer, on the event loop. Returns the value's
+     * length (the bytes at the start of the response buffer),
+     * {@link Wire#VAR_NULL}, or {@link Wire#VAR_FAILED} with an int length and
+     * the message there.
+     */
+    static int variable(int index, int length, long r) {
+        Object handler = handlers.get(index);
+        ByteBuffer out = encoder.buffer();
+        String message;
+        Throwable error = null;
+        if (handler instanceof VariableHandler) {
+            Request request = request(length);
+            request.handle = r;
+            try {
+                String v = ((VariableHandler) handler).value(request);
+                if (v == null) {
+                    return Wire.VAR_NULL;
+                }
+                byte[] b = v.getBytes(StandardCharsets.UTF_8);
+                if (b.length > out.capacity()) {
+                    encoder.grow(b.length);
+                    out = encoder.buffer();
+                }
+                Wire.put(out, 0, b, 0, b.length);
+                return b.length;
+            } catch (Throwable t) {
+                message = "the jvm_set handler threw";
+                error = t;
+            } finally {
+                request.handle = 0;
+            }
+        } else {
+            message = handler == null
+                    ? "the jvm_set handler failed to load (see the log at worker start)"
+                    : handler.getClass().getName() + " does not implement " + VariableHandler.class.getName();
+        }
+        byte[] msg = Failure.describe(message, error).getBytes(StandardCharsets.UTF_8);
+        int n = Math.min(msg.length, out.capacity() - 4);
+        out.putInt(0, n);
+        out.put(4, msg, 0, n);
+        return Wire.VAR_FAILED;
+    }
+
+    /**
+     * Runs the header filter {@code index} for the request in the request
+     * buffer, whose response's header fields follow at {@code headersAt}
+     * (int count, then name and value strings). Returns
+     * {@link Wire#FILTER_SAME}, or the length of the edits
+     * ({@link ResponseEncoder#edits}) or of an error, in the response buffer.
+     */
+    static int filter(int index, int length, long r, int headersAt) {
+        Object handler = handlers.get(index);
+        if (!(handler instanceof HeaderFilter)) {
+            return notLoaded(handler, HeaderFilter.class);
+        }
+        Request request = request(headersAt);
+        request.handle = r;
+        try {
+            Response before = new Response(request.status());
+            ByteBuffer in = requestBuffer;
+            int at = headersAt;
+            int count = in.getInt(at);
+            at += 4;
+            for (int i = 0; i < count; i++) {
+                String name = string(in, at);
+                at += 4 + in.getInt(at);
+                String value = string(in, at);
+                at += 4 + in.getInt(at);
+                before.header(name, value);
+            }
+            Response after;
+            try {
+                after = ((HeaderFilter) handler).filter(request, before);
+            } catch (BadResponseException e) {
+                throw new Failure(e.getMessage(), null);
+            } catch (Throwable t) {
+                throw new Failure("the jvm_header_filter handler threw", t);
+            }
+            return after == null ? Wire.FILTER_SAME : encoder.edits(before, after);
+        } catch (Failure f) {
+            return encoder.error(500, f.getMessage(), f.getCause());
+        } catch (Throwable t) {
+            return encoder.error(500, "the header filter failed", t);
+        } finally {
+            request.handle = 0;
+        }
+    }
+
+    private static String string(ByteBuffer b, int at) {
+        byte[] s = new byte[b.getInt(at)];
+        Wire.get(b, at + 4, s, 0, s.length);
+        return new String(s, StandardCharsets.ISO_8859_1);
+    }
+
+    /** nginx's variable {@code name} of request {@code r} (event loop), or null; unknown names throw. */
+    static native byte[] getVariable(long r, byte[] name);
+
+    /** Sets a changeable variable of request {@code r} (event loop); throws when it cannot. */
+    static native void setVariable(long r, byte[] name, byte[] value);
+
+    /** Request {@code r} (event loop) routes on this URI from now on. */
+    static native void setUri(long r, byte[] uri);
 
     private static Request request(int length) {
         byte[] data = new byte[length];
@@ -115,6 +232,7 @@ final class Worker {
      */
     static String configure(int poolSize, int queueSize, boolean virtual, int wsSendQueue) {
         try {
+            LoopCalls.bind(Worker::wake);
             sockets.configure(wsSendQueue);
             Timers.start(Worker::wake, 2);
             return tasks.configure(poolSize, queueSize, virtual);
@@ -130,17 +248,43 @@ final class Worker {
      * is ready. Otherwise returns the length of an encoded error response
      * (503 when refused).
      */
-    static int submit(int index, int length, long id, int mode, boolean async) {
+    static int submit(int index, int length, long id, int mode, boolean async, long r, int phase) {
         Object handler = handlers.get(index);
+        if (phase == Wire.PHASE_LOG) {
+            return log(handler, length, mode);
+        }
         if (!(async ? handler instanceof AsyncHandler : handler instanceof Handler)) {
             return notLoaded(handler, async ? AsyncHandler.class : Handler.class);
         }
         try {
-            String refused = tasks.submit(new Task(id, mode, handler, request(length), async, tasks), mode);
+            Request request = request(length);
+            request.handle = r;
+            String refused = tasks.submit(new Task(id, mode, phase, handler, request, async, tasks), mode);
             return refused == null ? Wire.ACCEPTED : encoder.error(503, refused, null);
         } catch (Throwable t) {
             return encoder.error(500, "cannot start the handler", t);
         }
+    }
+
+    /**
+     * A log handler off the event loop: nothing comes back, a failure goes to
+     * the error log (stderr). The request is gone by the time it runs.
+     */
+    private static int log(Object handler, int length, int mode) {
+        if (!(handler instanceof Handler)) {
+            return notLoaded(handler, Handler.class);
+        }
+        Request request = request(length);
+        String refused = tasks.detach(() -> {
+            try {
+                Handlers.callPhase(handler, request, Wire.PHASE_LOG);
+            } catch (Failure f) {
+                System.err.println(Failure.describe("jvm: " + f.getMessage(), f.getCause()));
+            } catch (Throwable t) {
+                System.err.println(Failure.describe("jvm: the jvm_log handler failed", t));
+            }
+        }, mode);
+        return refused == null ? Wire.ACCEPTED : encoder.error(503, "jvm_log: " + refused, null);
     }
 
     /** The id of the next task with something for the event loop, or 0. */
@@ -270,6 +414,7 @@ final class Worker {
 
     /** On the event loop, when woken: runs the loop's timers that are due. */
     static void timers() {
+        LoopCalls.run();
         try {
             Timers.runDue();
         } catch (Throwable t) {

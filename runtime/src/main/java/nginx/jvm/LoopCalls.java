@@ -1,0 +1,95 @@
+package nginx.jvm;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
+
+/**
+ * Work that only the event loop may do (reading a request's nginx
+ * variables, starting a subrequest), asked for from any thread. On the loop
+ * it runs at once; elsewhere it is queued, the loop is woken through the C
+ * module's eventfd and runs it before it looks at tasks, and the caller
+ * waits for the result. Each caller waits for its own call, so the queue
+ * never holds more calls than there are waiting threads.
+ */
+final class LoopCalls {
+    /** How long a JVM thread waits for the loop: far beyond any healthy loop's delay. */
+    private static final long WAIT_SECONDS = 30;
+
+    private static final ConcurrentLinkedQueue<Runnable> calls = new ConcurrentLinkedQueue<>();
+    private static volatile Thread loop;
+    private static volatile Runnable waker;
+
+    private LoopCalls() {
+    }
+
+    /** On the event loop, once at start. */
+    static void bind(Runnable wake) {
+        loop = Thread.currentThread();
+        waker = wake;
+    }
+
+    static boolean onLoop() {
+        return Thread.currentThread() == loop;
+    }
+
+    /** Runs {@code work} on the event loop and answers its result (or throws what it threw). */
+    static <T> T call(Supplier<T> work) {
+        if (onLoop()) {
+            return work.get();
+        }
+        Runnable wake = waker;
+        if (wake == null) {
+            throw new IllegalStateException("not in an nginx worker");
+        }
+        CompletableFuture<T> f = new CompletableFuture<>();
+        post(() -> {
+            try {
+                f.complete(work.get());
+            } catch (Throwable t) {
+                f.completeExceptionally(t);
+            }
+        });
+        try {
+            return f.get(WAIT_SECONDS, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            Throwable c = e.getCause();
+            if (c instanceof RuntimeException) {
+                throw (RuntimeException) c;
+            }
+            if (c instanceof Error) {
+                throw (Error) c;
+            }
+            throw new IllegalStateException(c);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for the event loop", e);
+        } catch (TimeoutException e) {
+            throw new IllegalStateException("the event loop did not answer within " + WAIT_SECONDS + " s");
+        }
+    }
+
+    /** Queues {@code work} for the event loop without waiting; any thread. */
+    static void post(Runnable work) {
+        calls.add(work);
+        Runnable wake = waker;
+        if (wake != null) {
+            wake.run();
+        }
+    }
+
+    /** Event loop, when woken: runs what was asked. */
+    static void run() {
+        Runnable r;
+        while ((r = calls.poll()) != null) {
+            try {
+                r.run();
+            } catch (Throwable t) {
+                System.err.println(Failure.describe("jvm: a call on the event loop failed", t));
+            }
+        }
+    }
+}

@@ -1,0 +1,168 @@
+
+/*
+ * nginx-jvm: a request's variables and URI, read and set for Java.
+ *
+ * On the event loop only: variables live in the request's memory and are
+ * evaluated by nginx's own code.  Java reaches these through the natives of
+ * nginx.jvm.Worker in ngx_http_jvm_vm.c; JVM threads hop to the loop first.
+ */
+
+
+#include "ngx_http_jvm_module.h"
+
+
+static ngx_http_variable_t *ngx_http_jvm_variable_find(ngx_http_request_t *r,
+    ngx_str_t *name, ngx_uint_t *key, ngx_uint_t *prefix);
+
+
+/*
+ * NGX_OK and the value; NGX_DECLINED when the variable has no value here;
+ * NGX_ABORT when nginx knows no variable of that name.
+ */
+
+ngx_int_t
+ngx_http_jvm_variable_get(ngx_http_request_t *r, ngx_str_t *name,
+    ngx_str_t *value)
+{
+    ngx_uint_t                  key, prefix;
+    ngx_http_variable_value_t  *vv;
+
+    if (ngx_http_jvm_variable_find(r, name, &key, &prefix) == NULL
+        && !prefix)
+    {
+        return NGX_ABORT;
+    }
+
+    vv = ngx_http_get_variable(r, name, key);
+
+    if (vv == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (vv->not_found) {
+        return NGX_DECLINED;
+    }
+
+    value->data = vv->data;
+    value->len = vv->len;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Sets a changeable variable: one with a setter of nginx's own ($args,
+ * $limit_rate), or one declared by "set" or "jvm_set".  *err says why not.
+ */
+
+ngx_int_t
+ngx_http_jvm_variable_set(ngx_http_request_t *r, ngx_str_t *name,
+    ngx_str_t *value, const char **err)
+{
+    ngx_uint_t                  key, prefix;
+    ngx_http_variable_t        *v;
+    ngx_http_variable_value_t  *vv;
+
+    v = ngx_http_jvm_variable_find(r, name, &key, &prefix);
+
+    if (v == NULL) {
+        *err = prefix ? "a variable of a prefix ($arg_, $http_, ...) cannot "
+                        "be set" : "unknown nginx variable";
+        return NGX_ERROR;
+    }
+
+    if (!(v->flags & NGX_HTTP_VAR_CHANGEABLE)) {
+        *err = "this nginx variable cannot be set";
+        return NGX_ERROR;
+    }
+
+    if (v->set_handler) {
+        vv = ngx_palloc(r->pool, sizeof(ngx_http_variable_value_t));
+        if (vv == NULL) {
+            return NGX_ERROR;
+        }
+
+    } else if (v->flags & NGX_HTTP_VAR_INDEXED) {
+        vv = &r->variables[v->index];
+
+    } else {
+        *err = "this nginx variable cannot be set";
+        return NGX_ERROR;
+    }
+
+    vv->data = value->data;
+    vv->len = value->len;
+    vv->valid = 1;
+    vv->no_cacheable = 0;
+    vv->not_found = 0;
+    vv->escape = 0;
+
+    if (v->set_handler) {
+        v->set_handler(r, vv, v->data);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A new URI for the request.  In the rewrite phase nginx then looks for its
+ * location again (the post-rewrite phase sees uri_changed), as after a
+ * "rewrite ... last".
+ */
+
+ngx_int_t
+ngx_http_jvm_set_uri(ngx_http_request_t *r, ngx_str_t *uri)
+{
+    if (uri->len == 0 || uri->data[0] != '/') {
+        return NGX_ERROR;
+    }
+
+    r->uri = *uri;
+    r->valid_unparsed_uri = 0;
+    r->uri_changed = 1;
+
+    ngx_http_set_exten(r);
+
+    return NGX_OK;
+}
+
+
+/*
+ * Looks the name up as nginx does (lower case, in the variables' hash);
+ * *prefix is set when it is no variable of its own but begins with a
+ * prefix nginx knows ($arg_, $cookie_, $http_, ...).
+ */
+
+static ngx_http_variable_t *
+ngx_http_jvm_variable_find(ngx_http_request_t *r, ngx_str_t *name,
+    ngx_uint_t *key, ngx_uint_t *prefix)
+{
+    ngx_uint_t                  i;
+    ngx_http_variable_t        *v, *pv;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_get_module_main_conf(r, ngx_http_core_module);
+
+    *key = ngx_hash_strlow(name->data, name->data, name->len);
+    *prefix = 0;
+
+    v = ngx_hash_find(&cmcf->variables_hash, *key, name->data, name->len);
+
+    if (v) {
+        return v;
+    }
+
+    pv = cmcf->prefix_variables.elts;
+
+    for (i = 0; i < cmcf->prefix_variables.nelts; i++) {
+        if (name->len >= pv[i].name.len
+            && ngx_strncmp(name->data, pv[i].name.data, pv[i].name.len) == 0)
+        {
+            *prefix = 1;
+            break;
+        }
+    }
+
+    return NULL;
+}
