@@ -29,7 +29,8 @@ LOCATIONS = """
 RING_KEYS = sorted([
     "server-port", "server-name", "remote-addr", "uri", "query-string",
     "scheme", "request-method", "protocol", "headers", "content-type",
-    "content-length", "character-encoding", "ssl-client-cert", "body"])
+    "content-length", "character-encoding", "ssl-client-cert", "body",
+    "request"])      # :nginx.jvm/request
 
 
 @pytest.fixture(scope="module")
@@ -76,17 +77,17 @@ def test_plain_get(ng):
 def test_request_is_a_real_map(ng):
     req = echo(ng)
     assert req[":map?"] is True
-    assert req[":count"] == 14
+    assert req[":count"] == 15
     assert req[":keys"] == RING_KEYS
-    assert req[":seq-count"] == 14
-    assert req[":into-count"] == 14
+    assert req[":seq-count"] == 15
+    assert req[":into-count"] == 15
     assert req[":contains-uri"] is True
     assert req[":get-default"] == ":default"
     assert req[":assoc"] == 1
-    assert req[":assoc-count"] == 15
+    assert req[":assoc-count"] == 16
     assert req[":assoc-keeps-uri"] == "/echo"
     assert req[":dissoc-has-uri"] is False
-    assert req[":dissoc-count"] == 13
+    assert req[":dissoc-count"] == 14
     assert req[":destructured"] == ["/echo", ":get"]
 
 
