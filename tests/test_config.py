@@ -70,6 +70,25 @@ BAD = {
         "jvm_init", "duplicate"),
     "jvm_init bad name": (
         dict(http="    jvm_init /init;"), "jvm_init", "/init"),
+    "jvm_access bad name": (
+        dict(locations="location / { jvm_access a/b/c; }"),
+        "jvm_access", "a/b/c"),
+    "jvm_rewrite twice": (
+        dict(locations="location / { jvm_rewrite testapp.ring/echo; "
+                       "jvm_rewrite testapp.ring/pid; }"),
+        "jvm_rewrite", "duplicate"),
+    "jvm_header_filter two arguments": (
+        dict(locations="location / { jvm_header_filter a.B c.D; }"),
+        "jvm_header_filter", "invalid number of arguments"),
+    "jvm_log bad name": (
+        dict(locations="location / { jvm_log .x; }"), "jvm_log", ".x"),
+    "jvm_set without $": (
+        dict(http="    jvm_set computed testapp.phases/computed;"),
+        "jvm_set", "invalid variable name"),
+    "jvm_set one variable, two handlers": (
+        dict(http="    jvm_set $v testapp.phases/computed;\n"
+                  "    jvm_set $v testapp.Phases$Var;"),
+        "jvm_set", "already computed by another handler"),
     "jvm_content without jvm_classpath": (
         dict(classpath=None), "jvm_classpath", "required"),
 }

@@ -158,6 +158,7 @@ typedef struct {
     unsigned                  uses_access:1;
     unsigned                  uses_filter:1;
     unsigned                  uses_log:1;
+    unsigned                  uses_set:1;
     unsigned                  cache_ready:1;
 } ngx_http_jvm_main_conf_t;
 
@@ -194,6 +195,7 @@ typedef struct {
     unsigned                  responded:1;
     unsigned                  waiting:1;    /* for a piece of the body */
     unsigned                  phase_done:1; /* a task let its phase go on */
+    unsigned                  var_failed:1; /* a jvm_set handler threw */
 } ngx_http_jvm_ctx_t;
 
 

@@ -100,9 +100,10 @@ ngx_http_jvm_phase_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 char *
 ngx_http_jvm_set(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    ngx_int_t             index;
-    ngx_str_t            *value, name;
-    ngx_http_variable_t  *v;
+    ngx_int_t                  index;
+    ngx_str_t                 *value, name;
+    ngx_http_variable_t       *v;
+    ngx_http_jvm_main_conf_t  *jmcf;
 
     value = cf->args->elts;
 
@@ -138,6 +139,10 @@ ngx_http_jvm_set(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     v->get_handler = ngx_http_jvm_variable_handler;
     v->data = (uintptr_t) index;
+
+    /* its failures turn the response into a 500 (the header filter) */
+    jmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_jvm_module);
+    jmcf->uses_set = 1;
 
     /* indexed: computed at the first read, then cached for the request */
 
@@ -188,7 +193,7 @@ ngx_http_jvm_phase_init(ngx_conf_t *cf)
         *h = ngx_http_jvm_log_handler;
     }
 
-    if (jmcf->uses_filter) {
+    if (jmcf->uses_filter || jmcf->uses_set) {
         ngx_http_next_header_filter = ngx_http_top_header_filter;
         ngx_http_top_header_filter = ngx_http_jvm_header_filter;
     }
@@ -361,7 +366,22 @@ ngx_http_jvm_header_filter(ngx_http_request_t *r)
 {
     size_t                    len, all;
     ngx_int_t                 rc;
+    ngx_http_jvm_ctx_t       *ctx;
     ngx_http_jvm_loc_conf_t  *jlcf;
+
+    /*
+     * nginx's scripts read a variable whose handler failed as empty; the
+     * failure (logged when it happened) answers 500 instead, if the
+     * response has not started.
+     */
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_jvm_module);
+
+    if (ctx && ctx->var_failed) {
+        ctx->var_failed = 0;
+        return ngx_http_filter_finalize_request(r, &ngx_http_jvm_module,
+                                                NGX_HTTP_INTERNAL_SERVER_ERROR);
+    }
 
     jlcf = ngx_http_get_module_loc_conf(r, ngx_http_jvm_module);
 
@@ -579,21 +599,25 @@ static ngx_int_t
 ngx_http_jvm_variable_handler(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data)
 {
-    size_t     len;
-    ngx_int_t  rc;
-    ngx_str_t  value;
+    size_t               len;
+    ngx_int_t            rc;
+    ngx_str_t            value;
+    ngx_http_jvm_ctx_t  *ctx;
 
-    if (!ngx_http_jvm_vm.ready) {
-        return NGX_ERROR;
+    rc = NGX_ERROR;
+
+    if (ngx_http_jvm_vm.ready
+        && ngx_http_jvm_request_encode(r, &len) == NGX_OK)
+    {
+        rc = ngx_http_jvm_vm_variable(r, (ngx_int_t) data, len, &value);
     }
-
-    if (ngx_http_jvm_request_encode(r, &len) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    rc = ngx_http_jvm_vm_variable(r, (ngx_int_t) data, len, &value);
 
     if (rc == NGX_ERROR) {
+        ctx = ngx_http_jvm_get_ctx(r);
+        if (ctx) {
+            ctx->var_failed = 1;
+        }
+
         return NGX_ERROR;
     }
 

@@ -72,14 +72,19 @@ public final class Phases {
             if (names != null) {
                 for (String n : names.split(",")) {
                     try {
-                        sb.append(n).append('=').append(r.variable(n)).append('\n');
+                        String v = r.variable(n);
+                        sb.append(n).append('=').append(v).append('\n');
                     } catch (RuntimeException e) {
                         sb.append(n).append('!').append(e.getClass().getSimpleName()).append(": ")
                                 .append(e.getMessage()).append('\n');
                     }
                 }
-                Map<String, String> all = r.variables(names.split(",")[0], "request_method");
-                sb.append("batch=").append(all).append('\n');
+                try {
+                    Map<String, String> all = r.variables(names.split(",")[0], "request_method");
+                    sb.append("batch=").append(all).append('\n');
+                } catch (RuntimeException e) {
+                    sb.append("batch!").append(e.getMessage()).append('\n');
+                }
             }
             sb.append("uri=").append(r.uri()).append('\n');
             sb.append("query=").append(r.queryString()).append('\n');
