@@ -190,6 +190,7 @@ typedef struct {
     off_t                     length;       /* Content-Length, or -1 */
     off_t                     sent;
     ngx_event_t               timer;        /* jvm_response_timeout */
+    ngx_event_t               sr_run;       /* runs subrequests started */
     unsigned                  task:1;       /* Java knows it by its address */
     unsigned                  ready:1;      /* Java has something for it */
     unsigned                  responded:1;
@@ -276,6 +277,11 @@ char *ngx_http_jvm_phase_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 char *ngx_http_jvm_set(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 ngx_int_t ngx_http_jvm_phase_init(ngx_conf_t *cf);
 
+/* ngx_http_jvm_subrequest.c: the event loop only */
+const char *ngx_http_jvm_subrequest_start(ngx_http_request_t *r,
+    ngx_int_t id, u_char *spec, size_t len);
+ngx_uint_t ngx_http_jvm_method(ngx_str_t *name);
+
 /* ngx_http_jvm_variable.c: the event loop only */
 ngx_int_t ngx_http_jvm_variable_get(ngx_http_request_t *r, ngx_str_t *name,
     ngx_str_t *value);
@@ -344,6 +350,8 @@ ngx_int_t ngx_http_jvm_vm_ws_take(ngx_log_t *log, ngx_int_t id, size_t *out);
 void ngx_http_jvm_vm_topic_deliver(ngx_log_t *log,
     ngx_http_jvm_topic_t *topic, ngx_uint_t n, size_t len);
 void ngx_http_jvm_vm_timers(ngx_log_t *log);
+void ngx_http_jvm_vm_subrequest_done(ngx_log_t *log, ngx_int_t id,
+    size_t len);
 void ngx_http_jvm_vm_quitting(ngx_log_t *log);
 void ngx_http_jvm_vm_stop(ngx_cycle_t *cycle);
 void ngx_http_jvm_log_text(ngx_uint_t level, ngx_log_t *log, u_char *text,

@@ -67,6 +67,10 @@ ngx_http_jvm_ctx_release(ngx_http_jvm_ctx_t *ctx)
         ngx_del_timer(&ctx->timer);
     }
 
+    if (ctx->sr_run.posted) {
+        ngx_delete_posted_event(&ctx->sr_run);
+    }
+
     if (ctx->task) {
         ctx->task = 0;
         ngx_http_jvm_vm_cancel(ctx);

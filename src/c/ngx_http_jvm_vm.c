@@ -91,6 +91,8 @@ static void JNICALL ngx_http_jvm_set_variable(JNIEnv *env, jclass cls,
     jlong r, jbyteArray name, jbyteArray value);
 static void JNICALL ngx_http_jvm_native_set_uri(JNIEnv *env, jclass cls,
     jlong r, jbyteArray uri);
+static jstring JNICALL ngx_http_jvm_start_subrequest(JNIEnv *env,
+    jclass cls, jlong r, jint id, jbyteArray spec);
 static ngx_int_t ngx_http_jvm_vm_str(JNIEnv *env, ngx_http_request_t *r,
     jbyteArray a, ngx_str_t *s);
 static void ngx_http_jvm_vm_throw(JNIEnv *env, const char *cls,
@@ -160,6 +162,7 @@ static jmethodID   ngx_http_jvm_timers_mid;
 static jmethodID   ngx_http_jvm_quitting_mid;
 static jmethodID   ngx_http_jvm_variable_mid;
 static jmethodID   ngx_http_jvm_filter_mid;
+static jmethodID   ngx_http_jvm_subrequest_done_mid;
 
 
 /* The entry points of nginx.jvm.Worker, bound once at start. */
@@ -178,6 +181,7 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
     { &ngx_http_jvm_submit_mid, "submit", "(IIJIZJI)I" },
     { &ngx_http_jvm_variable_mid, "variable", "(IIJ)I" },
     { &ngx_http_jvm_filter_mid, "filter", "(IIJI)I" },
+    { &ngx_http_jvm_subrequest_done_mid, "subrequestDone", "(II)V" },
     { &ngx_http_jvm_poll_mid, "poll", "()J" },
     { &ngx_http_jvm_take_mid, "take", "(J)I" },
     { &ngx_http_jvm_cancel_mid, "cancel", "(J)V" },
@@ -202,6 +206,8 @@ static JNINativeMethod  ngx_http_jvm_natives[] = {
     { "getVariable", "(J[B)[B", (void *) ngx_http_jvm_get_variable },
     { "setVariable", "(J[B[B)V", (void *) ngx_http_jvm_set_variable },
     { "setUri", "(J[B)V", (void *) ngx_http_jvm_native_set_uri },
+    { "startSubrequest", "(JI[B)Ljava/lang/String;",
+      (void *) ngx_http_jvm_start_subrequest },
 };
 
 
@@ -1563,6 +1569,50 @@ ngx_http_jvm_native_set_uri(JNIEnv *env, jclass cls, jlong req,
     if (ngx_http_jvm_set_uri(r, &u) != NGX_OK) {
         ngx_http_jvm_vm_throw(env, "java/lang/IllegalArgumentException", &u,
                               "invalid URI (it must start with \"/\")");
+    }
+}
+
+
+/* Starts a subrequest; null, or why it could not start. */
+
+static jstring JNICALL
+ngx_http_jvm_start_subrequest(JNIEnv *env, jclass cls, jlong req, jint id,
+    jbyteArray spec)
+{
+    ngx_str_t            s;
+    const char          *err;
+    ngx_http_request_t  *r;
+
+    r = (ngx_http_request_t *) (uintptr_t) req;
+
+    if (ngx_http_jvm_vm_str(env, r, spec, &s) != NGX_OK) {
+        return NULL;
+    }
+
+    err = ngx_http_jvm_subrequest_start(r, id, s.data, s.len);
+
+    return err ? (*env)->NewStringUTF(env, err) : NULL;
+}
+
+
+/*
+ * Worker.subrequestDone(): subrequest id's answer is in the request
+ * buffer; Java completes its future (on the loop).
+ */
+
+void
+ngx_http_jvm_vm_subrequest_done(ngx_log_t *log, ngx_int_t id, size_t len)
+{
+    JNIEnv  *env;
+
+    env = ngx_http_jvm_env;
+
+    (*env)->CallStaticVoidMethod(env, ngx_http_jvm_worker,
+                                 ngx_http_jvm_subrequest_done_mid,
+                                 (jint) id, (jint) len);
+
+    if ((*env)->ExceptionCheck(env)) {
+        (void) ngx_http_jvm_vm_failed(log, "Worker.subrequestDone()");
     }
 }
 

@@ -60,3 +60,28 @@
           (str "clj " (:uri req) " " (nr/status req) " " (nr/bytes-sent req) "\n")
           :append true))
   nil)
+
+(defn combine
+  "Async: two subrequests in parallel, combined."
+  [req respond raise]
+  (let [a (nr/subrequest req "/up/echo?which=a")
+        b (nr/subrequest req "/up/echo" {:args "which=b" :headers {"X-Clj" "1"}})]
+    (.whenComplete (java.util.concurrent.CompletableFuture/allOf
+                    (into-array java.util.concurrent.CompletableFuture [a b]))
+                   (reify java.util.function.BiConsumer
+                     (accept [_ _ e]
+                       (if e
+                         (raise e)
+                         (let [ra @a rb @b]
+                           (respond {:status 200
+                                     :body (str (:status ra) " "
+                                                (boolean (re-find #"which=a" (:body ra)))
+                                                "|" (:status rb) " "
+                                                (get-in rb [:headers "x-upstream"]) " "
+                                                (boolean (re-find #"\"x-clj\": \"1\"" (:body rb))))}))))))))
+
+(defn callback
+  "Async: a subrequest answered through a callback."
+  [req respond _]
+  (nr/subrequest req "/up/status/202" {}
+                 (fn [r] (respond {:status 200 :body (str "callback " (:status r))}))))

@@ -30,6 +30,10 @@ public final class Request {
      * written on the event loop only (a JVM thread reads it after a hop).
      */
     long handle;
+    /** Event loop: a task's request, which may wait for subrequests. */
+    boolean suspended;
+    /** Event loop: the ids of its subrequests in flight. */
+    final java.util.List<Integer> subrequests = new java.util.ArrayList<>(0);
     // Offsets of the length words of the fixed strings, then of the headers.
     private final int[] offsets = new int[STRINGS];
     private final int headerCount;
@@ -161,8 +165,49 @@ public final class Request {
         return (name.charAt(0) == '$' ? name.substring(1) : name).getBytes(StandardCharsets.UTF_8);
     }
 
+    /**
+     * Sends {@code GET uri} (a path of this server, with an optional query
+     * string) through nginx as a subrequest; see
+     * {@link #subrequest(String, String, String, Map, byte[])}.
+     */
+    public java.util.concurrent.CompletableFuture<Response> subrequest(String uri) {
+        int q = uri.indexOf('?');
+        return q < 0 ? subrequest("GET", uri, null, null, null)
+                : subrequest("GET", uri.substring(0, q), uri.substring(q + 1), null, null);
+    }
+
+    /**
+     * Sends a request through nginx as a subrequest of this one, to a
+     * location of the same server (typically an {@code internal} one with
+     * {@code proxy_pass}, so that nginx's upstreams, keep-alive, TLS,
+     * caching and timeouts apply), and answers its response (status, header
+     * fields, body as {@code byte[]}) without blocking any thread. The
+     * subrequest gets this request's header fields, less those named in
+     * {@code headers}, plus those; a body only if one is given. Its response
+     * is kept in memory up to nginx's {@code subrequest_output_buffer_size}.
+     *
+     * <p>The future completes on the event loop: callbacks attached without
+     * an executor run there (keep them short, or use the {@code ...Async}
+     * forms). It completes exceptionally when the subrequest cannot start or
+     * fails; an upstream that refuses or times out answers 502 or 504, a
+     * missing location 404. Only a request that can wait may start
+     * subrequests: a handler with {@code jvm_async on}, or one in
+     * {@code jvm_mode pool} or {@code virtual} (which may block on the
+     * future). Several may be in flight at once.
+     */
+    public java.util.concurrent.CompletableFuture<Response> subrequest(String method, String uri, String args,
+            Map<String, String> headers, byte[] body) {
+        if (method == null || method.isEmpty()) {
+            method = "GET";
+        }
+        if (uri == null || !uri.startsWith("/")) {
+            throw new IllegalArgumentException("a subrequest's URI must start with \"/\": " + uri);
+        }
+        return Subrequests.start(this, Subrequests.spec(method, uri, args, headers, body));
+    }
+
     /** Event loop: the request's address, if it still lives. */
-    private long live() {
+    long live() {
         long h = handle;
         if (h == 0) {
             throw new IllegalStateException("the request is over (or this is a jvm_log handler"

@@ -217,6 +217,7 @@ final class Tasks {
         if (t != null) {
             t.cancelled = true;
             t.request.handle = 0;
+            Subrequests.abandon(t.request);
             t.closeBody();
         }
     }

@@ -206,6 +206,18 @@ final class Worker {
     /** Sets a changeable variable of request {@code r} (event loop); throws when it cannot. */
     static native void setVariable(long r, byte[] name, byte[] value);
 
+    /** Starts subrequest {@code id} of request {@code r} (event loop); null, or why not. */
+    static native String startSubrequest(long r, int id, byte[] spec);
+
+    /** Subrequest {@code id} is over: its answer is in the request buffer. */
+    static void subrequestDone(int id, int length) {
+        try {
+            Subrequests.done(id, requestBuffer, length);
+        } catch (Throwable t) {
+            System.err.println(Failure.describe("jvm: completing a subrequest failed", t));
+        }
+    }
+
     /** Request {@code r} (event loop) routes on this URI from now on. */
     static native void setUri(long r, byte[] uri);
 
@@ -259,6 +271,7 @@ final class Worker {
         try {
             Request request = request(length);
             request.handle = r;
+            request.suspended = true;
             String refused = tasks.submit(new Task(id, mode, phase, handler, request, async, tasks), mode);
             return refused == null ? Wire.ACCEPTED : encoder.error(503, refused, null);
         } catch (Throwable t) {

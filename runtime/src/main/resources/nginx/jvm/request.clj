@@ -56,3 +56,50 @@
   "In a jvm_log handler: the bytes nginx sent to the client."
   [req]
   (.bytesSent (nginx-request req)))
+
+(defn- ring-response [^nginx.jvm.Response r]
+  (let [headers (reduce (fn [m i]
+                          (let [k (.toLowerCase (.headerName r i))
+                                v (.headerValue r i)]
+                            (assoc m k (if-let [old (get m k)] (str old "," v) v))))
+                        {} (range (.headerCount r)))
+        ^bytes body (.body r)]
+    {:status (.status r)
+     :headers headers
+     :body (String. body "UTF-8")
+     :body-bytes body}))
+
+(defn subrequest
+  "Sends a request through nginx to `uri` (a path of this server, often an
+  internal location with proxy_pass), as a subrequest of `req`, without
+  blocking any thread. Options: :method (\"GET\"), :args (a query string),
+  :headers (a map of name to value, added to or replacing the request's
+  own), :body (a String or bytes).
+
+  Answers a java.util.concurrent.CompletableFuture of a Ring-style map:
+  :status, :headers (lower-case names), :body (a String, UTF-8) and
+  :body-bytes. With a `callback`, calls it instead with that map, or with
+  the exception when the subrequest could not be made (it runs on the event
+  loop: keep it short). An upstream that refuses or times out answers 502 or
+  504; a missing location 404. Needs jvm_async on, or jvm_mode pool or
+  virtual (deref the future there)."
+  ([req uri] (subrequest req uri {}))
+  ([req uri {:keys [method args headers body]}]
+   (let [[path query] (let [i (.indexOf ^String uri "?")]
+                        (if (neg? i) [uri args] [(subs uri 0 i) (subs uri (inc i))]))
+         body (cond (nil? body) nil
+                    (bytes? body) body
+                    :else (.getBytes (str body) "UTF-8"))
+         hs (when headers
+              (let [m (java.util.LinkedHashMap.)]
+                (doseq [[k v] headers] (.put m (if (keyword? k) (name k) (str k)) (str v)))
+                m))]
+     (.thenApply (.subrequest (nginx-request req) (or method "GET") path query hs body)
+                 (reify java.util.function.Function
+                   (apply [_ r] (ring-response r))))))
+  ([req uri opts callback]
+   (.whenComplete ^java.util.concurrent.CompletableFuture (subrequest req uri opts)
+                  (reify java.util.function.BiConsumer
+                    (accept [_ r e]
+                      (callback (or r (if (instance? java.util.concurrent.CompletionException e)
+                                        (.getCause ^Throwable e) e))))))))
