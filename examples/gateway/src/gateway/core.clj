@@ -1,0 +1,58 @@
+(ns gateway.core
+  "An API gateway in front of static files and a backend: an access-phase
+  token check (jvm_access), and a content handler that calls two backend
+  services in parallel through nginx subrequests and combines their
+  answers (jvm_async on: no thread waits for the backend)."
+  (:require [clojure.string :as str]
+            [nginx.jvm.request :as nr]))
+
+(def ^:private tokens
+  "Bearer tokens and who they are (a real app would ask a shared dict,
+  a JWT library or an auth service)."
+  {"let-me-in" "alice"
+   "me-too" "bob"})
+
+(defn auth
+  "jvm_access: lets the request go on (nil) when it carries a known bearer
+  token, and tells the backend who the user is; otherwise answers 401.
+  Both arities, as Ring handlers have: jvm_async on (in /dashboard) applies
+  to the location's access handler too."
+  ([req]
+   (let [header (get-in req [:headers "authorization"] "")
+         token (when (str/starts-with? header "Bearer ") (subs header 7))]
+     (if-let [user (get tokens token)]
+       (do (nr/set-variable! req :gateway_user user) nil)
+       {:status 401
+        :headers {"WWW-Authenticate" "Bearer realm=\"gateway\""
+                  "Content-Type" "text/plain"}
+        :body "a valid bearer token is needed\n"})))
+  ([req respond raise]
+   (try (respond (auth req)) (catch Exception e (raise e)))))
+
+(defn- json-str [s]
+  (str "\"" (str/escape (str s) {\" "\\\"" \\ "\\\\" \newline "\\n"}) "\""))
+
+(defn dashboard
+  "Content (jvm_async on): /backend/profile and /backend/orders fetched in
+  parallel through nginx, then one JSON document of both."
+  [req respond raise]
+  (let [user (nr/variable req :gateway_user)
+        ;; a subrequest has variables of its own: the user goes as a header
+        opts {:args (str "user=" user) :headers {"X-User" user}}
+        profile (nr/subrequest req "/backend/profile" opts)
+        orders (nr/subrequest req "/backend/orders" opts)]
+    (-> (java.util.concurrent.CompletableFuture/allOf
+         (into-array java.util.concurrent.CompletableFuture [profile orders]))
+        (.whenComplete
+         (reify java.util.function.BiConsumer
+           (accept [_ _ error]
+             (if error
+               (raise error)
+               (let [p @profile o @orders]
+                 (respond
+                  {:status (if (and (= 200 (:status p)) (= 200 (:status o))) 200 502)
+                   :headers {"Content-Type" "application/json"}
+                   :body (str "{\"user\": " (json-str user)
+                              ", \"profile\": " (if (= 200 (:status p)) (:body p) "null")
+                              ", \"orders\": " (if (= 200 (:status o)) (:body o) "null")
+                              "}")})))))))))
