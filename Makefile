@@ -78,6 +78,7 @@ bench-quick: all
 bench: all
 	python3 bench/bench.py $(BENCH_ARGS)
 	python3 bench/websocket.py $(WS_BENCH_ARGS)
+	python3 bench/phases.py $(PHASES_BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD) runtime/target
@@ -90,6 +91,13 @@ bench-ws: all
 
 # The cost of a JVM per worker (a few minutes each): launcher command to first
 # response, PSS per worker after a warm-up (2 and 8 workers), reloads under load.
+# Phase handlers and subrequests against plain nginx (about 3 minutes;
+# PHASES_BENCH_ARGS=--quick for 1): access check + static file vs the file,
+# a content handler making one subrequest vs proxy_pass.
+.PHONY: bench-phases
+bench-phases: all
+	python3 bench/phases.py $(PHASES_BENCH_ARGS)
+
 .PHONY: bench-start bench-memory bench-reload
 bench-start: all
 	python3 bench/start.py
