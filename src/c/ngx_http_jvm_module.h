@@ -7,6 +7,7 @@
  *   ngx_http_jvm_module.c    directives, configuration, process hooks
  *   ngx_http_jvm_reload.c    reloads: old workers serve until new are ready
  *   ngx_http_jvm_request.c   content handler: the request described to Java
+ *   ngx_http_jvm_phase.c     rewrite, access, header filter, log, jvm_set
  *   ngx_http_jvm_task.c      handlers off the event loop: eventfd, tasks,
  *                            response timeouts
  *   ngx_http_jvm_response.c  an encoded response into headers_out and the
@@ -15,7 +16,12 @@
  *   ngx_http_jvm_stream.c    the request's context; bodies sent in pieces
  *   ngx_http_jvm_vm.c        the worker's JVM: the only file that calls JNI
  *
- * Beside them, called by vm.c's natives from any thread:
+ * Beside them, on the event loop, for vm.c's natives:
+ *
+ *   ngx_http_jvm_variable.c  variables read and set for Java
+ *   ngx_http_jvm_subrequest.c subrequests answered in memory
+ *
+ * And called by vm.c's natives from any thread:
  *
  *   ngx_http_jvm_shared.c    shared dictionaries (jvm_shared_dict)
  *   ngx_http_jvm_topic.c     publish and subscribe across workers
