@@ -9,6 +9,7 @@ Routes, measured round by round with wrk (interleaved):
 
   static        a small static file
   access+static the same file behind a jvm_access handler (Java, loop)
+  access(pool)+static  the same, the handler on a pool thread
   proxy         proxy_pass to the upstream (keep-alive)
   subrequest    a jvm_async content handler making one subrequest to an
                 internal location with the same proxy_pass
@@ -72,6 +73,9 @@ http {{
         location /static/ {{ }}
         location /checked/ {{ jvm_access bench.PhaseBench$Check;
                              alias {prefix}/html/static/; }}
+        location /checked-pool/ {{ jvm_mode pool;
+                                  jvm_access bench.PhaseBench$Check;
+                                  alias {prefix}/html/static/; }}
         location /proxy/ {{ proxy_http_version 1.1;
                            proxy_set_header Connection "";
                            proxy_pass http://up/; }}
@@ -86,6 +90,7 @@ http {{
 """
 
 ROUTES = [("static", "/static/a.txt"), ("access+static", "/checked/a.txt"),
+          ("access(pool)+static", "/checked-pool/a.txt"),
           ("proxy", "/proxy/data"), ("subrequest", "/subrequest")]
 
 
@@ -178,6 +183,8 @@ def main():
     lines += ["", "| ratio | |", "|---|---:|",
               "| access+static / static | %.2f |"
               % (med["access+static"] / med["static"]),
+              "| access(pool)+static / static | %.2f |"
+              % (med["access(pool)+static"] / med["static"]),
               "| subrequest / proxy | %.2f |"
               % (med["subrequest"] / med["proxy"])]
     text = "\n".join(lines) + "\n"

@@ -13,7 +13,8 @@ import java.util.List;
  * following the layout documented in ResponseEncoder.
  */
 final class DecodedResponse {
-    static final String[] KINDS = {"NONE", "INLINE", "FILE", "STREAM", "ERROR", "MOVED"};
+    static final String[] KINDS = {"NONE", "INLINE", "FILE", "STREAM", "ERROR", "MOVED", "UPGRADE",
+        "DECLINED", "EDITS"};
 
     int status;
     String kind;

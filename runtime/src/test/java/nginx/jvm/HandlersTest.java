@@ -52,8 +52,9 @@ class HandlersTest {
     void classThatIsNotAHandler() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> Handlers.load(NotAHandler.class.getName()));
-        assertEquals(NotAHandler.class.getName() + " implements neither nginx.jvm.Handler"
-                + " nor nginx.jvm.AsyncHandler", e.getMessage());
+        assertEquals(NotAHandler.class.getName() + " implements none of nginx.jvm.Handler,"
+                + " nginx.jvm.AsyncHandler, nginx.jvm.HeaderFilter, nginx.jvm.VariableHandler",
+                e.getMessage());
         // Checked before any instance is made: String has a no-argument constructor too.
         assertThrows(IllegalArgumentException.class, () -> Handlers.load("java.lang.String"));
     }

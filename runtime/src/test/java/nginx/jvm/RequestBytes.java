@@ -19,6 +19,8 @@ final class RequestBytes {
 
     private int flags;
     private int port = 80;
+    private int status;
+    private long sent;
     private String method = "GET";
     private String path = "/";
     private String query = "";
@@ -59,6 +61,13 @@ final class RequestBytes {
 
     RequestBytes https() {
         flags |= HTTPS;
+        return this;
+    }
+
+    /** What a log handler sees: the status answered and the bytes sent. */
+    RequestBytes answered(int st, long bytes) {
+        status = st;
+        sent = bytes;
         return this;
     }
 
@@ -116,6 +125,8 @@ final class RequestBytes {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         putInt(out, flags);
         putInt(out, port);
+        putInt(out, status);
+        putLong(out, sent);
         for (String s : new String[] {method, path, query, protocol, serverName, remoteAddr}) {
             putString(out, s.getBytes(StandardCharsets.ISO_8859_1));
         }

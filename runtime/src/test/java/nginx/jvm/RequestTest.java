@@ -334,4 +334,22 @@ class RequestTest {
         }
         return out.toByteArray();
     }
+
+    @Test
+    void statusAndBytesSentForLogHandlers() {
+        Request r = new RequestBytes().answered(404, 1234L).request();
+        assertEquals(404, r.status());
+        assertEquals(1234L, r.bytesSent());
+        assertEquals("GET", r.method());
+    }
+
+    @Test
+    void variablesNeedALiveRequest() {
+        Request r = new RequestBytes().request();
+        // no nginx request behind it: a clear exception, never a crash
+        IllegalStateException e = org.junit.jupiter.api.Assertions.assertThrows(
+                IllegalStateException.class, () -> r.variable("uri"));
+        org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().contains("nginx"), e.getMessage());
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> r.variable("$"));
+    }
 }

@@ -330,4 +330,58 @@ class ResponseEncoderTest {
         source.close();
         return all.toString(StandardCharsets.ISO_8859_1);
     }
+
+    @Test
+    void declinedSaysNothing() {
+        int n = encoder.declined();
+        DecodedResponse r = DecodedResponse.decode(encoder.buffer(), n);
+        assertEquals("DECLINED", r.kind);
+        assertEquals(0, r.status);
+        assertTrue(r.headers.isEmpty());
+    }
+
+    @Test
+    void editsNameWhatChanged() {
+        Response before = new Response(200).header("Content-Type", "text/plain")
+                .header("X-A", "1").header("X-Drop", "1");
+        Response after = new Response(200).header("content-type", "text/html")
+                .header("X-A", "1").header("X-New", "a").header("X-New", "b");
+        int n = encoder.edits(before, after);
+        ByteBuffer b = encoder.buffer().duplicate().order(java.nio.ByteOrder.nativeOrder());
+        b.position(0).limit(n);
+        assertEquals(0, b.getInt());                       // status unchanged
+        assertEquals(Wire.BODY_EDITS, b.getInt());
+        assertEquals(-1, b.getLong());
+        assertEquals(3, b.getInt());
+        assertEquals(List.of("content-type", "text/html"), edit(b));
+        assertEquals(List.of("X-New", "a", "b"), edit(b));
+        assertEquals(List.of("X-Drop"), edit(b));            // removed: no values
+        assertEquals(n, b.position());
+    }
+
+    @Test
+    void editsNewStatusAndBadValues() {
+        int n = encoder.edits(new Response(200), new Response(418));
+        assertEquals(418, encoder.buffer().getInt(0));
+        n = encoder.edits(new Response(200), new Response(200).header("X", "a\r\nb"));
+        assertEquals("ERROR", DecodedResponse.decode(encoder.buffer(), n).kind);
+        n = encoder.edits(new Response(200), new Response(42));
+        assertEquals("ERROR", DecodedResponse.decode(encoder.buffer(), n).kind);
+    }
+
+    private static List<String> edit(ByteBuffer b) {
+        List<String> out = new java.util.ArrayList<>();
+        out.add(text(b));
+        int values = b.getInt();
+        for (int i = 0; i < values; i++) {
+            out.add(text(b));
+        }
+        return out;
+    }
+
+    private static String text(ByteBuffer b) {
+        byte[] s = new byte[b.getInt()];
+        b.get(s);
+        return new String(s, StandardCharsets.ISO_8859_1);
+    }
 }

@@ -48,7 +48,7 @@ class TasksTest {
     private long nextId = 1;
 
     private Task task(int mode, Object handler, boolean async) {
-        return new Task(nextId++, mode, handler, new RequestBytes().path("/t").request(), async, tasks);
+        return new Task(nextId++, mode, Wire.PHASE_CONTENT, handler, new RequestBytes().path("/t").request(), async, tasks);
     }
 
     /** The event loop's side: waits for a wake-up, then polls. */

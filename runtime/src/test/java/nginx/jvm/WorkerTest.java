@@ -122,7 +122,7 @@ class WorkerTest {
         ByteBuffer in = Worker.requestBuffer(request.length);
         assertTrue(in.capacity() >= request.length);
         in.put(0, request);
-        int n = Worker.handle(index, request.length);
+        int n = Worker.handle(index, request.length, 0, Wire.PHASE_CONTENT);
         return DecodedResponse.decode(Worker.responseBuffer(), n);
     }
 
@@ -209,7 +209,7 @@ class WorkerTest {
     void classThatIsNotAHandler() {
         String msg = Worker.register(NotRunnable.class.getName());
         assertNotNull(msg);
-        assertTrue(msg.contains("implements neither nginx.jvm.Handler nor nginx.jvm.AsyncHandler"), msg);
+        assertTrue(msg.contains("implements none of nginx.jvm.Handler, nginx.jvm.AsyncHandler,"), msg);
     }
 
     @Test
@@ -219,7 +219,7 @@ class WorkerTest {
         assertNull(Worker.register(AsyncOnly.class.getName()));
         byte[] req = new RequestBytes().build();
         Worker.requestBuffer(req.length).put(0, req);
-        int n = Worker.submit(0, req.length, 1, Tasks.LOOP, true);
+        int n = Worker.submit(0, req.length, 1, Tasks.LOOP, true, 0, Wire.PHASE_CONTENT);
         assertTrue(n > 0, "answered at once, not accepted: " + n);
         DecodedResponse d = DecodedResponse.decode(Worker.responseBuffer(), n);
         assertEquals("ERROR", d.kind);
@@ -272,7 +272,7 @@ class WorkerTest {
         byte[] req = new RequestBytes().build();
         request.put(0, req);
         ByteBuffer before = Worker.responseBuffer();
-        int n = Worker.handle(0, req.length);
+        int n = Worker.handle(0, req.length, 0, Wire.PHASE_CONTENT);
         assertEquals(Wire.BODY_MOVED, before.getInt(4), "the old buffer tells the C module to fetch the new one");
         assertTrue(Worker.responseBuffer() != before);
         DecodedResponse d = DecodedResponse.decode(Worker.responseBuffer(), n);
@@ -281,7 +281,7 @@ class WorkerTest {
         // The next response fits in the new buffer: no move.
         request.put(0, req);
         ByteBuffer now = Worker.responseBuffer();
-        assertEquals("INLINE", DecodedResponse.decode(now, Worker.handle(1, req.length)).kind);
+        assertEquals("INLINE", DecodedResponse.decode(now, Worker.handle(1, req.length, 0, Wire.PHASE_CONTENT)).kind);
         assertSame(now, Worker.responseBuffer());
     }
 
