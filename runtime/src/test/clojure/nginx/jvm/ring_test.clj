@@ -24,7 +24,7 @@
 (def all-keys
   #{:server-port :server-name :remote-addr :uri :query-string :scheme
     :request-method :protocol :headers :content-type :content-length
-    :character-encoding :ssl-client-cert :body})
+    :character-encoding :ssl-client-cert :body :nginx.jvm/request})
 
 (def sample
   {:method "POST" :path "/a%20b/c" :query "x=1&y=2" :protocol "HTTP/1.1"
@@ -70,7 +70,7 @@
 
 (deftest contains-and-count
   (let [r (ring-request {:path "/" :query nil})]
-    (is (= 14 (count r)))
+    (is (= 15 (count r)))
     (doseq [k all-keys]
       (is (contains? r k) (str k " is present, even with a nil value")))
     (is (nil? (:query-string r)))
@@ -80,7 +80,7 @@
 (deftest seq-and-keys
   (let [r (req)]
     (is (= all-keys (set (keys r))))
-    (is (= 14 (count (seq r))))
+    (is (= 15 (count (seq r))))
     (is (every? map-entry? (seq r)))
     (doseq [[k v] r]
       (is (= v (get r k)) (str k)))
@@ -89,27 +89,27 @@
 (deftest assoc-dissoc-update
   (let [r (req)
         added (assoc r :x 1)]
-    (is (= 15 (count added)))
+    (is (= 16 (count added)))
     (is (= (conj all-keys :x) (set (keys added))))
     (doseq [k all-keys]
       (is (= (get r k) (get added k)) (str k " kept by assoc")))
     (is (= 1 (:x added)))
     (let [replaced (assoc r :uri "/other")]
-      (is (= 14 (count replaced)))
+      (is (= 15 (count replaced)))
       (is (= "/other" (:uri replaced))))
     (is (= "/a%20b/c" (:uri r)) "the request itself is unchanged")
     (let [without (dissoc r :body)]
-      (is (= 13 (count without)))
+      (is (= 14 (count without)))
       (is (not (contains? without :body)))
       (is (contains? r :body)))
     (is (= "/a%20b/c/x" (:uri (update r :uri str "/x"))))
-    (is (= 15 (count (conj r [:x 1]))))
-    (is (= 14 (count r)))))
+    (is (= 16 (count (conj r [:x 1]))))
+    (is (= 15 (count r)))))
 
 (deftest equality-with-ordinary-maps
   (let [r (req)
         m (into {} r)]
-    (is (= 14 (count m)))
+    (is (= 15 (count m)))
     (is (= r m))
     (is (= m r))
     (is (.equals ^Object r m))
@@ -123,11 +123,11 @@
            (select-keys r [:uri :scheme :query-string])))
     (is (= {:ssl-client-cert nil} (select-keys r [:ssl-client-cert])))
     (let [merged (merge r {:params {"x" "1"}})]
-      (is (= 15 (count merged)))
+      (is (= 16 (count merged)))
       (is (= {"x" "1"} (:params merged)))
       (is (= :post (:request-method merged))))
     (let [merged (merge {:params {}} r)]
-      (is (= 15 (count merged)))
+      (is (= 16 (count merged)))
       (is (= "/a%20b/c" (:uri merged))))
     (let [{:keys [uri request-method server-port nope] :or {nope :default}} r]
       (is (= "/a%20b/c" uri))
@@ -219,7 +219,7 @@
     (is (nil? (meta r)))
     (is (= {:tag 1} (meta with)))
     (is (= r with) "metadata does not change equality")
-    (is (= 14 (count with)))
+    (is (= 15 (count with)))
     (is (= {:a 2} (meta (vary-meta r assoc :a 2))))))
 
 (deftest reduce-kv-and-friends

@@ -39,7 +39,7 @@
   (let [bytes (wire/request-bytes request)
         ^ByteBuffer in (wire/worker :requestBuffer (alength bytes))]
     (.put in 0 bytes)
-    (let [n (wire/worker :handle i (alength bytes))]
+    (let [n (wire/worker :handle i (alength bytes) 0 0)]
       (wire/decode-response (wire/worker :responseBuffer) n))))
 
 (defn- drain

@@ -44,6 +44,8 @@
         put-str (fn [s] (let [b (latin1 s)] (put-int (alength b)) (.writeBytes out b)))]
     (put-int (bit-or (if https? 1 0) (if query 2 0)))
     (put-int port)
+    (put-int 0)                             ; status so far (log handlers)
+    (put-long 0)                            ; bytes sent so far
     (run! put-str [method path (or query "") protocol server-name remote-addr cert])
     (put-int (count headers))
     (doseq [[n v] headers]
