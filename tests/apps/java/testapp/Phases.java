@@ -129,10 +129,16 @@ public final class Phases {
     public static final class Log implements Handler {
         @Override
         public Response handle(Request r) throws IOException {
+            String status;
+            try {
+                status = r.variable("status");
+            } catch (IllegalStateException e) {
+                status = "gone";        // off the loop: the request is over
+            }
             synchronized (Log.class) {
                 try (Writer w = new FileWriter(System.getProperty("testapp.log"), true)) {
                     w.write("java " + r.uri() + " " + r.status() + " " + r.bytesSent() + " "
-                            + thread() + "\n");
+                            + status + " " + thread() + "\n");
                 }
             }
             return null;
