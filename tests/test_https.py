@@ -28,6 +28,7 @@ HTTP = """
         location /echo { jvm_content testapp.ring/echo; }
         location /tls { jvm_content testapp.ring/tls; }
         location /java { jvm_content testapp.Echo; }
+        location /vars { jvm_content testapp.Phases$Vars; }
     }
 """
 
@@ -119,3 +120,21 @@ def test_java_handler_over_https(ng):
     assert req["serverPort"] == ng.port2
     status, body = https(ng, "/java")
     assert json.loads(body)["sslClientCert"] is False
+
+
+def test_tls_variables(ng):
+    """What servlet connectors pass to application servers, from nginx's
+    variables: the TLS client's details."""
+    names = "ssl_client_s_dn,ssl_client_verify,ssl_protocol,https,scheme"
+    status, body = https(ng, "/vars?n=" + names, client_cert=True)
+    assert status == 200
+    v = dict(l.split("=", 1) for l in body.decode().splitlines()
+             if "=" in l and not l.startswith(("batch", "query")))
+    assert "CN=test-client" in v["ssl_client_s_dn"]
+    assert "O=nginx-jvm" in v["ssl_client_s_dn"]
+    assert v["ssl_client_verify"] == "SUCCESS"
+    assert v["ssl_protocol"].startswith("TLSv1")
+    assert v["https"] == "on"
+    assert v["scheme"] == "https"
+    status, body = https(ng, "/vars?n=ssl_client_verify")
+    assert "ssl_client_verify=NONE" in body.decode()
