@@ -136,6 +136,7 @@ typedef struct {
     ngx_shm_zone_t           *zone;         /* of ngx_http_jvm_generation_t */
     ngx_array_t              *dicts;        /* of ngx_http_jvm_dict_t * */
     ngx_array_t              *topics;       /* of ngx_http_jvm_topic_t * */
+    ngx_array_t              *topic_wakes;  /* of ngx_fd_t, one a worker */
     ngx_atomic_uint_t         generation;   /* this configuration's */
     unsigned                  uses_pool:1;
     unsigned                  uses_virtual:1;
@@ -226,6 +227,8 @@ void ngx_http_jvm_dict_clear(ngx_http_jvm_dict_t *dict);
 
 /* ngx_http_jvm_topic.c: publishing is for any thread */
 char *ngx_http_jvm_topic(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_jvm_topics_prepare(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_topics_init(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 void ngx_http_jvm_topics_names(ngx_http_jvm_main_conf_t *jmcf);
