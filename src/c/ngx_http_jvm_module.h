@@ -244,6 +244,15 @@ void ngx_http_jvm_topic_stats(ngx_http_jvm_topic_t *topic,
 ngx_int_t ngx_http_jvm_content_handler(ngx_http_request_t *r);
 
 /* ngx_http_jvm_task.c */
+/* An eventfd on the event loop, outside the worker's connection pool. */
+typedef struct {
+    ngx_connection_t          conn;
+    ngx_event_t               read;
+    ngx_event_t               write;
+} ngx_http_jvm_eventfd_t;
+
+ngx_int_t ngx_http_jvm_eventfd_add(ngx_http_jvm_eventfd_t *efd, ngx_fd_t fd,
+    ngx_event_handler_pt handler, ngx_log_t *log);
 ngx_int_t ngx_http_jvm_tasks_init(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_task_submit(ngx_http_request_t *r, size_t len);

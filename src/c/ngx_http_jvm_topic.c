@@ -72,10 +72,7 @@ static void ngx_http_jvm_topic_copy_out(ngx_http_jvm_topic_sh_t *sh,
 static ngx_array_t       *ngx_http_jvm_topics;
 static ngx_array_t       *ngx_http_jvm_topic_wakes;
 static ngx_event_t        ngx_http_jvm_topic_ev;
-/* this worker's eventfd, outside the worker's connection pool */
-static ngx_connection_t   ngx_http_jvm_wake_conn;
-static ngx_event_t        ngx_http_jvm_wake_rev;
-static ngx_event_t        ngx_http_jvm_wake_wev;
+static ngx_http_jvm_eventfd_t  ngx_http_jvm_topic_wake;  /* this worker's */
 /* the timer's data: nginx's debug log reads an fd from it */
 static ngx_connection_t   ngx_http_jvm_topic_dummy = { .fd = -1 };
 
@@ -487,6 +484,7 @@ ngx_http_jvm_topic_close_wakes(void *data)
 ngx_int_t
 ngx_http_jvm_topics_init(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 {
+    ngx_fd_t                     *fd;
     ngx_uint_t                    i, k;
     ngx_http_jvm_topic_t        **topics, *topic;
     ngx_http_jvm_topic_sh_t      *sh;
@@ -528,19 +526,10 @@ ngx_http_jvm_topics_init(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
     }
 
     if (jmcf->topic_wakes && ngx_worker < jmcf->topic_wakes->nelts) {
-        ngx_http_jvm_wake_conn.fd = ((ngx_fd_t *) jmcf->topic_wakes->elts)
-                                                                 [ngx_worker];
-        ngx_http_jvm_wake_conn.read = &ngx_http_jvm_wake_rev;
-        ngx_http_jvm_wake_conn.write = &ngx_http_jvm_wake_wev;
-        ngx_http_jvm_wake_conn.log = cycle->log;
+        fd = jmcf->topic_wakes->elts;
 
-        ngx_http_jvm_wake_rev.data = &ngx_http_jvm_wake_conn;
-        ngx_http_jvm_wake_rev.handler = ngx_http_jvm_topic_woken;
-        ngx_http_jvm_wake_rev.log = cycle->log;
-        ngx_http_jvm_wake_wev.data = &ngx_http_jvm_wake_conn;
-        ngx_http_jvm_wake_wev.log = cycle->log;
-
-        if (ngx_add_event(&ngx_http_jvm_wake_rev, NGX_READ_EVENT, 0)
+        if (ngx_http_jvm_eventfd_add(&ngx_http_jvm_topic_wake, fd[ngx_worker],
+                                     ngx_http_jvm_topic_woken, cycle->log)
             != NGX_OK)
         {
             return NGX_ERROR;
@@ -609,7 +598,7 @@ ngx_http_jvm_topic_woken(ngx_event_t *ev)
 {
     uint64_t  count;
 
-    if (read(ngx_http_jvm_wake_conn.fd, &count, sizeof(uint64_t)) == -1) {
+    if (read(ngx_http_jvm_topic_wake.conn.fd, &count, sizeof(uint64_t)) == -1) {
         /* EAGAIN: woken for messages an earlier pass already read */
     }
 
