@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Shared state against Redis: SharedDict incr, get and put per second,
-from a handler on the event loop and from JVM threads, with one worker and
-with two workers at once (every operation takes the zone's one lock), and
+from a handler on the event loop, on a pool thread and from JVM threads,
+with one worker and with two workers at once (every operation takes the
+zone's one lock), and
 the same operations on a Redis server on loopback through Jedis; then the
 round trip of a message published to every worker, by a topic (jvm_topic)
 and by Redis pub/sub.
@@ -62,6 +63,7 @@ http {{
     server {{
         listen 127.0.0.1:{port} reuseport;
         location /bench {{ jvm_content bench.SharedBench; }}
+        location /pool/bench {{ jvm_mode pool; jvm_content bench.SharedBench; }}
         location /roundtrip {{ jvm_mode pool; jvm_content bench.TopicBench; }}
     }}
 }}
@@ -139,8 +141,12 @@ class Server:
             c.close()
 
     def call(self, store, op, n, threads):
-        ops, nanos, pid = self.get("/bench?store=%s&op=%s&n=%d&threads=%d"
-                                   % (store, op, n, threads))
+        """threads: 0 on the event loop, "pool" on a pool thread (the
+        handler's own in jvm_mode pool), N on N threads at once."""
+        path = "/pool/bench" if threads == "pool" else "/bench"
+        ops, nanos, pid = self.get("%s?store=%s&op=%s&n=%d&threads=%d"
+                                   % (path, store, op, n,
+                                      0 if threads == "pool" else threads))
         return int(ops), int(nanos), pid
 
     def round_trip(self, store, n):
@@ -201,7 +207,7 @@ def main():
             server = Server(workers, classes, redis.port)
             try:
                 for op in ("incr", "get", "put"):
-                    for t in [0] + threads:
+                    for t in [0, "pool"] + threads:
                         rates = []
                         for store, ops in (("dict", args.ops),
                                            ("redis", args.redis_ops)):
@@ -210,7 +216,8 @@ def main():
                             rates.append(statistics.median(
                                 measure(server, store, op, ops, t, workers)
                                 for _ in range(args.rounds)))
-                        where = "event loop" if t == 0 else "%d threads" % t
+                        where = ("event loop" if t == 0 else "pool thread"
+                                 if t == "pool" else "%d threads" % t)
                         rows.append((workers, op, where) + tuple(rates))
                         print("%d worker(s)  %-4s  %-10s  %12.0f  %9.0f ops/s"
                               % rows[-1], flush=True)
