@@ -1,9 +1,11 @@
 """Handlers that fail: exceptions, non-map responses, failing bodies and
 handlers that cannot be loaded.  The worker must go on serving."""
 
+import http.client
+
 import pytest
 
-from harness import dechunk, parse_raw, Nginx
+from harness import dechunk, parse_raw, wait_for, Nginx
 
 LOCATIONS = """
         location /boom { jvm_content testapp.errors/boom; }
@@ -105,6 +107,44 @@ def test_good_responses_next_to_the_bad(ng, case, header, body):
     assert r.body == body
     if header:
         assert r.header(header) == "v"
+
+
+EXIT_LOG = [r"\[alert\] .*jvm: handler code ended the JVM with status 2",
+            r"worker process \d+ exited with code 1"]
+
+
+@pytest.mark.log_allows(*EXIT_LOG, r"System.exit\(\) called on thread",
+                        r"^\s+at ")
+@pytest.mark.parametrize("how", ["exit", "halt"])
+def test_system_exit_is_an_alert_and_the_worker_comes_back(mode, how):
+    """Nothing refuses System.exit on JDK 17+; it must not end the worker
+    silently, nor with nginx's "fatal, do not respawn" status 2."""
+    locations = LOCATIONS + \
+        "        location /exit { jvm_content testapp.errors/exit; }\n"
+    with Nginx(locations, mode=mode, startup_allow=MISSING) as n:
+        before = pid(n)
+        since = n.log_size()
+        try:
+            r = n.get("/exit?" + how, timeout=10)
+            assert r.status != 200, "the handler's answer got out"
+        except (OSError, http.client.HTTPException):
+            pass                        # the connection went with the worker
+        assert n.wait_log(EXIT_LOG[0], since)
+        assert n.wait_log(EXIT_LOG[1], since)
+        if how == "exit":
+            # the caller's stack, from the runtime's shutdown hook
+            assert n.log_lines(r"System.exit\(\) called on thread", since)
+            assert "at testapp.errors$exit" in n.log_text(since)
+
+        def new_pid():
+            try:
+                return pid(n)
+            except (OSError, http.client.HTTPException, AssertionError):
+                return None
+        # the master started another worker, which serves
+        after = wait_for(new_pid, 30)
+        assert after and after != before
+        assert n.get("/static").body == b"static ok"
 
 
 @pytest.mark.log_allows(r"jvm: the response body failed", r"seq-boom-marker",

@@ -84,6 +84,7 @@ static ngx_int_t ngx_http_jvm_vm_response(ngx_log_t *log, jint n,
 static ngx_int_t ngx_http_jvm_vm_failed(ngx_log_t *log, const char *what);
 static ngx_int_t ngx_http_jvm_vm_call_string(ngx_cycle_t *cycle,
     jmethodID method, ngx_str_t *arg, const char *what);
+static void JNICALL ngx_http_jvm_vm_exit_hook(jint code);
 static void JNICALL ngx_http_jvm_wake(JNIEnv *env, jclass cls);
 static jlong JNICALL ngx_http_jvm_shm_dict(JNIEnv *env, jclass cls,
     jbyteArray name);
@@ -205,6 +206,27 @@ static JNINativeMethod  ngx_http_jvm_shm_natives[] = {
     { "topicPublish", "(J[BI)I", (void *) ngx_http_jvm_shm_topic_publish },
     { "topicStats", "(J[J)V", (void *) ngx_http_jvm_shm_topic_stats },
 };
+
+
+/*
+ * The JVM ends the worker's process: System.exit() or Runtime.halt() from
+ * handler code, which nothing can refuse on JDK 17 and later.  The runtime
+ * (nginx.jvm.ExitWatch) has logged the caller's stack for System.exit.
+ * On the JVM's thread: only the error log is written, the loop's state is
+ * left alone.  Exit status 2 would be nginx's "fatal, do not respawn": the
+ * worker exits with 1 then, so the master always starts another.
+ */
+
+static void JNICALL
+ngx_http_jvm_vm_exit_hook(jint code)
+{
+    ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, 0,
+                  "jvm: handler code ended the JVM with status %d "
+                  "(System.exit() or Runtime.halt()): the worker exits "
+                  "with the requests it was serving", (int) code);
+
+    _exit(code == 2 ? 1 : code);
+}
 
 
 /* Creates the JVM and binds the Worker class: the worker's first step. */
@@ -398,8 +420,8 @@ ngx_http_jvm_vm_version(ngx_http_jvm_main_conf_t *jmcf)
 
 static ngx_int_t
 ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
-    ngx_array_t *classpath, char **extra, JavaVMInitArgs *args,
-    ngx_http_jvm_create_pt *createp)
+    ngx_array_t *classpath, char **extra, void *exit_hook,
+    JavaVMInitArgs *args, ngx_http_jvm_create_pt *createp)
 {
     char                   **e;
     u_char                  *p;
@@ -433,7 +455,7 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
         return NGX_ERROR;
     }
 
-    n = 8 + (jmcf->options ? jmcf->options->nelts : 0);
+    n = 9 + (jmcf->options ? jmcf->options->nelts : 0);
 
     for (e = extra; e && *e; e++) {
         n++;
@@ -554,6 +576,11 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
         }
     }
 
+    if (exit_hook) {
+        options[n].optionString = "exit";
+        options[n++].extraInfo = exit_hook;
+    }
+
     args->version = JNI_VERSION_1_8;
     args->nOptions = n;
     args->options = options;
@@ -621,7 +648,9 @@ ngx_http_jvm_vm_create(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         }
     }
 
-    if (ngx_http_jvm_vm_args(cycle, jmcf, cp, extra, &args, &create)
+    if (ngx_http_jvm_vm_args(cycle, jmcf, cp, extra,
+                             (void *) ngx_http_jvm_vm_exit_hook,
+                             &args, &create)
         != NGX_OK)
     {
         return NGX_ERROR;
@@ -892,7 +921,7 @@ ngx_http_jvm_vm_child_job(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
         break;
     }
 
-    if (ngx_http_jvm_vm_args(cycle, jmcf, cp, extra, &args, &create)
+    if (ngx_http_jvm_vm_args(cycle, jmcf, cp, extra, NULL, &args, &create)
         != NGX_OK
         || create(&vm, (void **) &env, &args) != JNI_OK)
     {

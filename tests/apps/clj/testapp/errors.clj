@@ -34,3 +34,12 @@
       "set-body" (assoc ok :body #{"a" "b"})
       "vector-body" (assoc ok :body ["vec" "tor"])
       "token-names" (assoc ok :headers {"X-Ok!#$%&'*+-.^_`|~09" "v"}))))
+
+(defn exit
+  "Ends the JVM as the query string says: \"exit\" (System/exit 2) or
+  \"halt\" (Runtime.halt 2). Status 2 is nginx's \"fatal\" exit code."
+  [request]
+  (case (:query-string request)
+    "exit" (System/exit 2)
+    "halt" (.halt (Runtime/getRuntime) 2))
+  {:status 200 :body "not reached"})

@@ -163,6 +163,16 @@ final class ResponseEncoder {
         return buffer.position();
     }
 
+    /** A body produced a piece at a time, which may block while it is: a stream, a seq, a writer. */
+    static boolean producedInPieces(Object body) {
+        return body instanceof InputStream || body instanceof BodyWriter
+                || body instanceof Iterable && !unordered(body);
+    }
+
+    private static boolean unordered(Object body) {
+        return body instanceof Map || body instanceof Set;
+    }
+
     /** The source of a body sent in pieces: a stream, elements, a writer, or one already made. */
     static BodySource source(Response r) {
         Object body = r.body();
@@ -172,7 +182,7 @@ final class ResponseEncoder {
         if (body instanceof InputStream) {
             return new BodySource.Stream((InputStream) body);
         }
-        if (body instanceof Map || body instanceof Set) {
+        if (unordered(body)) {
             // no order, no defined form: Ring and its reference adapters refuse them too
             throw new BadResponseException("the handler answered a body of type "
                     + body.getClass().getName() + ", which nginx-jvm cannot send"
