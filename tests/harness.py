@@ -73,6 +73,7 @@ def java_classes():
     global _java_classes
     if _java_classes is None:
         out = tempfile.mkdtemp(prefix="nginx-jvm-classes-")
+        os.chmod(out, 0o755)        # for workers that run as nobody
         atexit.register(shutil.rmtree, out, True)
         sources = sorted(str(p) for p in JAVA_APPS.rglob("*.java"))
         # --release 17: the classes also run in a worker on JDK 17

@@ -2,10 +2,14 @@
 SIGINT and SIGTERM (no nginx left behind, the temporary prefix removed)."""
 
 import os
+import pwd
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -16,10 +20,14 @@ LAUNCHER = str(ROOT / "bin" / "nginx-jvm")
 
 
 @pytest.fixture(autouse=True)
-def cache(tmp_path, monkeypatch):
-    """The launcher's class cache in the test's own directory."""
-    monkeypatch.setenv("NGINX_JVM_CACHE", str(tmp_path / "cache"))
-    return tmp_path / "cache"
+def cache(monkeypatch):
+    """The launcher's class cache in the test's own directory, which the
+    workers (nobody, started as root) can read."""
+    top = tempfile.mkdtemp(prefix="nginx-jvm-test-cache-")
+    os.chmod(top, 0o755)
+    monkeypatch.setenv("NGINX_JVM_CACHE", os.path.join(top, "cache"))
+    yield Path(top) / "cache"
+    shutil.rmtree(top, ignore_errors=True)
 
 
 def test_cache_option(cache, monkeypatch):
@@ -196,3 +204,63 @@ def test_java_handler_through_the_launcher():
         os.kill(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)
     assert proc.returncode == 0
+
+
+def worker_users(proc):
+    users = set()
+    for pid in children(children(proc.pid)[0]):
+        with open("/proc/%d/status" % pid) as f:
+            uid = [l.split()[1] for l in f if l.startswith("Uid:")][0]
+        users.add(pwd.getpwuid(int(uid)).pw_name)
+    return users
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root chooses the user")
+def test_started_as_root_the_workers_run_as_nobody(monkeypatch):
+    monkeypatch.delenv("SUDO_USER", raising=False)
+    port = free_port()
+    cp = ":".join([str(CLJ_APPS)] + RING_JARS)
+    proc = subprocess.Popen(
+        [LAUNCHER, "run", "--handler", "testapp.offloop/fast",
+         "--classpath", cp, "--port", str(port), "--workers", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True)
+    try:
+        def serving():
+            try:
+                return request(port, "GET", "/x", timeout=2).status == 200
+            except OSError:
+                return False
+        assert wait_for(serving, 60), proc.stderr.read1().decode()
+        assert worker_users(proc) == {"nobody"}
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    err = proc.stderr.read().decode()
+    assert "not readable" not in err, err
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root chooses the user")
+def test_the_user_who_ran_sudo_or_root_when_asked(monkeypatch):
+    args = ("run", "--handler", "testapp.offloop/fast", "--classpath",
+            str(CLJ_APPS), "--print-config")
+    monkeypatch.setenv("SUDO_USER", "daemon")
+    assert "\nuser daemon daemon;\n" in run(*args).stdout
+    assert "\nuser root root;\n" in run(*args, "--user", "root").stdout
+    monkeypatch.setenv("SUDO_USER", "root")
+    assert "\nuser nobody nogroup;\n" in run(*args).stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root chooses the user")
+def test_a_class_path_the_workers_cannot_read_is_refused(tmp_path,
+                                                         monkeypatch):
+    monkeypatch.delenv("SUDO_USER", raising=False)
+    private = tmp_path / "private"          # below pytest's 0700 directory
+    private.mkdir()
+    r = run("run", "--handler", "testapp.offloop/fast", "--classpath",
+            "%s:%s" % (CLJ_APPS, private))
+    assert r.returncode == 2
+    assert "the workers run as nobody" in r.stderr
+    assert "    %s\n" % private in r.stderr
+    assert str(CLJ_APPS) + "\n" not in r.stderr
+    assert "--user root" in r.stderr
