@@ -216,7 +216,7 @@ def worker_users(proc):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root chooses the user")
-def test_started_as_root_the_workers_run_as_nobody(monkeypatch):
+def test_started_as_root_the_workers_run_as_nobody(cache, monkeypatch):
     monkeypatch.delenv("SUDO_USER", raising=False)
     port = free_port()
     cp = ":".join([str(CLJ_APPS)] + RING_JARS)
@@ -233,6 +233,11 @@ def test_started_as_root_the_workers_run_as_nobody(monkeypatch):
                 return False
         assert wait_for(serving, 60), proc.stderr.read1().decode()
         assert worker_users(proc) == {"nobody"}
+        # the master's JVMs, which load the namespaces, ran as nobody too
+        [entry] = [p for p in cache.iterdir() if p.is_dir()]
+        for name in ("app.jar", "app.jsa"):
+            assert pwd.getpwuid((entry / name).stat().st_uid).pw_name \
+                == "nobody", name
     finally:
         os.kill(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)

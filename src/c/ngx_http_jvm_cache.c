@@ -65,9 +65,10 @@ static u_char *ngx_http_jvm_cache_path(ngx_cycle_t *cycle,
 void
 ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 {
-    u_char     *path, hex[32];
-    ngx_int_t   rc;
-    ngx_err_t   err;
+    u_char           *path, hex[32];
+    ngx_int_t         rc;
+    ngx_err_t         err;
+    ngx_core_conf_t  *ccf;
 
     jmcf->cache_ready = 0;
 
@@ -133,10 +134,22 @@ ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         err = ngx_errno;
     }
 
+    /* the master's JVMs write into it as the workers' user */
+
+    ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
+
+    if (err == 0 && geteuid() == 0
+        && ccf->user != (ngx_uid_t) NGX_CONF_UNSET_UINT
+        && chown((char *) jmcf->cache_entry.data, ccf->user, ccf->group)
+           == -1)
+    {
+        err = ngx_errno;
+    }
+
     if (err) {
         ngx_log_error(NGX_LOG_WARN, cycle->log, err,
-                      "jvm: the class cache is not used: mkdir \"%V\" "
-                      "failed", &jmcf->cache_entry);
+                      "jvm: the class cache is not used: mkdir or chown "
+                      "\"%V\" failed", &jmcf->cache_entry);
         ngx_http_jvm_vm_trial(cycle, jmcf);
         return;
     }

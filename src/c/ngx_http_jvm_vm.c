@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <pthread.h>
 #include <sys/wait.h>
+#include <grp.h>
 #include <malloc.h>
 
 
@@ -70,6 +71,7 @@ static ngx_int_t ngx_http_jvm_vm_bind(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_jvm_vm_bind_shm(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_jvm_vm_child(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf, ngx_uint_t job);
+static ngx_int_t ngx_http_jvm_vm_child_user(ngx_cycle_t *cycle);
 static int ngx_http_jvm_vm_child_job(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf, ngx_uint_t job);
 static ngx_int_t ngx_http_jvm_vm_compile(ngx_cycle_t *cycle,
@@ -862,6 +864,36 @@ ngx_http_jvm_vm_child(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
 
 /* In the child: exit status 0 done, 1 the JVM did not start, 2 job failed. */
 
+/*
+ * The master's JVMs load the application's namespaces (their top-level
+ * code runs): as the workers' user, never as root, like the workers.
+ */
+
+static ngx_int_t
+ngx_http_jvm_vm_child_user(ngx_cycle_t *cycle)
+{
+    ngx_core_conf_t  *ccf;
+
+    ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
+
+    if (geteuid() != 0 || ccf->user == (ngx_uid_t) NGX_CONF_UNSET_UINT) {
+        return NGX_OK;
+    }
+
+    if (setgid(ccf->group) == -1
+        || initgroups(ccf->username, ccf->group) == -1
+        || setuid(ccf->user) == -1)
+    {
+        ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_errno,
+                      "jvm: the master's JVM could not take the user "
+                      "\"%s\"", ccf->username);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
 static int
 ngx_http_jvm_vm_child_job(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     ngx_uint_t job)
@@ -876,6 +908,10 @@ ngx_http_jvm_vm_child_job(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     ngx_array_t             *cp;
     JavaVMInitArgs           args;
     ngx_http_jvm_create_pt   create;
+
+    if (ngx_http_jvm_vm_child_user(cycle) != NGX_OK) {
+        return 2;
+    }
 
     cp = jmcf->classpath;
     extra[0] = NULL;
