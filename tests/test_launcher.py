@@ -215,34 +215,65 @@ def worker_users(proc):
     return users
 
 
+WHOAMI = """(ns whoami.core)
+
+;; top-level code: runs wherever the namespace loads (the master's JVMs
+;; that build the class cache, then each worker)
+(spit (str "%s/" (.pid (java.lang.ProcessHandle/current)))
+      (System/getProperty "user.name"))
+
+(defn handler [request]
+  {:status 200 :body (System/getProperty "user.name")})
+"""
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root chooses the user")
-def test_started_as_root_the_workers_run_as_nobody(cache, monkeypatch):
+def test_started_as_root_the_application_runs_as_nobody(cache, monkeypatch):
+    """Workers and the master's JVMs alike; the class cache they built is
+    then root's, read-only to them."""
     monkeypatch.delenv("SUDO_USER", raising=False)
-    port = free_port()
-    cp = ":".join([str(CLJ_APPS)] + RING_JARS)
-    proc = subprocess.Popen(
-        [LAUNCHER, "run", "--handler", "testapp.offloop/fast",
-         "--classpath", cp, "--port", str(port), "--workers", "2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True)
+    top = Path(tempfile.mkdtemp(prefix="nginx-jvm-test-whoami-"))
     try:
-        def serving():
-            try:
-                return request(port, "GET", "/x", timeout=2).status == 200
-            except OSError:
-                return False
-        assert wait_for(serving, 60), proc.stderr.read1().decode()
-        assert worker_users(proc) == {"nobody"}
-        # the master's JVMs, which load the namespaces, ran as nobody too
-        [entry] = [p for p in cache.iterdir() if p.is_dir()]
-        for name in ("app.jar", "app.jsa"):
-            assert pwd.getpwuid((entry / name).stat().st_uid).pw_name \
-                == "nobody", name
+        os.chmod(top, 0o755)
+        (top / "src" / "whoami").mkdir(parents=True)
+        (top / "src" / "whoami" / "core.clj").write_text(WHOAMI % (top / "marks"))
+        (top / "marks").mkdir()
+        os.chmod(top / "marks", 0o777)
+        port = free_port()
+        proc = subprocess.Popen(
+            [LAUNCHER, "run", "--handler", "whoami.core/handler",
+             "--classpath", str(top / "src"), "--port", str(port),
+             "--workers", "2"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True)
+        try:
+            def serving():
+                try:
+                    return request(port, "GET", "/", timeout=2)
+                except OSError:
+                    return None
+            r = wait_for(serving, 90)
+            assert r and r.status == 200, proc.stderr.read1().decode()
+            assert r.text == "nobody"
+            assert worker_users(proc) == {"nobody"}
+            def marks():
+                found = {p.name: p.read_text()
+                         for p in (top / "marks").iterdir()}
+                # the compiling and archiving JVMs, and the two workers
+                return found if len(found) == 4 else None
+            found = wait_for(marks, 30)
+            assert found and set(found.values()) == {"nobody"}, found
+            [entry] = [p for p in cache.iterdir() if p.is_dir()]
+            for p in [entry] + list(entry.rglob("*")):
+                assert p.stat().st_uid == 0, p
+                assert not p.stat().st_mode & 0o022, p
+        finally:
+            os.kill(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=20)
+        err = proc.stderr.read().decode()
+        assert "not readable" not in err and "[warn]" not in err, err
     finally:
-        os.kill(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
-    err = proc.stderr.read().decode()
-    assert "not readable" not in err, err
+        shutil.rmtree(top, ignore_errors=True)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root chooses the user")
