@@ -104,6 +104,15 @@ clean:
 bench-ws: all
 	python3 bench/websocket.py $(WS_BENCH_ARGS)
 
+# Faults under load in every mode, against plain nginx (a few minutes):
+# reload, kill -9, graceful quit with downloads, out of memory, a hung
+# handler, a full queue; results in bench/results/DATE-faults.md. The fast
+# checks of the same faults are in `make test` (test_lifecycle, test_reload,
+# test_offloop, test_errors).
+.PHONY: reliability
+reliability: all
+	python3 reliability/faults.py $(FAULTS_ARGS)
+
 # The cost of a JVM per worker (a few minutes each): launcher command to first
 # response, PSS per worker after a warm-up (2 and 8 workers), reloads under load.
 .PHONY: bench-start bench-memory bench-reload

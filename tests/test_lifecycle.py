@@ -108,6 +108,7 @@ def test_quit_lets_bodies_in_flight_finish(mode):
     one, or the worker exits and cuts it short."""
     with Nginx(LOCATIONS, mode=mode) as n:
         got = []
+        started = threading.Semaphore(0)
 
         def download():
             with socket.create_connection(("127.0.0.1", n.port), 30) as s:
@@ -118,12 +119,19 @@ def test_quit_lets_bodies_in_flight_finish(mode):
                     b = s.recv(65536)
                     if not b:
                         break
+                    if not data:
+                        started.release()
                     data += b
             got.append(dechunk(data.partition(b"\r\n\r\n")[2]))
+        download()                      # warm: the 4 below start at once
+        got.clear()
         threads = [threading.Thread(target=download) for _ in range(4)]
         for t in threads:
             t.start()
-        time.sleep(0.2)                 # the 100 lines take 0.5 s
+        for _ in threads:
+            # in flight (the 100 lines take 0.5 s): a connection the worker
+            # has not accepted yet would be reset by the quit, as by nginx's
+            assert started.acquire(timeout=10)
         assert n.control("quit").returncode == 0
         for t in threads:
             t.join(30)
