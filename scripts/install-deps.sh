@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(nginx nginx-dev openjdk-17-jdk-headless maven gcc make
-          libring-core-clojure libcompojure-clojure curl wrk python3 python3-pytest)
+          libring-core-clojure libcompojure-clojure libdata-json-clojure curl wrk python3 python3-pytest)
 
 missing=()
 for p in "${packages[@]}"; do

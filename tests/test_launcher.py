@@ -64,6 +64,22 @@ def test_print_config_for_a_ring_handler():
     assert '"%s/*"' % (ROOT / "build" / "lib") in conf
 
 
+def test_static_locations(tmp_path):
+    (tmp_path / "public").mkdir()
+    r = run("run", "--handler", "testapp.Echo", "--classpath", "/tmp",
+            "--static", "/static=public", "--static", "/img/=%s/" % tmp_path,
+            "--print-config", cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    # both end in "/": alias reaches nothing outside the directory
+    assert ('location "/static/" {\n            alias "%s/public/";'
+            % tmp_path) in r.stdout
+    assert 'location "/img/" {\n            alias "%s/";' % tmp_path in r.stdout
+    assert "include /etc/nginx/mime.types;" in r.stdout
+    r = run("run", "--handler", "testapp.Echo", "--classpath", "/tmp",
+            "--print-config")
+    assert "alias" not in r.stdout and "mime.types" not in r.stdout
+
+
 def test_print_config_for_a_java_handler_has_no_clojure():
     r = run("run", "--handler", "testapp.Echo", "--classpath",
             java_classes(), "--print-config")
@@ -90,6 +106,12 @@ def test_a_classpath_with_clojure_keeps_its_own():
      r"--mode must be"),
     (["--handler", "a.b/c", "--classpath", "/tmp", "--jvm-option", "Xmx1g"],
      r"is not a JVM option"),
+    (["--handler", "a.b/c", "--classpath", "/tmp", "--static", "static=/tmp"],
+     r"--static takes URL-PREFIX=DIR"),
+    (["--handler", "a.b/c", "--classpath", "/tmp", "--static", "/s=/nonexistent"],
+     r"--static: /nonexistent is not a directory"),
+    (["--handler", "a.b/c", "--classpath", "/tmp", "--static", "/=/tmp"],
+     r"the prefix / is the handler's"),
 ])
 def test_bad_arguments_are_refused(args, message):
     r = run("run", *args)
