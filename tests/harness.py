@@ -330,10 +330,13 @@ class Nginx:
     def path(self, *parts):
         return os.path.join(self.prefix, *parts)
 
+    def command(self):
+        """nginx and the options that name this instance's files."""
+        return [NGINX, "-p", self.prefix, "-e", self.log, "-c", self.conf]
+
     def test_config(self):
         """Runs `nginx -t`; returns the CompletedProcess (text output)."""
-        return subprocess.run([NGINX, "-t", "-p", self.prefix, "-e",
-                               self.log, "-c", self.conf], stdout=subprocess.PIPE,
+        return subprocess.run(self.command() + ["-t"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, timeout=60)
 
     def start(self, timeout=60, wait=True):
@@ -341,8 +344,7 @@ class Nginx:
         serve and checks the error log of their start."""
         self.stderr = open(self.path("logs", "stderr.log"), "ab")
         self.proc = subprocess.Popen(
-            [NGINX, "-p", self.prefix, "-e", self.log, "-c", self.conf,
-             "-g", "daemon off;"],
+            self.command() + ["-g", "daemon off;"],
             stdout=self.stderr, stderr=self.stderr)
         if not wait:
             return self
@@ -410,8 +412,8 @@ class Nginx:
 
     def control(self, args):
         """`nginx -s ARG`"""
-        return subprocess.run([NGINX, "-p", self.prefix, "-e", self.log,
-                               "-c", self.conf, "-s", args], stdout=subprocess.PIPE,
+        return subprocess.run(self.command() + ["-s", args],
+                              stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True,
                               timeout=30)
 
