@@ -50,6 +50,19 @@ echo "load_module modules/ngx_http_jvm_module.so;" \
 install -m 644 "$build/nginx-jvm.jar" "$root/usr/share/nginx-jvm/"
 install -m 644 "$build"/lib/*.jar "$root/usr/share/nginx-jvm/lib/"
 install -m 755 "$top/bin/nginx-jvm" "$root/usr/bin/"
+# man nginx-jvm: its --help, as a manual page
+install -d "$root/usr/share/man/man1"
+{
+    echo ".TH NGINX-JVM 1 \"\" \"nginx-jvm $version\" \"User Commands\""
+    echo ".SH NAME"
+    echo "nginx-jvm \\- serve a Ring or Java handler from nginx workers"
+    echo ".SH DESCRIPTION"
+    echo ".nf"
+    "$top/bin/nginx-jvm" --help | sed -e 's/\\/\\e/g' -e "s/^\([.']\)/\\\\\&\1/"
+    echo ".fi"
+    echo ".SH SEE ALSO"
+    echo "/usr/share/doc/$package/README.md"
+} | gzip -9n > "$root/usr/share/man/man1/nginx-jvm.1.gz"
 install -m 644 "$top/README.md" "$doc/"
 cp -r "$top/docs" "$doc/docs"
 for e in "$top"/examples/*/; do

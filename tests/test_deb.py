@@ -65,6 +65,12 @@ def process_user(pid):
     return pwd.getpwuid(int(uid)).pw_name
 
 
+def system_config_test():
+    """`nginx -t` of the machine's own /etc/nginx/nginx.conf."""
+    return subprocess.run([NGINX, "-t", "-q"], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=60)
+
+
 PACKAGE_PATHS = (MODULE, SNIPPET, LINK, REMOVED_LINK, SHARE, LAUNCHER, DOC)
 
 
@@ -81,9 +87,11 @@ def deb():
         apt_get("purge", PACKAGE)
     assert not present(*PACKAGE_PATHS), "not a clean state"
     available_existed = SNIPPET.parent.exists()
+    system_config_ok = system_config_test().returncode == 0
     try:
         apt_get("install", path)
-        yield {"path": path, "available_existed": available_existed}
+        yield {"path": path, "available_existed": available_existed,
+               "system_config_ok": system_config_ok}
     finally:
         if status():
             apt_get("purge", PACKAGE)
@@ -95,7 +103,8 @@ def test_installed_like_debians_module_packages(deb):
                            text=True, check=True).stdout.split()
     for f in (MODULE, SNIPPET, SHARE / "nginx-jvm.jar", LAUNCHER,
               DOC / "copyright", DOC / "changelog.Debian.gz",
-              DOC / "examples/notes/src/notes/core.clj"):
+              DOC / "examples/notes/src/notes/core.clj",
+              Path("/usr/share/man/man1/nginx-jvm.1.gz")):
         assert str(f) in files, f
         assert f.is_file()
     assert [p.name for p in (SHARE / "lib").glob("clojure-1.12*.jar")]
@@ -103,6 +112,10 @@ def test_installed_like_debians_module_packages(deb):
     # enabled through modules-enabled, as Debian's module packages are
     assert LINK.is_symlink() and os.readlink(LINK) == str(SNIPPET)
     assert os.access(LAUNCHER, os.X_OK)
+    # the machine's nginx.conf loads the module too, and stays valid
+    if deb["system_config_ok"]:
+        r = system_config_test()
+        assert r.returncode == 0, r.stdout
     # every file as the package shipped it
     r = subprocess.run(["dpkg", "--verify", PACKAGE], stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True)
@@ -178,7 +191,7 @@ class SystemNginx(Nginx):
     modules of /etc/nginx/modules-enabled, workers as www-data. Its own
     files are in a temporary directory www-data may traverse."""
 
-    def __init__(self, http, workers=2):
+    def __init__(self, http, workers=1):
         self.prefix = tempfile.mkdtemp(prefix="nginx-jvm-deb-")
         os.chmod(self.prefix, 0o755)
         for d in ("logs", "tmp"):
@@ -215,7 +228,7 @@ def test_enabled_module_leaves_other_configs_alone(deb):
         listen 127.0.0.1:@PORT@;
         location / { return 200 "plain\\n"; }
     }
-""", workers=1)
+""")
     with n:
         assert n.get("/").text == "plain\n"
         worker = n.worker_pids()[0]
