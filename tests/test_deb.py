@@ -9,6 +9,7 @@ always purges what it installed. It never touches a running nginx service:
 its nginx has its own configuration, pid file, logs and loopback port.
 """
 
+import fcntl
 import os
 import pwd
 import shutil
@@ -75,7 +76,15 @@ PACKAGE_PATHS = (MODULE, SNIPPET, LINK, REMOVED_LINK, SHARE, LAUNCHER, DOC)
 
 
 @pytest.fixture(scope="module")
-def deb():
+def machine_lock():
+    """One run of these tests at a time on a machine (worktrees share it)."""
+    with open("/run/lock/nginx-jvm-test-deb.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+@pytest.fixture(scope="module")
+def deb(machine_lock):
     """`make deb`, then the package installed into a clean state; purged
     at the end whatever happens."""
     r = subprocess.run(["make", "-s", "deb"], cwd=ROOT, stdout=subprocess.PIPE,

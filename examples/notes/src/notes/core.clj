@@ -154,9 +154,10 @@
 
 (defn- post-note [{:keys [params session]}]
   (let [user (:user session)
-        text (:text params)]
+        text (:text params)
+        invalid (check-text text)]
     (cond (nil? user) (forbidden "Sign in to add a note.")
-          (check-text text) (back-home (str "Not saved: " (check-text text) "."))
+          invalid (back-home (str "Not saved: " invalid "."))
           (add-note! user text) (back-home "Note saved.")
           :else (back-home "Not saved: no room left."))))
 
@@ -202,15 +203,14 @@
 
 (defn- api-post [{:keys [session headers] :as request}]
   (let [user (:user session)
-        type (get headers "content-type" "")
-        data (when (str/starts-with? type "application/json")
-               (read-json request))]
+        json? (str/starts-with? (get headers "content-type" "") "application/json")
+        data (delay (read-json request))
+        invalid (delay (check-text (:text @data)))]
     (cond (nil? user) (json-error 401 "sign in first (POST /login)")
-          (not (str/starts-with? type "application/json"))
-          (json-error 415 "send Content-Type: application/json")
-          (not (map? data)) (json-error 400 "the body is not a JSON object")
-          (check-text (:text data)) (json-error 400 (check-text (:text data)))
-          :else (if-let [note (add-note! user (:text data))]
+          (not json?) (json-error 415 "send Content-Type: application/json")
+          (not (map? @data)) (json-error 400 "the body is not a JSON object")
+          @invalid (json-error 400 @invalid)
+          :else (if-let [note (add-note! user (:text @data))]
                   (assoc-in (json-response 201 note)
                             [:headers "Location"] (str "/api/notes/" (:id note)))
                   (json-error 507 "no room left")))))
