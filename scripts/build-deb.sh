@@ -25,15 +25,18 @@ abi=$(dpkg-query -W -f='${Provides}\n' nginx 2>/dev/null \
       | tr ',' '\n' | sed -n 's/^ *\(nginx-abi-[^ ]*\).*/\1/p' | head -1)
 [ -n "$abi" ] || { echo "build-deb: the installed nginx provides no nginx-abi-*" >&2; exit 1; }
 
-version=$(sed -n 's|^  <version>\(.*\)</version>|\1|p' "$top/runtime/pom.xml" | head -1)
-[ -n "$version" ] || { echo "build-deb: no <version> in runtime/pom.xml" >&2; exit 1; }
+upstream=$(sed -n 's|^  <version>\(.*\)</version>|\1|p' "$top/runtime/pom.xml" | head -1)
+[ -n "$upstream" ] || { echo "build-deb: no <version> in runtime/pom.xml" >&2; exit 1; }
+# the project's version, and the package's revision of it
+version=$upstream-${DEB_REVISION:-1}
 arch=$(dpkg --print-architecture)
 # the commit's time, so that two builds of one commit give the same files
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$top" log -1 --format=%ct 2>/dev/null || date +%s)}
 maintainer="${DEBFULLNAME:-nginx-jvm} <${DEBEMAIL:-nginx-jvm@localhost}>"
 
 root=$build/deb/root
-rm -rf "$build/deb"
+# one package in build/, for "apt-get install ./build/libnginx-mod-http-jvm_*.deb"
+rm -rf "$build/deb" "$build/${package}"_*.deb
 mkdir -p "$root/DEBIAN"
 
 # -- files --
@@ -53,7 +56,7 @@ install -m 755 "$top/bin/nginx-jvm" "$root/usr/bin/"
 # man nginx-jvm: its --help, as a manual page
 install -d "$root/usr/share/man/man1"
 {
-    echo ".TH NGINX-JVM 1 \"\" \"nginx-jvm $version\" \"User Commands\""
+    echo ".TH NGINX-JVM 1 \"\" \"nginx-jvm $upstream\" \"User Commands\""
     echo ".SH NAME"
     echo "nginx-jvm \\- serve a Ring or Java handler from nginx workers"
     echo ".SH DESCRIPTION"
