@@ -78,11 +78,27 @@ test-bench:
 bench-quick: all
 	bench/quick.sh
 
-# The full suite (about 40 minutes; BENCH_ARGS=--quick WS_BENCH_ARGS=--quick
-# for about 6): HTTP routes, then the WebSocket scenario (bench-ws below).
-bench: all
+# The full suite (about 45 minutes; BENCH_ARGS=--quick WS_BENCH_ARGS=--quick
+# for about 10): HTTP routes, the WebSocket scenario (bench-ws below), then
+# shared dictionaries and topics against Redis (bench-shared).
+bench: all bench-deps
 	python3 bench/bench.py $(BENCH_ARGS)
 	python3 bench/websocket.py $(WS_BENCH_ARGS)
+	python3 bench/shared.py $(SHARED_BENCH_ARGS)
+
+# What only the benchmarks need: redis-server (Debian), Jedis (Maven Central).
+.PHONY: bench-deps bench-shared
+bench-deps: $(BUILD)/bench-lib/.done
+$(BUILD)/bench-lib/.done: scripts/install-deps.sh bench/redis/pom.xml
+	scripts/install-deps.sh bench
+	mkdir -p $(BUILD)/bench-lib
+	cd bench/redis && $(MVN) dependency:copy-dependencies \
+	    -DoutputDirectory=../../$(BUILD)/bench-lib
+	@touch $@
+
+# SharedDict and jvm_topic against Redis (a few minutes).
+bench-shared: all bench-deps
+	python3 bench/shared.py $(SHARED_BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD) runtime/target

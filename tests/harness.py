@@ -73,6 +73,7 @@ def java_classes():
     global _java_classes
     if _java_classes is None:
         out = tempfile.mkdtemp(prefix="nginx-jvm-classes-")
+        os.chmod(out, 0o755)        # for workers that run as nobody
         atexit.register(shutil.rmtree, out, True)
         sources = sorted(str(p) for p in JAVA_APPS.rglob("*.java"))
         # --release 17: the classes also run in a worker on JDK 17
@@ -534,8 +535,10 @@ class Launcher(Nginx):
             self.env["JAVA_HOME"] = str(Path(jdk21_libjvm()).parents[2])
         Nginx.instances.append(self)
 
-    def start(self, timeout=90, wait=True):
-        """Starts the launcher and waits until its workers serve."""
+    def start(self, timeout=180, wait=True):
+        """Starts the launcher and waits until its workers serve (a first
+        start builds the class cache: compiling Compojure takes a while on
+        a busy machine)."""
         self.stderr = open(self.log, "ab")
         self.proc = subprocess.Popen(self.args, stdout=subprocess.DEVNULL,
                                      stderr=self.stderr, env=self.env,

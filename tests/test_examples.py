@@ -4,6 +4,7 @@ nginx.conf."""
 
 import contextlib
 import json
+import os
 import re
 import shutil
 import socket
@@ -28,12 +29,20 @@ def test_every_example_has_a_readme():
         assert "nginx-jvm run" in readme or "nginx.conf" in readme, name
 
 
+def readable_temp_dir(prefix):
+    """A temporary directory the workers may read: started as root, the
+    launcher runs them as nobody."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(d, 0o755)
+    return d
+
+
 @pytest.fixture(scope="session")
 def cache_dir():
     """One class cache for the examples of every mode: each is compiled
     once."""
-    d = tempfile.mkdtemp(prefix="nginx-jvm-examples-cache-")
-    yield d
+    d = readable_temp_dir("nginx-jvm-examples-cache-")
+    yield os.path.join(d, "cache")
     shutil.rmtree(d, ignore_errors=True)
 
 
@@ -87,16 +96,19 @@ def test_hello_cookie(hello):
 # --- examples/java -----------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def java_example(mode, cache_dir, tmp_path_factory):
-    classes = tmp_path_factory.mktemp("java-example")
+def java_example(mode, cache_dir):
+    classes = readable_temp_dir("nginx-jvm-java-example-")
     # the README's javac command
     subprocess.run([JAVA_HOME + "/bin/javac", "--release", "17", "-cp",
-                    str(JAR), "-d", str(classes),
+                    str(JAR), "-d", classes,
                     str(EXAMPLES / "java" / "src" / "example" / "Hello.java")],
                    check=True)
-    with launch(["--handler", "example.Hello", "--classpath", str(classes)],
-                mode, cache_dir) as n:
-        yield n
+    try:
+        with launch(["--handler", "example.Hello", "--classpath", classes],
+                    mode, cache_dir) as n:
+            yield n
+    finally:
+        shutil.rmtree(classes, ignore_errors=True)
 
 
 def test_java_example(java_example):

@@ -882,6 +882,7 @@ ngx_http_jvm_init_module(ngx_cycle_t *cycle)
 
         if (ngx_process != NGX_PROCESS_SIGNALLER) {
             ngx_http_jvm_cache_prepare(cycle, jmcf);
+            (void) ngx_http_jvm_topics_prepare(cycle, jmcf);
         }
     }
 

@@ -136,6 +136,7 @@ typedef struct {
     ngx_shm_zone_t           *zone;         /* of ngx_http_jvm_generation_t */
     ngx_array_t              *dicts;        /* of ngx_http_jvm_dict_t * */
     ngx_array_t              *topics;       /* of ngx_http_jvm_topic_t * */
+    ngx_array_t              *topic_wakes;  /* of ngx_fd_t, one a worker */
     ngx_atomic_uint_t         generation;   /* this configuration's */
     unsigned                  uses_pool:1;
     unsigned                  uses_virtual:1;
@@ -226,6 +227,8 @@ void ngx_http_jvm_dict_clear(ngx_http_jvm_dict_t *dict);
 
 /* ngx_http_jvm_topic.c: publishing is for any thread */
 char *ngx_http_jvm_topic(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_jvm_topics_prepare(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_topics_init(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 void ngx_http_jvm_topics_names(ngx_http_jvm_main_conf_t *jmcf);
@@ -241,6 +244,15 @@ void ngx_http_jvm_topic_stats(ngx_http_jvm_topic_t *topic,
 ngx_int_t ngx_http_jvm_content_handler(ngx_http_request_t *r);
 
 /* ngx_http_jvm_task.c */
+/* An eventfd on the event loop, outside the worker's connection pool. */
+typedef struct {
+    ngx_connection_t          conn;
+    ngx_event_t               read;
+    ngx_event_t               write;
+} ngx_http_jvm_eventfd_t;
+
+ngx_int_t ngx_http_jvm_eventfd_add(ngx_http_jvm_eventfd_t *efd, ngx_fd_t fd,
+    ngx_event_handler_pt handler, ngx_log_t *log);
 ngx_int_t ngx_http_jvm_tasks_init(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_task_submit(ngx_http_request_t *r, size_t len);

@@ -55,7 +55,8 @@ static ngx_int_t ngx_http_jvm_dict_init_zone(ngx_shm_zone_t *zone,
 static void ngx_http_jvm_dict_rbtree_insert(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
 static ngx_http_jvm_dict_node_t *ngx_http_jvm_dict_lookup(
-    ngx_http_jvm_dict_t *dict, ngx_uint_t hash, u_char *key, size_t klen);
+    ngx_http_jvm_dict_t *dict, ngx_uint_t hash, u_char *key, size_t klen,
+    uint64_t now);
 static void ngx_http_jvm_dict_remove(ngx_http_jvm_dict_t *dict,
     ngx_http_jvm_dict_node_t *dn);
 static ngx_http_jvm_dict_node_t *ngx_http_jvm_dict_alloc(
@@ -338,9 +339,11 @@ ngx_http_jvm_dict_rbtree_insert(ngx_rbtree_node_t *temp,
 }
 
 
+/* The live entry of key, or NULL; an expired one is removed on the way. */
+
 static ngx_http_jvm_dict_node_t *
 ngx_http_jvm_dict_lookup(ngx_http_jvm_dict_t *dict, ngx_uint_t hash,
-    u_char *key, size_t klen)
+    u_char *key, size_t klen, uint64_t now)
 {
     ngx_int_t                  rc;
     ngx_rbtree_node_t         *node, *sentinel;
@@ -366,6 +369,11 @@ ngx_http_jvm_dict_lookup(ngx_http_jvm_dict_t *dict, ngx_uint_t hash,
         rc = ngx_memn2cmp(key, dn->data, klen, dn->key_len);
 
         if (rc == 0) {
+            if (ngx_http_jvm_dict_expired(dn, now)) {
+                ngx_http_jvm_dict_remove(dict, dn);
+                return NULL;
+            }
+
             return dn;
         }
 
@@ -508,13 +516,9 @@ ngx_http_jvm_dict_get(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
 
     ngx_shmtx_lock(&dict->shpool->mutex);
 
-    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen);
+    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen, now);
 
     if (dn == NULL) {
-        rc = NGX_HTTP_JVM_DICT_NOT_FOUND;
-
-    } else if (ngx_http_jvm_dict_expired(dn, now)) {
-        ngx_http_jvm_dict_remove(dict, dn);
         rc = NGX_HTTP_JVM_DICT_NOT_FOUND;
 
     } else {
@@ -559,12 +563,7 @@ ngx_http_jvm_dict_set(ngx_http_jvm_dict_t *dict, ngx_uint_t op, u_char *key,
 
     ngx_shmtx_lock(&dict->shpool->mutex);
 
-    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen);
-
-    if (dn && ngx_http_jvm_dict_expired(dn, now)) {
-        ngx_http_jvm_dict_remove(dict, dn);
-        dn = NULL;
-    }
+    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen, now);
 
     if (dn && op == NGX_HTTP_JVM_DICT_ADD) {
         rc = NGX_HTTP_JVM_DICT_EXISTS;
@@ -623,12 +622,7 @@ ngx_http_jvm_dict_incr(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
 
     ngx_shmtx_lock(&dict->shpool->mutex);
 
-    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen);
-
-    if (dn && ngx_http_jvm_dict_expired(dn, now)) {
-        ngx_http_jvm_dict_remove(dict, dn);
-        dn = NULL;
-    }
+    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen, now);
 
     if (dn == NULL) {
         /* wraps around as Java's long does */
@@ -686,15 +680,14 @@ ngx_http_jvm_dict_delete(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen)
 
     ngx_shmtx_lock(&dict->shpool->mutex);
 
-    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen);
+    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen, now);
 
     if (dn == NULL) {
         rc = NGX_HTTP_JVM_DICT_NOT_FOUND;
 
     } else {
-        rc = ngx_http_jvm_dict_expired(dn, now) ? NGX_HTTP_JVM_DICT_NOT_FOUND
-                                                : NGX_HTTP_JVM_DICT_OK;
         ngx_http_jvm_dict_remove(dict, dn);
+        rc = NGX_HTTP_JVM_DICT_OK;
     }
 
     ngx_shmtx_unlock(&dict->shpool->mutex);

@@ -1,6 +1,5 @@
 package nginx.jvm;
 
-import java.io.InputStream;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -129,9 +128,8 @@ final class Tasks {
      */
     void stream(Task task, Response response) {
         Object body = response.body();
-        boolean blocking = body instanceof InputStream || body instanceof Iterable
-                || body instanceof BodyWriter;
-        if (!blocking) {
+        if (!ResponseEncoder.producedInPieces(body)) {
+            // sent at once, or refused by the encoder on the loop (a 500)
             ready(task);
             return;
         }

@@ -117,6 +117,7 @@ final class Worker {
         try {
             sockets.configure(wsSendQueue);
             Timers.start(Worker::wake, 2);
+            ExitWatch.install();
             return tasks.configure(poolSize, queueSize, virtual);
         } catch (Throwable t) {
             return Failure.describe("cannot start the thread pool", t);
