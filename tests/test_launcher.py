@@ -322,3 +322,16 @@ def test_a_class_path_the_workers_cannot_read_is_refused(tmp_path,
     assert "    %s\n" % private in r.stderr
     assert str(CLJ_APPS) + "\n" not in r.stderr
     assert "--user root" in r.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root chooses the user")
+def test_a_static_directory_the_workers_cannot_read_is_refused(tmp_path,
+                                                              monkeypatch):
+    monkeypatch.delenv("SUDO_USER", raising=False)
+    public = tmp_path / "public"            # below pytest's 0700 directory
+    public.mkdir()
+    r = run("run", "--handler", "testapp.offloop/fast", "--classpath",
+            str(CLJ_APPS), "--static", "/static/=%s" % public)
+    assert r.returncode == 2
+    assert "the workers run as nobody" in r.stderr
+    assert "    %s/\n" % public in r.stderr
