@@ -1,6 +1,6 @@
 # nginx-jvm: `make` builds everything, `make run` serves the example app,
-# `make test` runs every test.  Missing Debian packages are installed with
-# apt when run as root.
+# `make test` runs every test, `make deb` builds a Debian package.  Missing
+# Debian packages are installed with apt when run as root.
 
 JAVA_HOME ?= $(firstword $(wildcard /usr/lib/jvm/java-17-openjdk-amd64 /usr/lib/jvm/default-java))
 export JAVA_HOME
@@ -15,7 +15,7 @@ JSRC      := $(shell find runtime/src/main -type f) runtime/pom.xml
 RING_JARS := $(shell sed -e '/^\#/d' -e 's|.*|/usr/share/java/&.jar|' scripts/ring-jars.txt | paste -sd:)
 PYTHON    ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest' 2>/dev/null && { command -v $$p; break; }; done)
 
-.PHONY: all deps module jar libs run test test-java test-clojure test-bench test-integration \
+.PHONY: all deps module jar libs deb run test test-java test-clojure test-bench test-integration \
         bench bench-quick clean
 
 all: $(MODULE) $(JAR) $(LIBS)
@@ -44,6 +44,11 @@ $(LIBS): $(BUILD)/.deps runtime/pom.xml
 	cd runtime && $(MVN) dependency:copy-dependencies -DincludeScope=provided \
 	    -DexcludeTransitive=false -DoutputDirectory=../$(BUILD)/lib
 	@touch $@
+
+# build/libnginx-mod-http-jvm_VERSION_ARCH.deb, for this machine's nginx:
+# apt-get install ./build/libnginx-mod-http-jvm_*.deb
+deb: all
+	scripts/build-deb.sh
 
 run: all
 	bin/nginx-jvm run --handler hello.core/app --port 8080 \

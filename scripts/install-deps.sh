@@ -3,8 +3,8 @@
 # when run as root; otherwise prints the command to run.
 set -euo pipefail
 
-packages=(nginx nginx-dev openjdk-17-jdk-headless maven gcc make
-          libring-core-clojure libcompojure-clojure curl wrk python3 python3-pytest)
+packages=(nginx nginx-dev openjdk-17-jdk-headless maven gcc make dpkg-dev
+          libring-core-clojure libcompojure-clojure libdata-json-clojure curl wrk python3 python3-pytest)
 
 missing=()
 for p in "${packages[@]}"; do

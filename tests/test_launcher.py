@@ -72,6 +72,22 @@ def test_print_config_for_a_ring_handler():
     assert '"%s/*"' % (ROOT / "build" / "lib") in conf
 
 
+def test_static_locations(tmp_path):
+    (tmp_path / "public").mkdir()
+    r = run("run", "--handler", "testapp.Echo", "--classpath", "/tmp",
+            "--static", "/static=public", "--static", "/img/=%s/" % tmp_path,
+            "--print-config", cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    # both end in "/": alias reaches nothing outside the directory
+    assert ('location "/static/" {\n            alias "%s/public/";'
+            % tmp_path) in r.stdout
+    assert 'location "/img/" {\n            alias "%s/";' % tmp_path in r.stdout
+    assert "include /etc/nginx/mime.types;" in r.stdout
+    r = run("run", "--handler", "testapp.Echo", "--classpath", "/tmp",
+            "--print-config")
+    assert "alias" not in r.stdout and "mime.types" not in r.stdout
+
+
 def test_print_config_for_a_java_handler_has_no_clojure():
     r = run("run", "--handler", "testapp.Echo", "--classpath",
             java_classes(), "--print-config")
@@ -98,6 +114,12 @@ def test_a_classpath_with_clojure_keeps_its_own():
      r"--mode must be"),
     (["--handler", "a.b/c", "--classpath", "/tmp", "--jvm-option", "Xmx1g"],
      r"is not a JVM option"),
+    (["--handler", "a.b/c", "--classpath", "/tmp", "--static", "static=/tmp"],
+     r"--static takes URL-PREFIX=DIR"),
+    (["--handler", "a.b/c", "--classpath", "/tmp", "--static", "/s=/nonexistent"],
+     r"--static: /nonexistent is not a directory"),
+    (["--handler", "a.b/c", "--classpath", "/tmp", "--static", "/=/tmp"],
+     r"the prefix / is the handler's"),
 ])
 def test_bad_arguments_are_refused(args, message):
     r = run("run", *args)
@@ -300,3 +322,16 @@ def test_a_class_path_the_workers_cannot_read_is_refused(tmp_path,
     assert "    %s\n" % private in r.stderr
     assert str(CLJ_APPS) + "\n" not in r.stderr
     assert "--user root" in r.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root chooses the user")
+def test_a_static_directory_the_workers_cannot_read_is_refused(tmp_path,
+                                                              monkeypatch):
+    monkeypatch.delenv("SUDO_USER", raising=False)
+    public = tmp_path / "public"            # below pytest's 0700 directory
+    public.mkdir()
+    r = run("run", "--handler", "testapp.offloop/fast", "--classpath",
+            str(CLJ_APPS), "--static", "/static/=%s" % public)
+    assert r.returncode == 2
+    assert "the workers run as nobody" in r.stderr
+    assert "    %s/\n" % public in r.stderr
