@@ -19,6 +19,11 @@ import java.util.Map;
  * understands (an error message, or a response that answers 500).
  */
 final class Worker {
+    static {
+        // first: a handler's namespace may print or log as it loads
+        Log.install();
+    }
+
     private static final int BUFFER_SIZE = 64 * 1024;
 
     private static final List<Object> handlers = new ArrayList<>();
@@ -83,13 +88,20 @@ final class Worker {
         if (!(handler instanceof Handler)) {
             return notLoaded(handler, Handler.class);
         }
+        long started = System.nanoTime();
+        Metrics.inFlight.incrementAndGet();
+        int n;
         try {
-            return encoder.encode(Handlers.call((Handler) handler, request(length)), Wire.LOOP);
+            n = encoder.encode(Handlers.call((Handler) handler, request(length)), Wire.LOOP);
         } catch (Failure f) {
-            return encoder.error(500, f.getMessage(), f.getCause());
+            n = encoder.error(500, f.getMessage(), f.getCause());
         } catch (Throwable t) {
-            return encoder.error(500, "the handler failed", t);
+            n = encoder.error(500, "the handler failed", t);
+        } finally {
+            Metrics.inFlight.decrementAndGet();
         }
+        Metrics.response(Wire.LOOP, encoder.buffer().getInt(0), System.nanoTime() - started);
+        return n;
     }
 
     private static Request request(int length) {
@@ -117,7 +129,10 @@ final class Worker {
         try {
             sockets.configure(wsSendQueue);
             Timers.start(Worker::wake, 2);
-            return tasks.configure(poolSize, queueSize, virtual);
+            String error = tasks.configure(poolSize, queueSize, virtual);
+            Metrics.start(tasks);
+            Repl.start();
+            return error;
         } catch (Throwable t) {
             return Failure.describe("cannot start the thread pool", t);
         }
@@ -137,7 +152,12 @@ final class Worker {
         }
         try {
             String refused = tasks.submit(new Task(id, mode, handler, request(length), async, tasks), mode);
-            return refused == null ? Wire.ACCEPTED : encoder.error(503, refused, null);
+            if (refused == null) {
+                Metrics.inFlight.incrementAndGet();
+                return Wire.ACCEPTED;
+            }
+            Metrics.refused();
+            return encoder.error(503, refused, null);
         } catch (Throwable t) {
             return encoder.error(500, "cannot start the handler", t);
         }
@@ -151,14 +171,19 @@ final class Worker {
     /** Encodes task {@code id}'s response, as {@link #handle} does. */
     static int take(long id) {
         Task task = tasks.get(id);
-        return task == null
-                ? encoder.error(500, "no such task", null)
-                : task.encode(encoder);
+        if (task == null) {
+            return encoder.error(500, "no such task", null);
+        }
+        int n = task.encode(encoder);
+        Metrics.response(task.mode, encoder.buffer().getInt(0), System.nanoTime() - task.started);
+        return n;
     }
 
     /** Task {@code id}'s request is over: forget it, stop its body. */
     static void cancel(long id) {
-        tasks.cancel(id);
+        if (tasks.cancel(id)) {
+            Metrics.inFlight.decrementAndGet();
+        }
     }
 
     /** Wakes the event loop (the C module's eventfd); any thread. */
