@@ -5,8 +5,6 @@ import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintStream;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.time.LocalDateTime;
 import java.util.concurrent.locks.ReentrantLock;
@@ -99,8 +97,9 @@ public final class Log {
     }
 
     /**
-     * One entry: the message, then the stack trace of {@code t} (if any) on
-     * the following lines. When logging is not set up it goes to System.err.
+     * One entry: the message, then what {@code t} is and its stack trace (if
+     * any; {@link Failure#describe}), as the C module logs a handler's
+     * failure. When logging is not set up it goes to System.err.
      */
     public static void log(int level, String logger, String message, Throwable t) {
         if (threshold == 0) {
@@ -113,13 +112,8 @@ public final class Log {
         if (level > threshold) {
             return;
         }
-        StringBuilder text = new StringBuilder(message == null ? "null" : message);
-        if (t != null) {
-            StringWriter trace = new StringWriter();
-            t.printStackTrace(new PrintWriter(trace));
-            text.append('\n').append(trace.toString().stripTrailing());
-        }
-        write(level, logger, text.toString().getBytes(StandardCharsets.UTF_8), 0, -1);
+        String text = Failure.describe(message == null ? "null" : message, t);
+        write(level, logger, text.getBytes(StandardCharsets.UTF_8), 0, -1);
     }
 
     /** Writes an entry whose message is {@code len} bytes of {@code msg} (all if len < 0). */

@@ -289,7 +289,7 @@ final class Worker {
         try {
             Topic.deliver(handle, requestBuffer, n, length);
         } catch (Throwable t) {
-            System.err.println(Failure.describe("jvm: topic delivery failed", t));
+            Log.error("nginx.jvm.Topic", "topic delivery failed", t);
         }
     }
 
@@ -298,7 +298,7 @@ final class Worker {
         try {
             Timers.runDue();
         } catch (Throwable t) {
-            System.err.println(Failure.describe("jvm: timers failed", t));
+            Log.error("nginx.jvm.Timers", "timers failed", t);
         }
     }
 
