@@ -84,16 +84,32 @@ for n in "${names[@]}"; do
 done
 
 rate() { wrk -t1 -c"$conns" -d"${duration}s" "$1" | awk '/^Requests\/sec/ {print $2}'; }
-declare -A results
+# CPU time of a server's workers (utime + stime, clock ticks), from /proc:
+# on a shared machine, CPU per request varies less than requests per second
+cpu() {
+    local t=0 p
+    for p in $(pgrep -P "$1"); do
+        t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+    done
+    echo "$t"
+}
+declare -A results cpus
+hz=$(getconf CLK_TCK)
 for r in $(seq 1 "$rounds"); do
     for n in "${names[@]}"; do
-        results[$n]+="$(rate "http://127.0.0.1:${port[$n]}/hello") "
+        master=$(cat "$work/$n/logs/nginx.pid")
+        before=$(cpu "$master")
+        rps=$(rate "http://127.0.0.1:${port[$n]}/hello")
+        after=$(cpu "$master")
+        results[$n]+="$rps "
+        # microseconds of worker CPU per request
+        cpus[$n]+="$(echo "($after - $before) * 1000000 / $hz / ($rps * $duration)" | bc -l) "
     done
 done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 echo "bench/metrics.sh: wrk -t1 -c$conns -d${duration}s /hello, $rounds interleaved rounds, median"
-printf '%-34s %12s %8s\n' server "req/s" "ratio"
+printf '%-34s %12s %8s %14s\n' server "req/s" "ratio" "CPU us/req"
 ref=$(echo "${results[nginx]}" | median)
 for n in "${names[@]}"; do
     m=$(echo "${results[$n]}" | median)
@@ -103,6 +119,7 @@ for n in "${names[@]}"; do
         status) label="nginx-jvm + jvm_status location" ;;
         base) label="nginx-jvm base ($base)" ;;
     esac
-    printf '%-34s %12.0f %8.3f\n' "$label" "$m" "$(echo "$m / $ref" | bc -l)"
+    c=$(echo "${cpus[$n]}" | median)
+    printf '%-34s %12.0f %8.3f %14.1f\n' "$label" "$m" "$(echo "$m / $ref" | bc -l)" "$c"
 done
 [ -z "${port[status]}" ] || curl -fs "http://127.0.0.1:${port[status]}/status" | grep -E '^nginx_jvm_(requests_total\{mode="loop",status="2xx"\}|workers) '
