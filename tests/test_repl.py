@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from harness import Nginx, free_port, wait_for
+from harness import Nginx, free_port_range
 
 LOCATIONS = """
         location / { jvm_content testapp.repl/handler; }
@@ -15,8 +15,8 @@ LOCATIONS = """
 
 
 @pytest.fixture(scope="module")
-def base():
-    return free_port()
+def base(mode):
+    return free_port_range(2)
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import tempfile
 
-from harness import BUILD, JAVA_HOME, free_port, read_edn
+from harness import BUILD, JAVA_HOME, free_port, free_port_range, read_edn
 
 APP_V1 = """(ns runsrv.app)
 (defn handler [req]
@@ -60,7 +60,7 @@ def test_run_server_reload_and_stop():
         with open(os.path.join(src, "runsrv", "app.clj"), "w") as f:
             f.write(APP_V1)
         log = os.path.join(src, "error.log")
-        port, repl = free_port(), free_port()
+        port, repl = free_port(), free_port_range(1)
         script = os.path.join(src, "script.clj")
         with open(script, "w") as f:
             f.write(SCRIPT % {"port": port, "repl": repl, "log": log,

@@ -406,6 +406,7 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     void                    *lib;
     size_t                   len;
     ngx_str_t               *cp, *opt;
+    ngx_log_t               *log;
     ngx_uint_t               i, n, workers, level;
     JavaVMOption            *options;
     ngx_core_conf_t         *ccf;
@@ -560,7 +561,9 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
         return NGX_ERROR;
     }
 
-    level = ngx_log_get_file_log(cycle->log)->log_level;
+    /* only syslog or memory logs: nginx's default level for what Java says */
+    log = ngx_log_get_file_log(cycle->log);
+    level = log ? log->log_level : NGX_LOG_ERR;
 
     options[n++].optionString = (char *) p;
     p = ngx_sprintf(p, "-Dnginx.jvm.log=%ui%Z",
