@@ -12,7 +12,7 @@ import urllib.parse
 
 import pytest
 
-from harness import BUILD, Nginx, ring_classpath, wait_for
+from harness import BUILD, PROBLEM, Nginx, ring_classpath, wait_for
 
 LOCATIONS = """
         location /log { jvm_content testapp.logs/handler; }
@@ -176,3 +176,27 @@ def test_levels_below_the_error_log_are_not_formatted(mode):
         assert "hidden-info-marker" not in text
         assert "hidden-out-marker" not in text
         assert "jul counted" in text
+
+
+def test_error_log_to_stderr(mode):
+    """error_log stderr (as under systemd): Java's entries go to nginx's
+    standard error, formatted the same."""
+    n = Nginx(LOCATIONS, classpath=classpath(), mode=mode)
+    with open(n.conf) as f:
+        text = f.read()
+    with open(n.conf, "w") as f:
+        f.write(re.sub(r"error_log \S+ info;", "error_log stderr info;", text))
+    with n:
+        get(n, op="out", msg="to-stderr-marker")
+        get(n, op="jul", level="WARNING", msg="jul-to-stderr-marker")
+
+        def found():
+            lines = [l for l in n.stderr_text().splitlines()
+                     if "to-stderr-marker" in l]
+            return len(lines) == 2 and lines
+        lines = wait_for(found, 10)
+        assert lines, n.stderr_text()[-2000:]
+        assert ENTRY.match(lines[0]).group(2, 5) == ("notice", "stdout")
+        assert ENTRY.match(lines[1]).group(2, 5) == ("warn", "testapp.jul")
+        assert "to-stderr-marker" not in n.log_text()
+        assert not PROBLEM.search(n.stderr_text())
