@@ -550,7 +550,7 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     /*
      * What nginx.jvm.Log, the REPL and the metrics need to know: the error
      * log's level (Java writes its entries to fd 2, which nginx points at
-     * that log), the worker's number, jvm_repl's port, jvm_status.
+     * that log), the worker's number, jvm_repl's port.
      */
 
     p = ngx_pnalloc(cycle->pool, sizeof("-Dnginx.jvm.log=") + NGX_INT_T_LEN
