@@ -47,6 +47,10 @@ SCRIPT = """
       :master-gone (not (alive? pid)) :worker-gone (not (alive? worker-pid))
       :refused (try (get-text port "/c") false
                     (catch java.io.IOException _ true))
+      :options (server/config #'runsrv.app/handler
+                              {:port 9999 :workers 3 :mode :pool :queue 7
+                               :jvm-path "/x/libjvm.so" :jvm-options ["-Xmx64m"]}
+                              "/p")
       :not-a-var (try (server/run-server runsrv.app/handler {:port port}) nil
                       (catch IllegalArgumentException e (.getMessage e)))})
 (shutdown-agents)
@@ -81,6 +85,13 @@ def test_run_server_reload_and_stop():
         assert r[":prefix-gone"] and r[":master-gone"] and r[":worker-gone"]
         assert r[":refused"]
         assert "handler var" in r[":not-a-var"]
+        conf = r[":options"]
+        for line in ('worker_processes 3;', 'jvm_mode pool;', 'jvm_queue 7;',
+                     'jvm_path "/x/libjvm.so";', 'jvm_options "-Xmx64m";',
+                     'listen 127.0.0.1:9999;',
+                     'jvm_content "runsrv.app/handler";'):
+            assert line in conf, conf
+        assert "jvm_repl" not in conf
         text = open(log).read()
         assert "Clojure socket REPL listening on 127.0.0.1:%d" % repl in text
         for level in ("[alert]", "[crit]", "[error]", "[emerg]"):

@@ -65,7 +65,7 @@
   [handler opts prefix]
   (let [cp (or (:classpath opts) (class-path))
         {:keys [port ip workers mode pool-size queue max-body repl jvm-options
-                error-log error-level]
+                jvm-path error-log error-level]
          :or {port 8080 ip "127.0.0.1" workers 1 error-level "notice"}} opts]
     (str "load_module " (q (find-module opts cp)) ";\n"
          (when (root?) "user root;\n")
@@ -79,6 +79,7 @@
          (apply str (for [t ["client_body" "proxy" "fastcgi" "uwsgi" "scgi"]]
                       (str "    " t "_temp_path " (q (str prefix "/tmp/" t)) ";\n")))
          "    jvm_classpath " (str/join " " (map q cp)) ";\n"
+         (when jvm-path (str "    jvm_path " (q jvm-path) ";\n"))
          (when (seq jvm-options)
            (str "    jvm_options " (str/join " " (map q jvm-options)) ";\n"))
          (when mode (str "    jvm_mode " (name mode) ";\n"))
@@ -129,6 +130,9 @@
     :repl         PORT: jvm_repl, a socket REPL in worker N on PORT+N, for
                   reload and eval-in-workers (default none)
     :jvm-options  a seq of JVM options for the workers
+    :jvm-path     the workers' libjvm.so (jvm_path; default auto, which
+                  finds the JDK of $JAVA_HOME or the java on $PATH; :mode
+                  :virtual needs a JDK 21 or newer)
     :classpath    a seq of entries (default this JVM's java.class.path)
     :error-log    a file (default nginx's stderr, which is this JVM's)
     :error-level  \"notice\"
