@@ -200,3 +200,23 @@ def test_error_log_to_stderr(mode):
         assert ENTRY.match(lines[1]).group(2, 5) == ("warn", "testapp.jul")
         assert "to-stderr-marker" not in n.log_text()
         assert not PROBLEM.search(n.stderr_text())
+
+
+def test_a_reload_sets_the_new_level(mode):
+    with Nginx(LOCATIONS, classpath=classpath(), mode=mode) as n:
+        since = n.log_size()
+        get(n, op="out", msg="shown-before-reload-marker")
+        assert entry(n, "shown-before-reload-marker", since)
+        with open(n.conf) as f:
+            text = f.read()
+        with open(n.conf, "w") as f:
+            f.write(text.replace("error.log info;", "error.log warn;"))
+        old = n.worker_pids()
+        assert n.control("reload").returncode == 0
+        assert n.wait_ready(timeout=60, exclude=old), n.log_text()[-3000:]
+        assert wait_for(lambda: not any(p in n.worker_pids() for p in old), 30)
+        since = n.log_size()
+        get(n, op="out", msg="hidden-after-reload-marker")
+        get(n, op="err", msg="shown-after-reload-marker")
+        assert entry(n, "shown-after-reload-marker", since)
+        assert "hidden-after-reload-marker" not in n.log_text(since)
