@@ -9,6 +9,9 @@ BUILD     := build
 MODULE    := $(BUILD)/ngx_http_jvm_module.so
 JAR       := $(BUILD)/nginx-jvm.jar
 LIBS      := $(BUILD)/lib/.done
+# Logging libraries applications bring, for the logging tests (not bundled).
+TESTLIBS  := $(BUILD)/test-lib/.done
+TESTLIB_ARTIFACTS := org.slf4j:slf4j-api:2.0.16 org.clojure:tools.logging:1.3.0
 CSRC      := $(wildcard src/c/*.c src/c/*.h) src/c/config
 JSRC      := $(shell find runtime/src/main -type f) runtime/pom.xml
 # Ring and Compojure from Debian: the one list is scripts/ring-jars.txt.
@@ -18,7 +21,7 @@ PYTHON    ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest
 .PHONY: all deps module jar libs deb run test test-java test-clojure test-bench test-integration \
         bench bench-quick clean
 
-all: $(MODULE) $(JAR) $(LIBS)
+all: $(MODULE) $(JAR) $(LIBS) $(TESTLIBS)
 
 deps: $(BUILD)/.deps
 
@@ -49,6 +52,15 @@ $(LIBS): $(BUILD)/.deps runtime/pom.xml
 # apt-get install ./build/libnginx-mod-http-jvm_*.deb
 deb: all
 	scripts/build-deb.sh
+
+# slf4j-api and clojure.tools.logging from Maven Central, for the tests of
+# logging into the error log (an application brings its own).
+$(TESTLIBS): $(BUILD)/.deps Makefile
+	mkdir -p $(BUILD)/test-lib
+	cd runtime && for a in $(TESTLIB_ARTIFACTS); do \
+	    $(MVN) dependency:copy -Dartifact=$$a -DoutputDirectory=../$(BUILD)/test-lib || exit 1; \
+	done
+	@touch $@
 
 run: all
 	bin/nginx-jvm run --handler hello.core/app --port 8080 \

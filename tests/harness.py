@@ -104,6 +104,30 @@ def free_port():
         return s.getsockname()[1]
 
 
+def free_port_range(n):
+    """The first of n consecutive free ports below the kernel's ephemeral
+    range, so that no client connection takes one of them meanwhile (for
+    servers that listen on PORT+N, such as jvm_repl's)."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        low = int(f.read().split()[0])
+    rng = __import__("random").Random()
+    for _ in range(200):
+        base = rng.randrange(10000, low - n)
+        try:
+            socks = []
+            for p in range(base, base + n):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", p))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no %d free consecutive ports" % n)
+
+
 # --- processes ---------------------------------------------------------------
 
 def children(pid):

@@ -265,10 +265,12 @@ ngx_http_jvm_task_respond(ngx_http_request_t *r)
 static void
 ngx_http_jvm_task_timeout(ngx_event_t *ev)
 {
-    ngx_connection_t         *c;
-    ngx_http_request_t       *r;
-    ngx_http_jvm_ctx_t       *ctx;
-    ngx_http_jvm_loc_conf_t  *jlcf;
+    int64_t                    n;
+    ngx_connection_t          *c;
+    ngx_http_request_t        *r;
+    ngx_http_jvm_ctx_t        *ctx;
+    ngx_http_jvm_loc_conf_t   *jlcf;
+    ngx_http_jvm_main_conf_t  *jmcf;
 
     r = ev->data;
     c = r->connection;
@@ -283,6 +285,17 @@ ngx_http_jvm_task_timeout(ngx_event_t *ev)
     ngx_log_error(NGX_LOG_ERR, c->log, 0,
                   "jvm: the handler gave no response within "
                   "jvm_response_timeout (%M ms)", jlcf->response_timeout);
+
+    /* jvm_status counts the 504s of all workers here: Java never sees them */
+
+    jmcf = ngx_http_get_module_main_conf(r, ngx_http_jvm_module);
+
+    if (jmcf->status) {
+        (void) ngx_http_jvm_dict_incr(jmcf->status,
+                                      (u_char *) NGX_HTTP_JVM_STATUS_504,
+                                      sizeof(NGX_HTTP_JVM_STATUS_504) - 1,
+                                      1, 0, 0, &n);
+    }
 
     ctx->responded = 1;
     ngx_http_finalize_request(r, NGX_HTTP_GATEWAY_TIME_OUT);

@@ -430,7 +430,8 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     void                    *lib;
     size_t                   len;
     ngx_str_t               *cp, *opt;
-    ngx_uint_t               i, n, workers;
+    ngx_log_t               *log;
+    ngx_uint_t               i, n, workers, level;
     JavaVMOption            *options;
     ngx_core_conf_t         *ccf;
     ngx_http_jvm_create_pt   create;
@@ -457,7 +458,7 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
         return NGX_ERROR;
     }
 
-    n = 9 + (jmcf->options ? jmcf->options->nelts : 0);
+    n = 12 + (jmcf->options ? jmcf->options->nelts : 0);
 
     for (e = extra; e && *e; e++) {
         n++;
@@ -568,6 +569,36 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
 
     for (e = extra; e && *e; e++) {
         options[n++].optionString = *e;
+    }
+
+    /*
+     * What nginx.jvm.Log, the REPL and the metrics need to know: the error
+     * log's level (Java writes its entries to fd 2, which nginx points at
+     * that log), the worker's number, jvm_repl's port.
+     */
+
+    p = ngx_pnalloc(cycle->pool, sizeof("-Dnginx.jvm.log=") + NGX_INT_T_LEN
+                                 + sizeof("-Dnginx.jvm.worker=")
+                                 + NGX_INT_T_LEN
+                                 + sizeof("-Dnginx.jvm.repl=") + NGX_INT_T_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* only syslog or memory logs: nginx's default level for what Java says */
+    log = ngx_log_get_file_log(cycle->log);
+    level = log ? log->log_level : NGX_LOG_ERR;
+
+    options[n++].optionString = (char *) p;
+    p = ngx_sprintf(p, "-Dnginx.jvm.log=%ui%Z",
+                    ngx_min(level, (ngx_uint_t) NGX_LOG_DEBUG));
+
+    options[n++].optionString = (char *) p;
+    p = ngx_sprintf(p, "-Dnginx.jvm.worker=%ui%Z", ngx_worker);
+
+    if (jmcf->repl) {
+        options[n++].optionString = (char *) p;
+        p = ngx_sprintf(p, "-Dnginx.jvm.repl=%i%Z", jmcf->repl);
     }
 
     if (jmcf->options) {

@@ -14,6 +14,8 @@ final class Task implements Responder, Runnable {
 
     final long id;
     final int mode;
+    /** System.nanoTime() when the request reached the JVM (jvm_status). */
+    final long started = System.nanoTime();
     /** True while the task is on the ready queue (see {@link Tasks#ready}). */
     final AtomicBoolean queued = new AtomicBoolean();
     private final Object handler;

@@ -181,11 +181,18 @@ final class Tasks {
     }
 
     /** Event loop: the request is over (answered, timed out or gone). */
-    void cancel(long id) {
+    boolean cancel(long id) {
         Task t = live.remove(id);
         if (t != null) {
             t.cancelled = true;
             t.closeBody();
         }
+        return t != null;
+    }
+
+    /** Requests waiting for a pool thread; any thread. */
+    int queued() {
+        ThreadPoolExecutor p = pool;
+        return p == null ? 0 : p.getQueue().size();
     }
 }

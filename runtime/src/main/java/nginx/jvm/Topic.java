@@ -170,7 +170,7 @@ public final class Topic {
                 try {
                     l.onMessage(type == Shm.BYTES && t.listeners.size() > 1 ? b.clone() : message);
                 } catch (Throwable e) {
-                    System.err.println(Failure.describe("jvm: a listener of topic \"" + t.name + "\" threw", e));
+                    Log.error("nginx.jvm.Topic", "a listener of topic \"" + t.name + "\" threw", e);
                 }
             }
         }

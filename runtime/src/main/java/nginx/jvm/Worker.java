@@ -19,6 +19,11 @@ import java.util.Map;
  * understands (an error message, or a response that answers 500).
  */
 final class Worker {
+    static {
+        // first: a handler's namespace may print or log as it loads
+        Log.install();
+    }
+
     private static final int BUFFER_SIZE = 64 * 1024;
 
     private static final List<Object> handlers = new ArrayList<>();
@@ -83,13 +88,20 @@ final class Worker {
         if (!(handler instanceof Handler)) {
             return notLoaded(handler, Handler.class);
         }
+        long started = System.nanoTime();
+        Metrics.inFlight.incrementAndGet();
+        int n;
         try {
-            return encoder.encode(Handlers.call((Handler) handler, request(length)), Wire.LOOP);
+            n = encoder.encode(Handlers.call((Handler) handler, request(length)), Wire.LOOP);
         } catch (Failure f) {
-            return encoder.error(500, f.getMessage(), f.getCause());
+            n = encoder.error(500, f.getMessage(), f.getCause());
         } catch (Throwable t) {
-            return encoder.error(500, "the handler failed", t);
+            n = encoder.error(500, "the handler failed", t);
+        } finally {
+            Metrics.inFlight.decrementAndGet();
         }
+        Metrics.response(Wire.LOOP, encoder.buffer().getInt(0), System.nanoTime() - started);
+        return n;
     }
 
     private static Request request(int length) {
@@ -118,7 +130,10 @@ final class Worker {
             sockets.configure(wsSendQueue);
             Timers.start(Worker::wake, 2);
             ExitWatch.install();
-            return tasks.configure(poolSize, queueSize, virtual);
+            String error = tasks.configure(poolSize, queueSize, virtual);
+            Metrics.start(tasks);
+            Repl.start();
+            return error;
         } catch (Throwable t) {
             return Failure.describe("cannot start the thread pool", t);
         }
@@ -138,7 +153,12 @@ final class Worker {
         }
         try {
             String refused = tasks.submit(new Task(id, mode, handler, request(length), async, tasks), mode);
-            return refused == null ? Wire.ACCEPTED : encoder.error(503, refused, null);
+            if (refused == null) {
+                Metrics.inFlight.incrementAndGet();
+                return Wire.ACCEPTED;
+            }
+            Metrics.refused();
+            return encoder.error(503, refused, null);
         } catch (Throwable t) {
             return encoder.error(500, "cannot start the handler", t);
         }
@@ -152,14 +172,19 @@ final class Worker {
     /** Encodes task {@code id}'s response, as {@link #handle} does. */
     static int take(long id) {
         Task task = tasks.get(id);
-        return task == null
-                ? encoder.error(500, "no such task", null)
-                : task.encode(encoder);
+        if (task == null) {
+            return encoder.error(500, "no such task", null);
+        }
+        int n = task.encode(encoder);
+        Metrics.response(task.mode, encoder.buffer().getInt(0), System.nanoTime() - task.started);
+        return n;
     }
 
     /** Task {@code id}'s request is over: forget it, stop its body. */
     static void cancel(long id) {
-        tasks.cancel(id);
+        if (tasks.cancel(id)) {
+            Metrics.inFlight.decrementAndGet();
+        }
     }
 
     /** Wakes the event loop (the C module's eventfd); any thread. */
@@ -265,7 +290,7 @@ final class Worker {
         try {
             Topic.deliver(handle, requestBuffer, n, length);
         } catch (Throwable t) {
-            System.err.println(Failure.describe("jvm: topic delivery failed", t));
+            Log.error("nginx.jvm.Topic", "topic delivery failed", t);
         }
     }
 
@@ -274,7 +299,7 @@ final class Worker {
         try {
             Timers.runDue();
         } catch (Throwable t) {
-            System.err.println(Failure.describe("jvm: timers failed", t));
+            Log.error("nginx.jvm.Timers", "timers failed", t);
         }
     }
 
