@@ -281,8 +281,10 @@ def test_started_as_root_the_application_runs_as_nobody(cache, monkeypatch):
             def marks():
                 found = {p.name: p.read_text()
                          for p in (top / "marks").iterdir()}
-                # the compiling and archiving JVMs, and the two workers
-                return found if len(found) == 4 else None
+                # the compiling and archiving JVMs, and the two workers,
+                # each file written whole (spit creates it, then writes)
+                return found if len(found) == 4 and all(found.values()) \
+                    else None
             found = wait_for(marks, 30)
             assert found and set(found.values()) == {"nobody"}, found
             [entry] = [p for p in cache.iterdir() if p.is_dir()]
