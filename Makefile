@@ -1,6 +1,6 @@
 # nginx-jvm: `make` builds everything, `make run` serves the example app,
-# `make test` runs every test.  Missing Debian packages are installed with
-# apt when run as root.
+# `make test` runs every test, `make deb` builds a Debian package.  Missing
+# Debian packages are installed with apt when run as root.
 
 JAVA_HOME ?= $(firstword $(wildcard /usr/lib/jvm/java-17-openjdk-amd64 /usr/lib/jvm/default-java))
 export JAVA_HOME
@@ -9,16 +9,19 @@ BUILD     := build
 MODULE    := $(BUILD)/ngx_http_jvm_module.so
 JAR       := $(BUILD)/nginx-jvm.jar
 LIBS      := $(BUILD)/lib/.done
+# Logging libraries applications bring, for the logging tests (not bundled).
+TESTLIBS  := $(BUILD)/test-lib/.done
+TESTLIB_ARTIFACTS := org.slf4j:slf4j-api:2.0.16 org.clojure:tools.logging:1.3.0
 CSRC      := $(wildcard src/c/*.c src/c/*.h) src/c/config
 JSRC      := $(shell find runtime/src/main -type f) runtime/pom.xml
 # Ring and Compojure from Debian: the one list is scripts/ring-jars.txt.
 RING_JARS := $(shell sed -e '/^\#/d' -e 's|.*|/usr/share/java/&.jar|' scripts/ring-jars.txt | paste -sd:)
 PYTHON    ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest' 2>/dev/null && { command -v $$p; break; }; done)
 
-.PHONY: all deps module jar libs run test test-java test-clojure test-bench test-integration \
+.PHONY: all deps module jar libs deb run test test-java test-clojure test-bench test-integration \
         bench bench-quick clean
 
-all: $(MODULE) $(JAR) $(LIBS)
+all: $(MODULE) $(JAR) $(LIBS) $(TESTLIBS)
 
 deps: $(BUILD)/.deps
 
@@ -43,6 +46,20 @@ $(LIBS): $(BUILD)/.deps runtime/pom.xml
 	mkdir -p $(BUILD)/lib
 	cd runtime && $(MVN) dependency:copy-dependencies -DincludeScope=provided \
 	    -DexcludeTransitive=false -DoutputDirectory=../$(BUILD)/lib
+	@touch $@
+
+# build/libnginx-mod-http-jvm_VERSION_ARCH.deb, for this machine's nginx:
+# apt-get install ./build/libnginx-mod-http-jvm_*.deb
+deb: all
+	scripts/build-deb.sh
+
+# slf4j-api and clojure.tools.logging from Maven Central, for the tests of
+# logging into the error log (an application brings its own).
+$(TESTLIBS): $(BUILD)/.deps Makefile
+	mkdir -p $(BUILD)/test-lib
+	cd runtime && for a in $(TESTLIB_ARTIFACTS); do \
+	    $(MVN) dependency:copy -Dartifact=$$a -DoutputDirectory=../$(BUILD)/test-lib || exit 1; \
+	done
 	@touch $@
 
 run: all
@@ -73,12 +90,29 @@ test-bench:
 bench-quick: all
 	bench/quick.sh
 
-# The full suite (about 40 minutes; BENCH_ARGS=--quick WS_BENCH_ARGS=--quick
-# for about 6): HTTP routes, then the WebSocket scenario (bench-ws below).
-bench: all
+# The full suite (about 50 minutes; BENCH_ARGS=--quick WS_BENCH_ARGS=--quick
+# for about 15): HTTP routes, the WebSocket scenario (bench-ws below), phase
+# handlers and subrequests (bench-phases), then shared dictionaries and
+# topics against Redis (bench-shared).
+bench: all bench-deps
 	python3 bench/bench.py $(BENCH_ARGS)
 	python3 bench/websocket.py $(WS_BENCH_ARGS)
 	python3 bench/phases.py $(PHASES_BENCH_ARGS)
+	python3 bench/shared.py $(SHARED_BENCH_ARGS)
+
+# What only the benchmarks need: redis-server (Debian), Jedis (Maven Central).
+.PHONY: bench-deps bench-shared
+bench-deps: $(BUILD)/bench-lib/.done
+$(BUILD)/bench-lib/.done: scripts/install-deps.sh bench/redis/pom.xml
+	scripts/install-deps.sh bench
+	mkdir -p $(BUILD)/bench-lib
+	cd bench/redis && $(MVN) dependency:copy-dependencies \
+	    -DoutputDirectory=../../$(BUILD)/bench-lib
+	@touch $@
+
+# SharedDict and jvm_topic against Redis (a few minutes).
+bench-shared: all bench-deps
+	python3 bench/shared.py $(SHARED_BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD) runtime/target
@@ -88,6 +122,15 @@ clean:
 .PHONY: bench-ws
 bench-ws: all
 	python3 bench/websocket.py $(WS_BENCH_ARGS)
+
+# Faults under load in every mode, against plain nginx (a few minutes):
+# reload, kill -9, graceful quit with downloads, out of memory, a hung
+# handler, a full queue; results in bench/results/DATE-faults.md. The fast
+# checks of the same faults are in `make test` (test_lifecycle, test_reload,
+# test_offloop, test_errors).
+.PHONY: reliability
+reliability: all
+	python3 reliability/faults.py $(FAULTS_ARGS)
 
 # The cost of a JVM per worker (a few minutes each): launcher command to first
 # response, PSS per worker after a warm-up (2 and 8 workers), reloads under load.

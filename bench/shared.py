@@ -1,16 +1,24 @@
 #!/usr/bin/env python3
-"""Shared dictionary throughput: SharedDict incr, get and put per second,
-from a handler on the event loop and from JVM threads, with one worker and
-with two workers at once (every operation takes the zone's one lock).
+"""Shared state against Redis: SharedDict incr, get and put per second,
+from a handler on the event loop, on a pool thread and from JVM threads,
+with one worker and with two workers at once (every operation takes the
+zone's one lock), and
+the same operations on a Redis server on loopback through Jedis; then the
+round trip of a message published to every worker, by a topic (jvm_topic)
+and by Redis pub/sub.
 
-    bench/shared.py [--ops 200000] [--rounds 3] [--threads 1,2,4] [--out FILE]
+    bench/shared.py [--ops 200000] [--redis-ops 20000] [--rounds 3]
+                    [--threads 1,2,4] [--messages 2000] [--out FILE]
 
 Each measurement is one request to bench.SharedBench (bench/java), which
-runs --ops operations on the dictionary "bench" and answers the time they
-took; the median of --rounds is reported. With two workers, the same
-request goes to both at once (reuseport spreads the connections; a round
-is run again until the two landed on different workers) and the
-operations of both are counted over the longer of the two times.
+runs the operations and answers the time they took; the median of --rounds
+is reported. With two workers, the same request goes to both at once
+(reuseport spreads the connections; a round is run again until the two
+landed on different workers) and the operations of both are counted over
+the longer of the two times. The round trip is bench.TopicBench: one
+message at a time, timed from publish until every worker's subscriber has
+acknowledged it in the dictionary. Redis (redis-server, Debian) and Jedis
+(Maven Central, build/bench-lib) come from `make bench-deps`.
 """
 
 import argparse
@@ -18,6 +26,7 @@ import http.client
 import os
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -28,6 +37,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build"
+BENCH_LIB = BUILD / "bench-lib"
+REDIS = os.environ.get("REDIS_SERVER", "/usr/bin/redis-server")
 NGINX = os.environ.get("NGINX", "/usr/sbin/nginx")
 JAVA_HOME = os.environ.get("JAVA_HOME") or "/usr/lib/jvm/java-17-openjdk-amd64"
 
@@ -44,25 +55,58 @@ events {{ worker_connections 1024; }}
 http {{
     access_log off;
     client_body_temp_path {prefix}/tmp;
-    jvm_classpath {build}/nginx-jvm.jar {classes};
+    jvm_classpath {build}/nginx-jvm.jar {classes} {build}/bench-lib/*;
+    jvm_options -Dbench.redis={redis};
     jvm_shared_dict bench 16m;
+    jvm_topic bench 1m;
+    jvm_init bench.TopicBench;
     server {{
         listen 127.0.0.1:{port} reuseport;
         location /bench {{ jvm_content bench.SharedBench; }}
+        location /pool/bench {{ jvm_mode pool; jvm_content bench.SharedBench; }}
+        location /roundtrip {{ jvm_mode pool; jvm_content bench.TopicBench; }}
     }}
 }}
 """
 
 
 def compile_handler(out):
-    src = ROOT / "bench" / "java" / "bench" / "SharedBench.java"
+    src = ROOT / "bench" / "java" / "bench"
     subprocess.run([JAVA_HOME + "/bin/javac", "--release", "17", "-cp",
-                    str(BUILD / "nginx-jvm.jar"), "-d", out, str(src)],
-                   check=True)
+                    "%s:%s/*" % (BUILD / "nginx-jvm.jar", BENCH_LIB),
+                    "-d", out, str(src / "SharedBench.java"),
+                    str(src / "TopicBench.java")], check=True)
+
+
+class Redis:
+    """A redis-server of the benchmark's own on a loopback port, with
+    nothing saved to disk."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="nginx-jvm-bench-redis-")
+        self.proc = subprocess.Popen(
+            [REDIS, "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", self.dir],
+            stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class Server:
-    def __init__(self, workers, classes):
+    def __init__(self, workers, classes, redis):
         self.prefix = tempfile.mkdtemp(prefix="nginx-jvm-bench-shared-")
         os.mkdir(os.path.join(self.prefix, "tmp"))
         self.port = free_port()
@@ -71,31 +115,45 @@ class Server:
         with open(conf, "w") as f:
             f.write(CONF.format(build=BUILD, workers=workers,
                                 prefix=self.prefix, classes=classes,
-                                port=self.port))
+                                port=self.port, redis=redis))
         self.proc = subprocess.Popen([NGINX, "-p", self.prefix, "-c", conf,
                                       "-g", "daemon off;"])
         deadline = time.monotonic() + 60
         while True:
             try:
-                self.call("incr", 1, 0)
+                self.call("dict", "incr", 1, 0)
                 break
             except OSError:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
 
-    def call(self, op, n, threads):
+    def get(self, path):
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=300)
         try:
-            c.request("GET", "/bench?op=%s&n=%d&threads=%d" % (op, n, threads))
+            c.request("GET", path)
             r = c.getresponse()
             body = r.read().decode()
             if r.status != 200:
                 raise RuntimeError(body)
-            ops, nanos, pid = body.split()
-            return int(ops), int(nanos), pid
+            return body.split()
         finally:
             c.close()
+
+    def call(self, store, op, n, threads):
+        """threads: 0 on the event loop, "pool" on a pool thread (the
+        handler's own in jvm_mode pool), N on N threads at once."""
+        path = "/pool/bench" if threads == "pool" else "/bench"
+        ops, nanos, pid = self.get("%s?store=%s&op=%s&n=%d&threads=%d"
+                                   % (path, store, op, n,
+                                      0 if threads == "pool" else threads))
+        return int(ops), int(nanos), pid
+
+    def round_trip(self, store, n):
+        """Median and 99th percentile of one message's round trip, µs."""
+        median, p99 = self.get("/roundtrip?store=%s&n=%d&workers=%d"
+                               % (store, n, self.workers))
+        return int(median) / 1000, int(p99) / 1000
 
     def stop(self):
         self.proc.send_signal(signal.SIGQUIT)
@@ -107,14 +165,14 @@ class Server:
         shutil.rmtree(self.prefix, ignore_errors=True)
 
 
-def measure(server, op, ops, threads, parallel):
+def measure(server, store, op, ops, threads, parallel):
     """Operations per second of `parallel` requests at once, each on its
     own worker (tried again until reuseport spread them so)."""
     for _ in range(20):
         results = [None] * parallel
 
         def one(i):
-            results[i] = server.call(op, ops, threads)
+            results[i] = server.call(store, op, ops, threads)
         ts = [threading.Thread(target=one, args=(i,)) for i in range(parallel)]
         for t in ts:
             t.start()
@@ -130,41 +188,70 @@ def measure(server, op, ops, threads, parallel):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ops", type=int, default=200000)
+    ap.add_argument("--redis-ops", type=int, default=20000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", default="1,2,4")
+    ap.add_argument("--messages", type=int, default=2000)
     ap.add_argument("--out")
     args = ap.parse_args()
     threads = [int(t) for t in args.threads.split(",")]
+    if not os.path.exists(REDIS) or not list(BENCH_LIB.glob("jedis-*.jar")):
+        sys.exit("bench/shared.py: needs redis-server and Jedis: make bench-deps")
 
     classes = tempfile.mkdtemp(prefix="nginx-jvm-bench-classes-")
     compile_handler(classes)
-    rows = []
+    redis = Redis()
+    rows, trips = [], []
     try:
         for workers in (1, 2):
-            server = Server(workers, classes)
+            server = Server(workers, classes, redis.port)
             try:
                 for op in ("incr", "get", "put"):
-                    for t in [0] + threads:
-                        measure(server, op, args.ops // 4, t, workers)  # warm-up
-                        rates = [measure(server, op, args.ops, t, workers)
-                                 for _ in range(args.rounds)]
-                        where = "event loop" if t == 0 else "%d threads" % t
-                        rows.append((workers, op, where,
-                                     statistics.median(rates)))
-                        print("%d worker(s)  %-4s  %-10s  %12.0f ops/s"
+                    for t in [0, "pool"] + threads:
+                        rates = []
+                        for store, ops in (("dict", args.ops),
+                                           ("redis", args.redis_ops)):
+                            measure(server, store, op, ops // 4, t,
+                                    workers)  # warm-up
+                            rates.append(statistics.median(
+                                measure(server, store, op, ops, t, workers)
+                                for _ in range(args.rounds)))
+                        where = ("event loop" if t == 0 else "pool thread"
+                                 if t == "pool" else "%d threads" % t)
+                        rows.append((workers, op, where) + tuple(rates))
+                        print("%d worker(s)  %-4s  %-10s  %12.0f  %9.0f ops/s"
                               % rows[-1], flush=True)
+                for store in ("topic", "redis"):
+                    server.round_trip(store, args.messages // 10)  # warm-up
+                    trips.append((workers, store) + tuple(
+                        statistics.median(v) for v in zip(*(
+                            server.round_trip(store, args.messages)
+                            for _ in range(args.rounds)))))
+                    print("%d worker(s)  %-5s round trip  median %.1f µs  "
+                          "p99 %.1f µs" % trips[-1], flush=True)
             finally:
                 server.stop()
     finally:
+        redis.stop()
         shutil.rmtree(classes, ignore_errors=True)
 
-    lines = ["# Shared dictionary throughput", "",
-             "bench/shared.py --ops %d --rounds %d (median); %s; %d cores"
-             % (args.ops, args.rounds, time.strftime("%Y-%m-%d %H:%M"),
-                os.cpu_count()), "",
-             "| workers | op | from | ops/s |", "|---|---|---|---|"]
-    for w, op, where, rate in rows:
-        lines.append("| %d | %s | %s | %.0f |" % (w, op, where, rate))
+    lines = ["# Shared state against Redis", "",
+             "bench/shared.py --ops %d --redis-ops %d --rounds %d "
+             "--messages %d (medians); %s; %d cores"
+             % (args.ops, args.redis_ops, args.rounds, args.messages,
+                time.strftime("%Y-%m-%d %H:%M"), os.cpu_count()), "",
+             "## Operations per second", "",
+             "| workers | op | from | SharedDict | Redis (Jedis) | ratio |",
+             "|---|---|---|---|---|---|"]
+    for w, op, where, shm, red in rows:
+        lines.append("| %d | %s | %s | %.0f | %.0f | %.0f |"
+                     % (w, op, where, shm, red, shm / red))
+    lines += ["", "## Publish to every worker, round trip", "",
+              "| workers | by | median µs | p99 µs |", "|---|---|---|---|"]
+    for w, store, median, p99 in trips:
+        lines.append("| %d | %s | %.1f | %.1f |"
+                     % (w, "jvm_topic" if store == "topic"
+                        else "Redis pub/sub", median, p99))
     text = "\n".join(lines) + "\n"
     if args.out:
         with open(args.out, "w") as f:

@@ -109,6 +109,8 @@ def main():
     for app in args.apps.split(","):
         if args.cold:
             env["NGINX_JVM_CACHE"] = tempfile.mkdtemp(prefix="nginx-jvm-cache-")
+            # the workers (nobody, when started as root) read it
+            os.chmod(env["NGINX_JVM_CACHE"], 0o755)
         first = one_start(app, args.workers, args.jvm_option, env)
         times = [one_start(app, args.workers, args.jvm_option, env)
                  for _ in range(args.rounds)]

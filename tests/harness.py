@@ -73,6 +73,7 @@ def java_classes():
     global _java_classes
     if _java_classes is None:
         out = tempfile.mkdtemp(prefix="nginx-jvm-classes-")
+        os.chmod(out, 0o755)        # for workers that run as nobody
         atexit.register(shutil.rmtree, out, True)
         sources = sorted(str(p) for p in JAVA_APPS.rglob("*.java"))
         # --release 17: the classes also run in a worker on JDK 17
@@ -101,6 +102,30 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def free_port_range(n):
+    """The first of n consecutive free ports below the kernel's ephemeral
+    range, so that no client connection takes one of them meanwhile (for
+    servers that listen on PORT+N, such as jvm_repl's)."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        low = int(f.read().split()[0])
+    rng = __import__("random").Random()
+    for _ in range(200):
+        base = rng.randrange(10000, low - n)
+        try:
+            socks = []
+            for p in range(base, base + n):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", p))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no %d free consecutive ports" % n)
 
 
 # --- processes ---------------------------------------------------------------
@@ -330,10 +355,13 @@ class Nginx:
     def path(self, *parts):
         return os.path.join(self.prefix, *parts)
 
+    def command(self):
+        """nginx and the options that name this instance's files."""
+        return [NGINX, "-p", self.prefix, "-e", self.log, "-c", self.conf]
+
     def test_config(self):
         """Runs `nginx -t`; returns the CompletedProcess (text output)."""
-        return subprocess.run([NGINX, "-t", "-p", self.prefix, "-e",
-                               self.log, "-c", self.conf], stdout=subprocess.PIPE,
+        return subprocess.run(self.command() + ["-t"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, timeout=60)
 
     def start(self, timeout=60, wait=True):
@@ -341,8 +369,7 @@ class Nginx:
         serve and checks the error log of their start."""
         self.stderr = open(self.path("logs", "stderr.log"), "ab")
         self.proc = subprocess.Popen(
-            [NGINX, "-p", self.prefix, "-e", self.log, "-c", self.conf,
-             "-g", "daemon off;"],
+            self.command() + ["-g", "daemon off;"],
             stdout=self.stderr, stderr=self.stderr)
         if not wait:
             return self
@@ -372,7 +399,8 @@ class Nginx:
         if self.single:
             return [self.proc.pid] if alive(self.proc.pid) else []
         pids = []
-        for pid in children(self.proc.pid):
+        master = self.master_pid
+        for pid in children(master) if master else []:
             try:
                 with open("/proc/%d/cmdline" % pid, "rb") as f:
                     cmd = f.read()
@@ -409,8 +437,8 @@ class Nginx:
 
     def control(self, args):
         """`nginx -s ARG`"""
-        return subprocess.run([NGINX, "-p", self.prefix, "-e", self.log,
-                               "-c", self.conf, "-s", args], stdout=subprocess.PIPE,
+        return subprocess.run(self.command() + ["-s", args],
+                              stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True,
                               timeout=30)
 
@@ -494,6 +522,87 @@ class Nginx:
 
     def wait_log(self, pattern, since=0, timeout=10):
         return wait_for(lambda: self.log_lines(pattern, since), timeout)
+
+
+LAUNCHER = str(ROOT / "bin" / "nginx-jvm")
+
+
+class Launcher(Nginx):
+    """`nginx-jvm run ARGS` as a user runs it, on a free port of 127.0.0.1,
+    started in its own session and stopped with SIGTERM (what Ctrl-C does).
+    Its nginx writes the error log to stderr, kept in a temporary file, so
+    that the error log check of every test covers it as any Nginx's.
+
+    mode: --mode, with the JDK of jvm_mode virtual as $JAVA_HOME for
+    "virtual". env: variables added to the launcher's environment. cwd:
+    where it starts (the checkout's top, as the examples' READMEs say).
+    """
+
+    def __init__(self, args, mode="loop", workers=1, env=None,
+                 command=LAUNCHER, cwd=ROOT, startup_allow=()):
+        self.prefix = tempfile.mkdtemp(prefix="nginx-jvm-launcher-")
+        self.port = free_port()
+        self.workers = workers
+        self.mode = mode
+        self.startup_allow = list(startup_allow)
+        self.single = False
+        self.proc = None
+        self.stderr = None
+        self.log = os.path.join(self.prefix, "stderr.log")
+        self.args = [command, "run", "--port", str(self.port),
+                     "--workers", str(workers)] + list(args)
+        if mode != "loop":
+            self.args += ["--mode", mode]
+        self.env = dict(os.environ, **(env or {}))
+        self.cwd = cwd
+        if mode == "virtual":
+            self.env["JAVA_HOME"] = str(Path(jdk21_libjvm()).parents[2])
+        Nginx.instances.append(self)
+
+    def start(self, timeout=180, wait=True):
+        """Starts the launcher and waits until its workers serve (a first
+        start builds the class cache: compiling Compojure takes a while on
+        a busy machine)."""
+        self.stderr = open(self.log, "ab")
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.DEVNULL,
+                                     stderr=self.stderr, env=self.env,
+                                     cwd=self.cwd, start_new_session=True)
+        if wait and not self.wait_ready(timeout=timeout):
+            self.stop()
+            raise RuntimeError("the launcher did not get ready:\n"
+                               + self.log_text())
+        return self
+
+    @property
+    def master_pid(self):
+        """nginx's master: the launcher's child."""
+        masters = children(self.proc.pid)
+        return masters[0] if masters else None
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        """Stops the launcher (which stops nginx and removes its prefix);
+        returns True if everything exited by itself in time."""
+        if self.proc is None or self.proc.poll() is not None:
+            self._close_stderr()
+            return True
+        pids = [p for p in (self.master_pid,) if p] + self.worker_pids()
+        try:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout)
+            clean = self.proc.returncode == 0
+        except subprocess.TimeoutExpired:
+            clean = False
+            self.proc.kill()
+            self.proc.wait()
+        for pid in pids:                # never leave nginx behind
+            if alive(pid):
+                clean = False
+                os.kill(pid, signal.SIGKILL)
+        self._close_stderr()
+        return clean
+
+    def stderr_text(self):
+        return ""                       # it is the log
 
 
 # --- EDN, as printed by pr-str ---------------------------------------------

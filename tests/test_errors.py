@@ -1,9 +1,11 @@
 """Handlers that fail: exceptions, non-map responses, failing bodies and
 handlers that cannot be loaded.  The worker must go on serving."""
 
+import http.client
+
 import pytest
 
-from harness import dechunk, parse_raw, Nginx
+from harness import dechunk, parse_raw, wait_for, Nginx
 
 LOCATIONS = """
         location /boom { jvm_content testapp.errors/boom; }
@@ -11,6 +13,7 @@ LOCATIONS = """
         location /string { jvm_content testapp.errors/returns-string; }
         location /number { jvm_content testapp.errors/returns-number; }
         location /seq-throws { jvm_content testapp.errors/seq-throws; }
+        location /bad-response { jvm_content testapp.errors/bad-response; }
         location /pid { jvm_content testapp.ring/pid; }
         location /missing-class { jvm_content com.nope.Missing; }
         location /missing-var { jvm_content testapp.errors/no-such-var; }
@@ -65,6 +68,83 @@ def test_handler_returns_no_map(ng, path, what):
     assert ng.wait_log(r"\[error\] .*the handler returned %s, not a Ring "
                        r"response map" % what, since)
     assert pid(ng) == before
+
+
+@pytest.mark.log_allows(r"jvm: the handler threw", r"not an HTTP token",
+                        r"CR, LF or NUL", r"which nginx-jvm cannot send",
+                        r"an empty name", TRACE)
+@pytest.mark.parametrize("case, reason", [
+    # a name that is not an HTTP token would read to a client as another
+    # field ("X:Y: v" is the field X) or break the header block
+    ("space-name", r'header field name "Bad Name" is not an HTTP token'),
+    ("colon-name", r'header field name "X:Y" is not an HTTP token'),
+    ("utf8-name", r'header field name "X-Na.ve" is not an HTTP token'),
+    ("empty-name", r"an empty name"),
+    ("crlf-value", r"header field X-A contains CR, LF or NUL"),
+    # Ring defines no map or set body (the reference adapters refuse them)
+    ("map-body", r"body of type clojure.lang.PersistentArrayMap, "
+                 r"which nginx-jvm cannot send"),
+    ("set-body", r"body of type clojure.lang.PersistentHashSet, "
+                 r"which nginx-jvm cannot send"),
+])
+def test_bad_response_is_a_logged_500(ng, case, reason):
+    before = pid(ng)
+    since = ng.log_size()
+    r = ng.get("/bad-response?" + case)
+    assert r.status == 500
+    assert b"sent" not in r.body
+    assert ng.wait_log(r"\[error\] .*" + reason, since)
+    assert pid(ng) == before
+
+
+@pytest.mark.parametrize("case, header, body", [
+    ("vector-body", None, b"vector"),
+    ("token-names", "X-Ok!#$%&'*+-.^_`|~09", b"sent"),
+])
+def test_good_responses_next_to_the_bad(ng, case, header, body):
+    r = ng.get("/bad-response?" + case)
+    assert r.status == 200
+    assert r.body == body
+    if header:
+        assert r.header(header) == "v"
+
+
+EXIT_LOG = [r"\[alert\] .*jvm: handler code ended the JVM with status 2",
+            r"worker process \d+ exited with code 1"]
+
+
+@pytest.mark.log_allows(*EXIT_LOG, r"System.exit\(\) called on thread",
+                        r"^\s+at ")
+@pytest.mark.parametrize("how", ["exit", "halt"])
+def test_system_exit_is_an_alert_and_the_worker_comes_back(mode, how):
+    """Nothing refuses System.exit on JDK 17+; it must not end the worker
+    silently, nor with nginx's "fatal, do not respawn" status 2."""
+    locations = LOCATIONS + \
+        "        location /exit { jvm_content testapp.errors/exit; }\n"
+    with Nginx(locations, mode=mode, startup_allow=MISSING) as n:
+        before = pid(n)
+        since = n.log_size()
+        try:
+            r = n.get("/exit?" + how, timeout=10)
+            assert r.status != 200, "the handler's answer got out"
+        except (OSError, http.client.HTTPException):
+            pass                        # the connection went with the worker
+        assert n.wait_log(EXIT_LOG[0], since)
+        assert n.wait_log(EXIT_LOG[1], since)
+        if how == "exit":
+            # the caller's stack, from the runtime's shutdown hook
+            assert n.log_lines(r"System.exit\(\) called on thread", since)
+            assert "at testapp.errors$exit" in n.log_text(since)
+
+        def new_pid():
+            try:
+                return pid(n)
+            except (OSError, http.client.HTTPException, AssertionError):
+                return None
+        # the master started another worker, which serves
+        after = wait_for(new_pid, 30)
+        assert after and after != before
+        assert n.get("/static").body == b"static ok"
 
 
 @pytest.mark.log_allows(r"jvm: the response body failed", r"seq-boom-marker",

@@ -2,10 +2,14 @@
 SIGINT and SIGTERM (no nginx left behind, the temporary prefix removed)."""
 
 import os
+import pwd
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -16,10 +20,14 @@ LAUNCHER = str(ROOT / "bin" / "nginx-jvm")
 
 
 @pytest.fixture(autouse=True)
-def cache(tmp_path, monkeypatch):
-    """The launcher's class cache in the test's own directory."""
-    monkeypatch.setenv("NGINX_JVM_CACHE", str(tmp_path / "cache"))
-    return tmp_path / "cache"
+def cache(monkeypatch):
+    """The launcher's class cache in the test's own directory, which the
+    workers (nobody, started as root) can read."""
+    top = tempfile.mkdtemp(prefix="nginx-jvm-test-cache-")
+    os.chmod(top, 0o755)
+    monkeypatch.setenv("NGINX_JVM_CACHE", os.path.join(top, "cache"))
+    yield Path(top) / "cache"
+    shutil.rmtree(top, ignore_errors=True)
 
 
 def test_cache_option(cache, monkeypatch):
@@ -64,6 +72,22 @@ def test_print_config_for_a_ring_handler():
     assert '"%s/*"' % (ROOT / "build" / "lib") in conf
 
 
+def test_static_locations(tmp_path):
+    (tmp_path / "public").mkdir()
+    r = run("run", "--handler", "testapp.Echo", "--classpath", "/tmp",
+            "--static", "/static=public", "--static", "/img/=%s/" % tmp_path,
+            "--print-config", cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    # both end in "/": alias reaches nothing outside the directory
+    assert ('location "/static/" {\n            alias "%s/public/";'
+            % tmp_path) in r.stdout
+    assert 'location "/img/" {\n            alias "%s/";' % tmp_path in r.stdout
+    assert "include /etc/nginx/mime.types;" in r.stdout
+    r = run("run", "--handler", "testapp.Echo", "--classpath", "/tmp",
+            "--print-config")
+    assert "alias" not in r.stdout and "mime.types" not in r.stdout
+
+
 def test_print_config_for_a_java_handler_has_no_clojure():
     r = run("run", "--handler", "testapp.Echo", "--classpath",
             java_classes(), "--print-config")
@@ -90,6 +114,12 @@ def test_a_classpath_with_clojure_keeps_its_own():
      r"--mode must be"),
     (["--handler", "a.b/c", "--classpath", "/tmp", "--jvm-option", "Xmx1g"],
      r"is not a JVM option"),
+    (["--handler", "a.b/c", "--classpath", "/tmp", "--static", "static=/tmp"],
+     r"--static takes URL-PREFIX=DIR"),
+    (["--handler", "a.b/c", "--classpath", "/tmp", "--static", "/s=/nonexistent"],
+     r"--static: /nonexistent is not a directory"),
+    (["--handler", "a.b/c", "--classpath", "/tmp", "--static", "/=/tmp"],
+     r"the prefix / is the handler's"),
 ])
 def test_bad_arguments_are_refused(args, message):
     r = run("run", *args)
@@ -196,3 +226,114 @@ def test_java_handler_through_the_launcher():
         os.kill(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)
     assert proc.returncode == 0
+
+
+def worker_users(proc):
+    users = set()
+    for pid in children(children(proc.pid)[0]):
+        with open("/proc/%d/status" % pid) as f:
+            uid = [l.split()[1] for l in f if l.startswith("Uid:")][0]
+        users.add(pwd.getpwuid(int(uid)).pw_name)
+    return users
+
+
+WHOAMI = """(ns whoami.core)
+
+;; top-level code: runs wherever the namespace loads (the master's JVMs
+;; that build the class cache, then each worker)
+(spit (str "%s/" (.pid (java.lang.ProcessHandle/current)))
+      (System/getProperty "user.name"))
+
+(defn handler [request]
+  {:status 200 :body (System/getProperty "user.name")})
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root chooses the user")
+def test_started_as_root_the_application_runs_as_nobody(cache, monkeypatch):
+    """Workers and the master's JVMs alike; the class cache they built is
+    then root's, read-only to them."""
+    monkeypatch.delenv("SUDO_USER", raising=False)
+    top = Path(tempfile.mkdtemp(prefix="nginx-jvm-test-whoami-"))
+    try:
+        os.chmod(top, 0o755)
+        (top / "src" / "whoami").mkdir(parents=True)
+        (top / "src" / "whoami" / "core.clj").write_text(WHOAMI % (top / "marks"))
+        (top / "marks").mkdir()
+        os.chmod(top / "marks", 0o777)
+        port = free_port()
+        proc = subprocess.Popen(
+            [LAUNCHER, "run", "--handler", "whoami.core/handler",
+             "--classpath", str(top / "src"), "--port", str(port),
+             "--workers", "2"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True)
+        try:
+            def serving():
+                try:
+                    return request(port, "GET", "/", timeout=2)
+                except OSError:
+                    return None
+            r = wait_for(serving, 90)
+            assert r and r.status == 200, proc.stderr.read1().decode()
+            assert r.text == "nobody"
+            assert worker_users(proc) == {"nobody"}
+            def marks():
+                found = {p.name: p.read_text()
+                         for p in (top / "marks").iterdir()}
+                # the compiling and archiving JVMs, and the two workers,
+                # each file written whole (spit creates it, then writes)
+                return found if len(found) == 4 and all(found.values()) \
+                    else None
+            found = wait_for(marks, 30)
+            assert found and set(found.values()) == {"nobody"}, found
+            [entry] = [p for p in cache.iterdir() if p.is_dir()]
+            for p in [entry] + list(entry.rglob("*")):
+                assert p.stat().st_uid == 0, p
+                assert not p.stat().st_mode & 0o022, p
+        finally:
+            os.kill(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=20)
+        err = proc.stderr.read().decode()
+        assert "not readable" not in err and "[warn]" not in err, err
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root chooses the user")
+def test_the_user_who_ran_sudo_or_root_when_asked(monkeypatch):
+    args = ("run", "--handler", "testapp.offloop/fast", "--classpath",
+            str(CLJ_APPS), "--print-config")
+    monkeypatch.setenv("SUDO_USER", "daemon")
+    assert "\nuser daemon daemon;\n" in run(*args).stdout
+    assert "\nuser root root;\n" in run(*args, "--user", "root").stdout
+    monkeypatch.setenv("SUDO_USER", "root")
+    assert "\nuser nobody nogroup;\n" in run(*args).stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root chooses the user")
+def test_a_class_path_the_workers_cannot_read_is_refused(tmp_path,
+                                                         monkeypatch):
+    monkeypatch.delenv("SUDO_USER", raising=False)
+    private = tmp_path / "private"          # below pytest's 0700 directory
+    private.mkdir()
+    r = run("run", "--handler", "testapp.offloop/fast", "--classpath",
+            "%s:%s" % (CLJ_APPS, private))
+    assert r.returncode == 2
+    assert "the workers run as nobody" in r.stderr
+    assert "    %s\n" % private in r.stderr
+    assert str(CLJ_APPS) + "\n" not in r.stderr
+    assert "--user root" in r.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root chooses the user")
+def test_a_static_directory_the_workers_cannot_read_is_refused(tmp_path,
+                                                              monkeypatch):
+    monkeypatch.delenv("SUDO_USER", raising=False)
+    public = tmp_path / "public"            # below pytest's 0700 directory
+    public.mkdir()
+    r = run("run", "--handler", "testapp.offloop/fast", "--classpath",
+            str(CLJ_APPS), "--static", "/static/=%s" % public)
+    assert r.returncode == 2
+    assert "the workers run as nobody" in r.stderr
+    assert "    %s/\n" % public in r.stderr

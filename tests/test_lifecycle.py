@@ -4,18 +4,20 @@ mode, and a worker the JVM kills (OutOfMemoryError)."""
 import http.client
 import os
 import signal
+import socket
 import threading
 import time
 
 import pytest
 
-from harness import alive, Nginx, wait_for
+from harness import alive, dechunk, Nginx, wait_for
 
 LOCATIONS = """
         location /pid { jvm_content testapp.ring/pid; }
         location /slow { jvm_content testapp.ring/slow; }
         location /oom { jvm_content testapp.ring/oom; }
         location /static { return 200 "static ok"; }
+        location /slow-seq { jvm_content testapp.offloop/seq-body; }
 """
 
 
@@ -98,6 +100,45 @@ def test_quit_exits_quickly(mode):
         assert time.monotonic() - started < 10
         assert n.proc.returncode == 0
         assert wait_gone([worker], 2)
+
+
+def test_quit_lets_bodies_in_flight_finish(mode):
+    """A graceful quit waits for every request that has a timer; a body
+    produced on a JVM thread, waiting for its next piece, must count as
+    one, or the worker exits and cuts it short."""
+    with Nginx(LOCATIONS, mode=mode) as n:
+        got = []
+        started = threading.Semaphore(0)
+
+        def download():
+            with socket.create_connection(("127.0.0.1", n.port), 30) as s:
+                s.sendall(b"GET /slow-seq HTTP/1.1\r\nHost: x\r\n"
+                          b"Connection: close\r\n\r\n")
+                data = b""
+                while True:
+                    b = s.recv(65536)
+                    if not b:
+                        break
+                    if not data:
+                        started.release()
+                    data += b
+            got.append(dechunk(data.partition(b"\r\n\r\n")[2]))
+        download()                      # warm: the 4 below start at once
+        got.clear()
+        threads = [threading.Thread(target=download) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for _ in threads:
+            # in flight (the 100 lines take 0.5 s): a connection the worker
+            # has not accepted yet would be reset by the quit, as by nginx's
+            assert started.acquire(timeout=10)
+        assert n.control("quit").returncode == 0
+        for t in threads:
+            t.join(30)
+        n.proc.wait(30)
+        whole = b"".join(b"line %d\n" % i for i in range(100))
+        assert got == [(whole, True)] * 4
+        assert not n.log_lines(r"open socket .* left in connection")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGQUIT],

@@ -72,6 +72,7 @@ def test_cancel_before_it_runs(ng):
     assert count(ng, "never")[0] == 0
 
 
+@pytest.mark.log_allows(r"\[error\].*nginx\.jvm\.Timers: a timer's task threw")
 def test_an_exception_is_logged_and_the_interval_goes_on(ng):
     get(ng, op="start", name="boom", kind="every", ms=40, on="loop", **{"throw": 1})
     assert wait_for(lambda: count(ng, "boom")[0] >= 3, 5)

@@ -112,6 +112,7 @@ def test_subscribe_and_close(ng):
         conn.close()
 
 
+@pytest.mark.log_allows(r"\[error\].*nginx\.jvm\.Topic: a listener of topic")
 def test_a_listener_that_throws_is_logged_and_delivery_goes_on(ng):
     each_worker(ng, op="clear")
     assert op(ng, op="publish", msg="boom").text == "1"

@@ -297,6 +297,7 @@ def test_abrupt_disconnect_is_1006(ng):
     assert len(closes) == 1 and closes[0][1] == 1006
 
 
+@pytest.mark.log_allows(r"\[error\].*nginx\.jvm\.WebSockets: a websocket listener threw")
 def test_listener_that_throws_closes_with_1011(ng):
     s, _ = handshake(ng.port)
     with s:

@@ -44,6 +44,9 @@ static ngx_int_t ngx_http_jvm_cache_valid(ngx_cycle_t *cycle,
 static void ngx_http_jvm_cache_done(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 static void ngx_http_jvm_cache_remove(ngx_cycle_t *cycle, ngx_str_t *dir);
+static void ngx_http_jvm_cache_seal(ngx_cycle_t *cycle, ngx_str_t *dir);
+static ngx_int_t ngx_http_jvm_cache_seal_path(ngx_tree_ctx_t *ctx,
+    ngx_str_t *path);
 static void ngx_http_jvm_cache_prune(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 static int ngx_libc_cdecl ngx_http_jvm_cache_newer(const void *one,
@@ -65,9 +68,10 @@ static u_char *ngx_http_jvm_cache_path(ngx_cycle_t *cycle,
 void
 ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 {
-    u_char     *path, hex[32];
-    ngx_int_t   rc;
-    ngx_err_t   err;
+    u_char           *path, hex[32];
+    ngx_int_t         rc;
+    ngx_err_t         err;
+    ngx_core_conf_t  *ccf;
 
     jmcf->cache_ready = 0;
 
@@ -133,10 +137,22 @@ ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         err = ngx_errno;
     }
 
+    /* the master's JVMs write into it as the workers' user */
+
+    ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
+
+    if (err == 0 && geteuid() == 0
+        && ccf->user != (ngx_uid_t) NGX_CONF_UNSET_UINT
+        && chown((char *) jmcf->cache_entry.data, ccf->user, ccf->group)
+           == -1)
+    {
+        err = ngx_errno;
+    }
+
     if (err) {
         ngx_log_error(NGX_LOG_WARN, cycle->log, err,
-                      "jvm: the class cache is not used: mkdir \"%V\" "
-                      "failed", &jmcf->cache_entry);
+                      "jvm: the class cache is not used: mkdir or chown "
+                      "\"%V\" failed", &jmcf->cache_entry);
         ngx_http_jvm_vm_trial(cycle, jmcf);
         return;
     }
@@ -147,6 +163,7 @@ ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
     rc = ngx_http_jvm_vm_build_cache(cycle, jmcf);
 
     if (rc == NGX_OK) {
+        ngx_http_jvm_cache_seal(cycle, &jmcf->cache_entry);
         ngx_http_jvm_cache_done(cycle, jmcf);
 
         if (ngx_http_jvm_cache_valid(cycle, jmcf) == NGX_OK) {
@@ -589,6 +606,47 @@ ngx_http_jvm_cache_remove(ngx_cycle_t *cycle, ngx_str_t *dir)
     if (ngx_walk_tree(&tree, dir) == NGX_OK) {
         (void) ngx_delete_dir(dir->data);
     }
+}
+
+
+/*
+ * A built entry goes back to root, read-only for the workers' user: code
+ * running as that user cannot change what every later start loads.
+ */
+
+static void
+ngx_http_jvm_cache_seal(ngx_cycle_t *cycle, ngx_str_t *dir)
+{
+    ngx_tree_ctx_t  tree;
+
+    if (geteuid() != 0) {
+        return;
+    }
+
+    tree.init_handler = NULL;
+    tree.file_handler = ngx_http_jvm_cache_seal_path;
+    tree.pre_tree_handler = ngx_http_jvm_cache_noop;
+    tree.post_tree_handler = ngx_http_jvm_cache_seal_path;
+    tree.spec_handler = ngx_http_jvm_cache_seal_path;
+    tree.data = NULL;
+    tree.alloc = 0;
+    tree.log = cycle->log;
+
+    if (ngx_walk_tree(&tree, dir) == NGX_OK) {
+        (void) ngx_http_jvm_cache_seal_path(&tree, dir);
+    }
+}
+
+
+static ngx_int_t
+ngx_http_jvm_cache_seal_path(ngx_tree_ctx_t *ctx, ngx_str_t *path)
+{
+    if (chown((char *) path->data, 0, 0) == -1) {
+        ngx_log_error(NGX_LOG_WARN, ctx->log, ngx_errno,
+                      "jvm: chown(\"%V\", root) failed", path);
+    }
+
+    return NGX_OK;
 }
 
 

@@ -26,6 +26,10 @@ static char *ngx_http_jvm_init(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_jvm_content(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_jvm_status(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_jvm_repl(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static ngx_int_t ngx_http_jvm_valid_handler_name(ngx_str_t *name);
 static ngx_int_t ngx_http_jvm_find_libjvm(ngx_conf_t *cf, ngx_str_t *path);
 static ngx_int_t ngx_http_jvm_expand_dir(ngx_conf_t *cf,
@@ -217,6 +221,20 @@ static ngx_command_t  ngx_http_jvm_commands[] = {
       0,
       NULL },
 
+    { ngx_string("jvm_status"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_jvm_status,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("jvm_repl"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_jvm_repl,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
@@ -280,6 +298,7 @@ ngx_http_jvm_create_main_conf(ngx_conf_t *cf)
     jmcf->queue = NGX_CONF_UNSET;
     jmcf->ws_send_queue = NGX_CONF_UNSET;
     jmcf->reload_timeout = NGX_CONF_UNSET_MSEC;
+    jmcf->repl = NGX_CONF_UNSET;
 
     if (ngx_array_init(&jmcf->handlers, cf->pool, 4, sizeof(ngx_str_t))
         != NGX_OK)
@@ -300,6 +319,7 @@ ngx_http_jvm_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_value(jmcf->queue, 1024);
     ngx_conf_init_value(jmcf->ws_send_queue, 64);
     ngx_conf_init_msec_value(jmcf->reload_timeout, 60000);
+    ngx_conf_init_value(jmcf->repl, 0);
 
     if (jmcf->handlers.nelts == 0 && jmcf->init.len == 0) {
         /* the module is loaded but unused: no JVM is needed */
@@ -846,6 +866,93 @@ ngx_http_jvm_content(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 
 /*
+ * jvm_status: the location answers the workers' figures, in Prometheus's
+ * text format, from a handler of the runtime (nginx.jvm.Status) and a
+ * dictionary of its own where each worker publishes them.
+ */
+
+static char *
+ngx_http_jvm_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_jvm_loc_conf_t *jlcf = conf;
+
+    ngx_str_t                  name;
+    ngx_http_jvm_main_conf_t  *jmcf;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    if (jlcf->handler != NGX_CONF_UNSET) {
+        return "is duplicate (or the location has \"jvm_content\")";
+    }
+
+    jmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_jvm_module);
+
+    if (jmcf->status == NULL) {
+        ngx_str_set(&name, NGX_HTTP_JVM_STATUS_DICT);
+
+        if (ngx_http_jvm_dict_find_conf(jmcf, &name)) {
+            return "conflicts with a \"jvm_shared_dict\" named "
+                   "\"" NGX_HTTP_JVM_STATUS_DICT "\"";
+        }
+
+        jmcf->status = ngx_http_jvm_dict_add(cf, jmcf, &name,
+                                             NGX_HTTP_JVM_STATUS_SIZE);
+        if (jmcf->status == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    ngx_str_set(&name, NGX_HTTP_JVM_STATUS_HANDLER);
+
+    jlcf->handler = ngx_http_jvm_handler_index(cf, &name, "jvm_status");
+    if (jlcf->handler == NGX_ERROR) {
+        return NGX_CONF_ERROR;
+    }
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_jvm_content_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+/* jvm_repl PORT | off: a Clojure socket REPL in each worker, on loopback */
+
+static char *
+ngx_http_jvm_repl(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_jvm_main_conf_t *jmcf = conf;
+
+    ngx_int_t   port;
+    ngx_str_t  *value;
+
+    if (jmcf->repl != NGX_CONF_UNSET) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len == 3 && ngx_strncmp(value[1].data, "off", 3) == 0) {
+        jmcf->repl = 0;
+        return NGX_CONF_OK;
+    }
+
+    port = ngx_atoi(value[1].data, value[1].len);
+
+    if (port < 1 || port > 65535) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "jvm_repl: invalid port \"%V\": a port number "
+                           "(worker N listens on PORT+N) or \"off\"",
+                           &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    jmcf->repl = port;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
  * The id of a handler named by a directive: one instance per name, shared
  * by every directive naming it, loaded when the worker starts.
  */
@@ -954,6 +1061,7 @@ ngx_http_jvm_init_module(ngx_cycle_t *cycle)
 
         if (ngx_process != NGX_PROCESS_SIGNALLER) {
             ngx_http_jvm_cache_prepare(cycle, jmcf);
+            (void) ngx_http_jvm_topics_prepare(cycle, jmcf);
         }
     }
 

@@ -105,6 +105,15 @@ typedef struct {
 #define NGX_HTTP_JVM_DICT_NAME_MAX    128
 #define NGX_HTTP_JVM_DICT_KEY_MAX     65535
 
+/*
+ * jvm_status: its handler (nginx.jvm.Status) and the dictionary where each
+ * worker publishes its figures; the C module counts 504s there itself.
+ */
+#define NGX_HTTP_JVM_STATUS_HANDLER   "nginx.jvm.Status"
+#define NGX_HTTP_JVM_STATUS_DICT      "nginx.jvm.status"
+#define NGX_HTTP_JVM_STATUS_SIZE      (256 * 1024)
+#define NGX_HTTP_JVM_STATUS_504       "timeouts"
+
 /* Value types of a dictionary entry; nginx.jvm.SharedDict has the same. */
 #define NGX_HTTP_JVM_DICT_STRING      1
 #define NGX_HTTP_JVM_DICT_BYTES       2
@@ -156,6 +165,9 @@ typedef struct {
     ngx_shm_zone_t           *zone;         /* of ngx_http_jvm_generation_t */
     ngx_array_t              *dicts;        /* of ngx_http_jvm_dict_t * */
     ngx_array_t              *topics;       /* of ngx_http_jvm_topic_t * */
+    ngx_array_t              *topic_wakes;  /* of ngx_fd_t, one a worker */
+    ngx_http_jvm_dict_t      *status;       /* jvm_status's figures */
+    ngx_int_t                 repl;         /* jvm_repl's port, 0: off */
     ngx_atomic_uint_t         generation;   /* this configuration's */
     unsigned                  uses_pool:1;
     unsigned                  uses_virtual:1;
@@ -238,6 +250,10 @@ void ngx_http_jvm_reload_worker_ready(ngx_cycle_t *cycle,
 char *ngx_http_jvm_shared_dict(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 void ngx_http_jvm_shared_init(ngx_http_jvm_main_conf_t *jmcf);
+ngx_http_jvm_dict_t *ngx_http_jvm_dict_find_conf(
+    ngx_http_jvm_main_conf_t *jmcf, ngx_str_t *name);
+ngx_http_jvm_dict_t *ngx_http_jvm_dict_add(ngx_conf_t *cf,
+    ngx_http_jvm_main_conf_t *jmcf, ngx_str_t *name, size_t size);
 ngx_http_jvm_dict_t *ngx_http_jvm_dict_find(u_char *name, size_t len);
 ngx_uint_t ngx_http_jvm_dict_fits(ngx_http_jvm_dict_t *dict, size_t klen,
     size_t vlen);
@@ -258,6 +274,8 @@ void ngx_http_jvm_dict_clear(ngx_http_jvm_dict_t *dict);
 
 /* ngx_http_jvm_topic.c: publishing is for any thread */
 char *ngx_http_jvm_topic(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_jvm_topics_prepare(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_topics_init(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 void ngx_http_jvm_topics_names(ngx_http_jvm_main_conf_t *jmcf);
@@ -296,6 +314,15 @@ ngx_int_t ngx_http_jvm_variable_set(ngx_http_request_t *r, ngx_str_t *name,
 ngx_int_t ngx_http_jvm_set_uri(ngx_http_request_t *r, ngx_str_t *uri);
 
 /* ngx_http_jvm_task.c */
+/* An eventfd on the event loop, outside the worker's connection pool. */
+typedef struct {
+    ngx_connection_t          conn;
+    ngx_event_t               read;
+    ngx_event_t               write;
+} ngx_http_jvm_eventfd_t;
+
+ngx_int_t ngx_http_jvm_eventfd_add(ngx_http_jvm_eventfd_t *efd, ngx_fd_t fd,
+    ngx_event_handler_pt handler, ngx_log_t *log);
 ngx_int_t ngx_http_jvm_tasks_init(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_task_submit(ngx_http_request_t *r, ngx_int_t handler,

@@ -55,7 +55,8 @@ static ngx_int_t ngx_http_jvm_dict_init_zone(ngx_shm_zone_t *zone,
 static void ngx_http_jvm_dict_rbtree_insert(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
 static ngx_http_jvm_dict_node_t *ngx_http_jvm_dict_lookup(
-    ngx_http_jvm_dict_t *dict, ngx_uint_t hash, u_char *key, size_t klen);
+    ngx_http_jvm_dict_t *dict, ngx_uint_t hash, u_char *key, size_t klen,
+    uint64_t now);
 static void ngx_http_jvm_dict_remove(ngx_http_jvm_dict_t *dict,
     ngx_http_jvm_dict_node_t *dn);
 static ngx_http_jvm_dict_node_t *ngx_http_jvm_dict_alloc(
@@ -79,10 +80,8 @@ ngx_http_jvm_shared_dict(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_jvm_main_conf_t *jmcf = conf;
 
-    ssize_t                size;
-    ngx_str_t             *value, zname;
-    ngx_uint_t             i;
-    ngx_http_jvm_dict_t  **dicts, *dict;
+    ssize_t     size;
+    ngx_str_t  *value;
 
     value = cf->args->elts;
 
@@ -111,50 +110,82 @@ ngx_http_jvm_shared_dict(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    if (ngx_http_jvm_dict_find_conf(jmcf, &value[1])) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "jvm_shared_dict \"%V\" is duplicate", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    return ngx_http_jvm_dict_add(cf, jmcf, &value[1], size) ? NGX_CONF_OK
+                                                             : NGX_CONF_ERROR;
+}
+
+
+/* The dictionary of that name in this configuration, or NULL. */
+
+ngx_http_jvm_dict_t *
+ngx_http_jvm_dict_find_conf(ngx_http_jvm_main_conf_t *jmcf, ngx_str_t *name)
+{
+    ngx_uint_t             i;
+    ngx_http_jvm_dict_t  **dicts;
+
     if (jmcf->dicts == NULL) {
-        jmcf->dicts = ngx_array_create(cf->pool, 4,
-                                       sizeof(ngx_http_jvm_dict_t *));
-        if (jmcf->dicts == NULL) {
-            return NGX_CONF_ERROR;
-        }
+        return NULL;
     }
 
     dicts = jmcf->dicts->elts;
 
     for (i = 0; i < jmcf->dicts->nelts; i++) {
-        if (dicts[i]->name.len == value[1].len
-            && ngx_strncmp(dicts[i]->name.data, value[1].data,
-                           value[1].len) == 0)
+        if (dicts[i]->name.len == name->len
+            && ngx_strncmp(dicts[i]->name.data, name->data, name->len) == 0)
         {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "jvm_shared_dict \"%V\" is duplicate",
-                               &value[1]);
-            return NGX_CONF_ERROR;
+            return dicts[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+/* A dictionary and its zone (jvm_shared_dict, and jvm_status's own). */
+
+ngx_http_jvm_dict_t *
+ngx_http_jvm_dict_add(ngx_conf_t *cf, ngx_http_jvm_main_conf_t *jmcf,
+    ngx_str_t *name, size_t size)
+{
+    ngx_str_t              zname;
+    ngx_http_jvm_dict_t  **dicts, *dict;
+
+    if (jmcf->dicts == NULL) {
+        jmcf->dicts = ngx_array_create(cf->pool, 4,
+                                       sizeof(ngx_http_jvm_dict_t *));
+        if (jmcf->dicts == NULL) {
+            return NULL;
         }
     }
 
     dict = ngx_pcalloc(cf->pool, sizeof(ngx_http_jvm_dict_t));
     if (dict == NULL) {
-        return NGX_CONF_ERROR;
+        return NULL;
     }
 
-    dict->name = value[1];
+    dict->name = *name;
     dict->size = size;
 
     /* a prefix, so that no other module's zone of the same name clashes */
 
-    zname.len = sizeof("jvm_shared_dict:") - 1 + value[1].len;
+    zname.len = sizeof("jvm_shared_dict:") - 1 + name->len;
     zname.data = ngx_pnalloc(cf->pool, zname.len);
     if (zname.data == NULL) {
-        return NGX_CONF_ERROR;
+        return NULL;
     }
 
-    ngx_sprintf(zname.data, "jvm_shared_dict:%V", &value[1]);
+    ngx_sprintf(zname.data, "jvm_shared_dict:%V", name);
 
     dict->zone = ngx_shared_memory_add(cf, &zname, size,
                                        &ngx_http_jvm_module);
     if (dict->zone == NULL) {
-        return NGX_CONF_ERROR;
+        return NULL;
     }
 
     dict->zone->init = ngx_http_jvm_dict_init_zone;
@@ -162,12 +193,12 @@ ngx_http_jvm_shared_dict(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     dicts = ngx_array_push(jmcf->dicts);
     if (dicts == NULL) {
-        return NGX_CONF_ERROR;
+        return NULL;
     }
 
     *dicts = dict;
 
-    return NGX_CONF_OK;
+    return dict;
 }
 
 
@@ -338,9 +369,11 @@ ngx_http_jvm_dict_rbtree_insert(ngx_rbtree_node_t *temp,
 }
 
 
+/* The live entry of key, or NULL; an expired one is removed on the way. */
+
 static ngx_http_jvm_dict_node_t *
 ngx_http_jvm_dict_lookup(ngx_http_jvm_dict_t *dict, ngx_uint_t hash,
-    u_char *key, size_t klen)
+    u_char *key, size_t klen, uint64_t now)
 {
     ngx_int_t                  rc;
     ngx_rbtree_node_t         *node, *sentinel;
@@ -366,6 +399,11 @@ ngx_http_jvm_dict_lookup(ngx_http_jvm_dict_t *dict, ngx_uint_t hash,
         rc = ngx_memn2cmp(key, dn->data, klen, dn->key_len);
 
         if (rc == 0) {
+            if (ngx_http_jvm_dict_expired(dn, now)) {
+                ngx_http_jvm_dict_remove(dict, dn);
+                return NULL;
+            }
+
             return dn;
         }
 
@@ -508,13 +546,9 @@ ngx_http_jvm_dict_get(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
 
     ngx_shmtx_lock(&dict->shpool->mutex);
 
-    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen);
+    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen, now);
 
     if (dn == NULL) {
-        rc = NGX_HTTP_JVM_DICT_NOT_FOUND;
-
-    } else if (ngx_http_jvm_dict_expired(dn, now)) {
-        ngx_http_jvm_dict_remove(dict, dn);
         rc = NGX_HTTP_JVM_DICT_NOT_FOUND;
 
     } else {
@@ -559,12 +593,7 @@ ngx_http_jvm_dict_set(ngx_http_jvm_dict_t *dict, ngx_uint_t op, u_char *key,
 
     ngx_shmtx_lock(&dict->shpool->mutex);
 
-    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen);
-
-    if (dn && ngx_http_jvm_dict_expired(dn, now)) {
-        ngx_http_jvm_dict_remove(dict, dn);
-        dn = NULL;
-    }
+    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen, now);
 
     if (dn && op == NGX_HTTP_JVM_DICT_ADD) {
         rc = NGX_HTTP_JVM_DICT_EXISTS;
@@ -623,12 +652,7 @@ ngx_http_jvm_dict_incr(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
 
     ngx_shmtx_lock(&dict->shpool->mutex);
 
-    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen);
-
-    if (dn && ngx_http_jvm_dict_expired(dn, now)) {
-        ngx_http_jvm_dict_remove(dict, dn);
-        dn = NULL;
-    }
+    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen, now);
 
     if (dn == NULL) {
         /* wraps around as Java's long does */
@@ -686,15 +710,14 @@ ngx_http_jvm_dict_delete(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen)
 
     ngx_shmtx_lock(&dict->shpool->mutex);
 
-    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen);
+    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen, now);
 
     if (dn == NULL) {
         rc = NGX_HTTP_JVM_DICT_NOT_FOUND;
 
     } else {
-        rc = ngx_http_jvm_dict_expired(dn, now) ? NGX_HTTP_JVM_DICT_NOT_FOUND
-                                                : NGX_HTTP_JVM_DICT_OK;
         ngx_http_jvm_dict_remove(dict, dn);
+        rc = NGX_HTTP_JVM_DICT_OK;
     }
 
     ngx_shmtx_unlock(&dict->shpool->mutex);

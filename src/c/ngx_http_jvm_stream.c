@@ -14,11 +14,16 @@
 #include "ngx_http_jvm_module.h"
 
 
+/* How often the timer of a body waiting for its producer comes round, ms. */
+#define NGX_HTTP_JVM_STREAM_HOLD  60000
+
+
 static ngx_int_t ngx_http_jvm_stream(ngx_http_request_t *r,
     ngx_http_jvm_ctx_t *ctx);
 static void ngx_http_jvm_stream_writer(ngx_http_request_t *r);
 static void ngx_http_jvm_stream_close(ngx_http_jvm_ctx_t *ctx);
 static void ngx_http_jvm_cleanup(void *data);
+static void ngx_http_jvm_stream_hold(ngx_event_t *ev);
 
 
 /*
@@ -179,12 +184,23 @@ ngx_http_jvm_stream(ngx_http_request_t *r, ngx_http_jvm_ctx_t *ctx)
 
         if (rc == NGX_AGAIN) {
             /*
-             * A JVM thread has not produced the next piece yet.  No timer:
-             * a long-lived stream (server-sent events, long polling) lasts
-             * as long as the client stays, and a client that leaves ends
-             * the request (ngx_http_test_reading), which stops the producer.
+             * A JVM thread has not produced the next piece yet.  No
+             * timeout: a long-lived stream (server-sent events, long
+             * polling) lasts as long as the client stays, and a client
+             * that leaves ends the request (ngx_http_test_reading), which
+             * stops the producer.  But a timer all the same: a worker's
+             * graceful quit waits only for requests that have one, and
+             * would otherwise cut this body short
+             * (worker_shutdown_timeout still bounds the wait).
              */
             ctx->waiting = 1;
+
+            if (!ctx->timer.timer_set) {
+                ctx->timer.handler = ngx_http_jvm_stream_hold;
+                ctx->timer.data = r;
+                ctx->timer.log = c->log;
+                ngx_add_timer(&ctx->timer, NGX_HTTP_JVM_STREAM_HOLD);
+            }
 
             return NGX_AGAIN;
         }
@@ -253,6 +269,22 @@ ngx_http_jvm_stream(ngx_http_request_t *r, ngx_http_jvm_ctx_t *ctx)
     }
 
     return NGX_AGAIN;
+}
+
+
+/* The timer of a body waiting for its producer: it only has to be there. */
+
+static void
+ngx_http_jvm_stream_hold(ngx_event_t *ev)
+{
+    ngx_http_request_t  *r = ev->data;
+    ngx_http_jvm_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_jvm_module);
+
+    if (ctx->waiting) {
+        ngx_add_timer(ev, NGX_HTTP_JVM_STREAM_HOLD);
+    }
 }
 
 

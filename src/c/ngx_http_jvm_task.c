@@ -33,11 +33,9 @@ static void ngx_http_jvm_task_quit_watch(ngx_event_t *ev);
 #define NGX_HTTP_JVM_QUIT_WATCH  100
 
 
-/* like ngx_notify's eventfd, outside the worker's connection pool */
-static ngx_connection_t  ngx_http_jvm_notify_conn;
-static ngx_event_t       ngx_http_jvm_notify_rev;
-static ngx_event_t       ngx_http_jvm_notify_wev;
-static ngx_event_t       ngx_http_jvm_quit_ev;
+/* like ngx_notify's eventfd */
+static ngx_http_jvm_eventfd_t  ngx_http_jvm_notify;
+static ngx_event_t             ngx_http_jvm_quit_ev;
 
 
 ngx_int_t
@@ -53,18 +51,8 @@ ngx_http_jvm_tasks_init(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         return NGX_ERROR;
     }
 
-    ngx_http_jvm_notify_conn.fd = fd;
-    ngx_http_jvm_notify_conn.read = &ngx_http_jvm_notify_rev;
-    ngx_http_jvm_notify_conn.write = &ngx_http_jvm_notify_wev;
-    ngx_http_jvm_notify_conn.log = cycle->log;
-
-    ngx_http_jvm_notify_rev.data = &ngx_http_jvm_notify_conn;
-    ngx_http_jvm_notify_rev.handler = ngx_http_jvm_task_notified;
-    ngx_http_jvm_notify_rev.log = cycle->log;
-    ngx_http_jvm_notify_wev.data = &ngx_http_jvm_notify_conn;
-    ngx_http_jvm_notify_wev.log = cycle->log;
-
-    if (ngx_add_event(&ngx_http_jvm_notify_rev, NGX_READ_EVENT, 0)
+    if (ngx_http_jvm_eventfd_add(&ngx_http_jvm_notify, fd,
+                                 ngx_http_jvm_task_notified, cycle->log)
         != NGX_OK)
     {
         return NGX_ERROR;
@@ -77,7 +65,7 @@ ngx_http_jvm_tasks_init(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
      */
 
     ngx_http_jvm_quit_ev.handler = ngx_http_jvm_task_quit_watch;
-    ngx_http_jvm_quit_ev.data = &ngx_http_jvm_notify_conn;
+    ngx_http_jvm_quit_ev.data = &ngx_http_jvm_notify.conn;
     ngx_http_jvm_quit_ev.log = cycle->log;
     ngx_http_jvm_quit_ev.cancelable = 1;
 
@@ -95,6 +83,31 @@ ngx_http_jvm_tasks_init(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
     }
 
     return rc;
+}
+
+
+/*
+ * An eventfd as a read event of the loop (also the topics' wake-up): a
+ * connection of its own, as ngx_notify's, so it takes none of
+ * worker_connections.
+ */
+
+ngx_int_t
+ngx_http_jvm_eventfd_add(ngx_http_jvm_eventfd_t *efd, ngx_fd_t fd,
+    ngx_event_handler_pt handler, ngx_log_t *log)
+{
+    efd->conn.fd = fd;
+    efd->conn.read = &efd->read;
+    efd->conn.write = &efd->write;
+    efd->conn.log = log;
+
+    efd->read.data = &efd->conn;
+    efd->read.handler = handler;
+    efd->read.log = log;
+    efd->write.data = &efd->conn;
+    efd->write.log = log;
+
+    return ngx_add_event(&efd->read, NGX_READ_EVENT, 0);
 }
 
 
@@ -179,7 +192,7 @@ ngx_http_jvm_task_notified(ngx_event_t *ev)
     ngx_http_request_t  *r;
     ngx_http_jvm_ctx_t  *ctx;
 
-    if (read(ngx_http_jvm_notify_conn.fd, &count, sizeof(uint64_t)) == -1) {
+    if (read(ngx_http_jvm_notify.conn.fd, &count, sizeof(uint64_t)) == -1) {
         /* EAGAIN: woken for tasks an earlier pass already took */
     }
 
@@ -260,10 +273,12 @@ ngx_http_jvm_task_respond(ngx_http_request_t *r)
 static void
 ngx_http_jvm_task_timeout(ngx_event_t *ev)
 {
-    ngx_connection_t         *c;
-    ngx_http_request_t       *r;
-    ngx_http_jvm_ctx_t       *ctx;
-    ngx_http_jvm_loc_conf_t  *jlcf;
+    int64_t                    n;
+    ngx_connection_t          *c;
+    ngx_http_request_t        *r;
+    ngx_http_jvm_ctx_t        *ctx;
+    ngx_http_jvm_loc_conf_t   *jlcf;
+    ngx_http_jvm_main_conf_t  *jmcf;
 
     r = ev->data;
     c = r->connection;
@@ -278,6 +293,17 @@ ngx_http_jvm_task_timeout(ngx_event_t *ev)
     ngx_log_error(NGX_LOG_ERR, c->log, 0,
                   "jvm: the handler gave no response within "
                   "jvm_response_timeout (%M ms)", jlcf->response_timeout);
+
+    /* jvm_status counts the 504s of all workers here: Java never sees them */
+
+    jmcf = ngx_http_get_module_main_conf(r, ngx_http_jvm_module);
+
+    if (jmcf->status) {
+        (void) ngx_http_jvm_dict_incr(jmcf->status,
+                                      (u_char *) NGX_HTTP_JVM_STATUS_504,
+                                      sizeof(NGX_HTTP_JVM_STATUS_504) - 1,
+                                      1, 0, 0, &n);
+    }
 
     ctx->responded = 1;
     ngx_http_finalize_request(r, NGX_HTTP_GATEWAY_TIME_OUT);

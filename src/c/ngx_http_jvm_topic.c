@@ -6,8 +6,11 @@
  * A topic is a shared memory zone holding a ring of messages, written by
  * any thread of any worker under the zone's ngx_shmtx.  Every worker that
  * runs a JVM is a reader: it has a slot in the zone with the offset of
- * the next message it has not read, and its event loop reads on a timer
+ * the next message it has not read, and its event loop reads when woken
  * and hands the messages to the JVM (ngx_http_jvm_vm_topic_deliver()).
+ * A publisher wakes every worker of its generation through one eventfd
+ * a worker, made by the master before it forks them; a timer reads too,
+ * for messages of workers of another generation (during a reload).
  * All readers read the same ring, so every worker sees every message once,
  * in the one order in which they were published.
  *
@@ -24,13 +27,14 @@
 #include "ngx_http_jvm_module.h"
 
 #include <signal.h>
+#include <sys/eventfd.h>
 
 
 /* Workers that may read one topic at once, of every generation. */
 #define NGX_HTTP_JVM_TOPIC_READERS   64
 
-/* How often a worker looks for new messages, in ms. */
-#define NGX_HTTP_JVM_TOPIC_POLL      10
+/* How often a worker looks for messages nobody woke it for, in ms. */
+#define NGX_HTTP_JVM_TOPIC_POLL      100
 
 /* A message in the ring: this header, the payload, padding to 8 bytes. */
 typedef struct {
@@ -57,13 +61,18 @@ struct ngx_http_jvm_topic_sh_s {
 
 static ngx_int_t ngx_http_jvm_topic_init_zone(ngx_shm_zone_t *zone,
     void *data);
+static void ngx_http_jvm_topic_close_wakes(void *data);
+static void ngx_http_jvm_topic_woken(ngx_event_t *ev);
 static void ngx_http_jvm_topic_poll(ngx_event_t *ev);
+static void ngx_http_jvm_topic_read(ngx_log_t *log);
 static void ngx_http_jvm_topic_copy_out(ngx_http_jvm_topic_sh_t *sh,
     uint64_t from, u_char *dst, size_t len);
 
 
 static ngx_array_t       *ngx_http_jvm_topics;
+static ngx_array_t       *ngx_http_jvm_topic_wakes;
 static ngx_event_t        ngx_http_jvm_topic_ev;
+static ngx_http_jvm_eventfd_t  ngx_http_jvm_topic_wake;  /* this worker's */
 /* the timer's data: nginx's debug log reads an fd from it */
 static ngx_connection_t   ngx_http_jvm_topic_dummy = { .fd = -1 };
 
@@ -267,7 +276,8 @@ ngx_http_jvm_topic_publish(ngx_http_jvm_topic_t *topic, u_char *data,
     size_t len, ngx_uint_t type)
 {
     size_t                        need, at, first;
-    uint64_t                      oldest;
+    uint64_t                      oldest, one;
+    ngx_fd_t                     *fd;
     ngx_int_t                     rc;
     ngx_uint_t                    i, reaped;
     ngx_http_jvm_topic_sh_t      *sh;
@@ -282,6 +292,7 @@ ngx_http_jvm_topic_publish(ngx_http_jvm_topic_t *topic, u_char *data,
 
     need = sizeof(ngx_http_jvm_topic_msg_t) + ngx_align(len, 8);
     reaped = 0;
+    one = 1;
 
     ngx_shmtx_lock(&topic->shpool->mutex);
 
@@ -346,6 +357,15 @@ done:
 
     ngx_shmtx_unlock(&topic->shpool->mutex);
 
+    if (rc == NGX_HTTP_JVM_DICT_OK && ngx_http_jvm_topic_wakes) {
+        fd = ngx_http_jvm_topic_wakes->elts;
+
+        for (i = 0; i < ngx_http_jvm_topic_wakes->nelts; i++) {
+            /* EAGAIN: the counter is full, the worker woken already */
+            (void) write(fd[i], &one, sizeof(uint64_t));
+        }
+    }
+
     return rc;
 }
 
@@ -379,13 +399,92 @@ ngx_http_jvm_topic_copy_out(ngx_http_jvm_topic_sh_t *sh, uint64_t from,
 
 
 /*
+ * In the master, before it forks the workers: an eventfd for each, which
+ * every worker inherits.  Without them (eventfd() failed) the workers
+ * still read on their timer.
+ */
+
+ngx_int_t
+ngx_http_jvm_topics_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
+{
+    ngx_fd_t            *fd;
+    ngx_uint_t           i, n;
+    ngx_core_conf_t     *ccf;
+    ngx_pool_cleanup_t  *cln;
+
+    if (jmcf->topics == NULL) {
+        return NGX_OK;
+    }
+
+    ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
+
+    /* without a master, the one process is worker 0 */
+    n = ccf->master ? (ngx_uint_t) ccf->worker_processes : 1;
+
+    jmcf->topic_wakes = ngx_array_create(cycle->pool, n, sizeof(ngx_fd_t));
+    if (jmcf->topic_wakes == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(cycle->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_jvm_topic_close_wakes;
+    cln->data = jmcf->topic_wakes;
+
+    for (i = 0; i < n; i++) {
+        fd = ngx_array_push(jmcf->topic_wakes);
+        if (fd == NULL) {
+            return NGX_ERROR;
+        }
+
+        *fd = eventfd(0, EFD_NONBLOCK|EFD_CLOEXEC);
+
+        if (*fd == -1) {
+            jmcf->topic_wakes->nelts--;
+            ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_errno,
+                          "jvm_topic: eventfd() failed, workers read "
+                          "topics every %d ms", NGX_HTTP_JVM_TOPIC_POLL);
+            ngx_http_jvm_topic_close_wakes(jmcf->topic_wakes);
+            jmcf->topic_wakes = NULL;
+            cln->handler = NULL;
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_jvm_topic_close_wakes(void *data)
+{
+    ngx_array_t *wakes = data;
+
+    ngx_fd_t    *fd;
+    ngx_uint_t   i;
+
+    fd = wakes->elts;
+
+    for (i = 0; i < wakes->nelts; i++) {
+        (void) close(fd[i]);
+    }
+
+    wakes->nelts = 0;
+}
+
+
+/*
  * At worker start: a reader's slot in each topic, from the messages
- * published from now on, and the timer that reads them.
+ * published from now on; the eventfd that wakes it and the timer.
  */
 
 ngx_int_t
 ngx_http_jvm_topics_init(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 {
+    ngx_fd_t                     *fd;
     ngx_uint_t                    i, k;
     ngx_http_jvm_topic_t        **topics, *topic;
     ngx_http_jvm_topic_sh_t      *sh;
@@ -426,6 +525,17 @@ ngx_http_jvm_topics_init(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         }
     }
 
+    if (jmcf->topic_wakes && ngx_worker < jmcf->topic_wakes->nelts) {
+        fd = jmcf->topic_wakes->elts;
+
+        if (ngx_http_jvm_eventfd_add(&ngx_http_jvm_topic_wake, fd[ngx_worker],
+                                     ngx_http_jvm_topic_woken, cycle->log)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
     ngx_http_jvm_topic_ev.handler = ngx_http_jvm_topic_poll;
     ngx_http_jvm_topic_ev.data = &ngx_http_jvm_topic_dummy;
     ngx_http_jvm_topic_ev.log = cycle->log;
@@ -445,6 +555,7 @@ void
 ngx_http_jvm_topics_names(ngx_http_jvm_main_conf_t *jmcf)
 {
     ngx_http_jvm_topics = jmcf->topics;
+    ngx_http_jvm_topic_wakes = jmcf->topic_wakes;
 }
 
 
@@ -482,6 +593,30 @@ ngx_http_jvm_topics_exit(void)
 }
 
 
+static void
+ngx_http_jvm_topic_woken(ngx_event_t *ev)
+{
+    uint64_t  count;
+
+    if (read(ngx_http_jvm_topic_wake.conn.fd, &count, sizeof(uint64_t)) == -1) {
+        /* EAGAIN: woken for messages an earlier pass already read */
+    }
+
+    ngx_http_jvm_topic_read(ev->log);
+}
+
+
+static void
+ngx_http_jvm_topic_poll(ngx_event_t *ev)
+{
+    ngx_http_jvm_topic_read(ev->log);
+
+    if (!ngx_exiting && !ngx_quit && !ngx_terminate) {
+        ngx_add_timer(ev, NGX_HTTP_JVM_TOPIC_POLL);
+    }
+}
+
+
 /*
  * On the event loop: the messages this worker has not read, in batches
  * copied into the JVM's request buffer (under the lock: it is plain
@@ -489,7 +624,7 @@ ngx_http_jvm_topics_exit(void)
  */
 
 static void
-ngx_http_jvm_topic_poll(ngx_event_t *ev)
+ngx_http_jvm_topic_read(ngx_log_t *log)
 {
     u_char                       *buf;
     size_t                        cap, used, need;
@@ -521,7 +656,7 @@ ngx_http_jvm_topic_poll(ngx_event_t *ev)
             /*
              * Nothing new, nothing to do: an aligned 64-bit word read
              * without the lock (atomic on the 64-bit platforms we build
-             * for); a publisher's message is seen at the next poll.
+             * for); a publisher wakes the reader after it unlocks.
              */
             if (*(volatile uint64_t *) &sh->head == r->offset) {
                 break;
@@ -571,7 +706,7 @@ ngx_http_jvm_topic_poll(ngx_event_t *ev)
 
             if (n == 0 && offset < head && buf != NULL) {
                 /* one message larger than the buffer: a larger buffer */
-                if (ngx_http_jvm_vm_request_buffer(ev->log,
+                if (ngx_http_jvm_vm_request_buffer(log,
                                                    sizeof(msg) + msg.len)
                     != NGX_OK)
                 {
@@ -583,11 +718,9 @@ ngx_http_jvm_topic_poll(ngx_event_t *ev)
             }
 
             if (n) {
-                ngx_http_jvm_vm_topic_deliver(ev->log, topic, n, used);
+                ngx_http_jvm_vm_topic_deliver(log, topic, n, used);
             }
 
         } while (more);
     }
-
-    ngx_add_timer(ev, NGX_HTTP_JVM_TOPIC_POLL);
 }

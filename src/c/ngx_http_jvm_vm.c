@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <pthread.h>
 #include <sys/wait.h>
+#include <grp.h>
 #include <malloc.h>
 
 
@@ -70,6 +71,7 @@ static ngx_int_t ngx_http_jvm_vm_bind(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_jvm_vm_bind_shm(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_jvm_vm_child(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf, ngx_uint_t job);
+static ngx_int_t ngx_http_jvm_vm_child_user(ngx_cycle_t *cycle);
 static int ngx_http_jvm_vm_child_job(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf, ngx_uint_t job);
 static ngx_int_t ngx_http_jvm_vm_compile(ngx_cycle_t *cycle,
@@ -84,6 +86,7 @@ static ngx_int_t ngx_http_jvm_vm_response(ngx_log_t *log, jint n,
 static ngx_int_t ngx_http_jvm_vm_failed(ngx_log_t *log, const char *what);
 static ngx_int_t ngx_http_jvm_vm_call_string(ngx_cycle_t *cycle,
     jmethodID method, ngx_str_t *arg, const char *what);
+static void JNICALL ngx_http_jvm_vm_exit_hook(jint code);
 static void JNICALL ngx_http_jvm_wake(JNIEnv *env, jclass cls);
 static jbyteArray JNICALL ngx_http_jvm_get_variable(JNIEnv *env, jclass cls,
     jlong r, jbyteArray name);
@@ -228,6 +231,27 @@ static JNINativeMethod  ngx_http_jvm_shm_natives[] = {
     { "topicPublish", "(J[BI)I", (void *) ngx_http_jvm_shm_topic_publish },
     { "topicStats", "(J[J)V", (void *) ngx_http_jvm_shm_topic_stats },
 };
+
+
+/*
+ * The JVM ends the worker's process: System.exit() or Runtime.halt() from
+ * handler code, which nothing can refuse on JDK 17 and later.  The runtime
+ * (nginx.jvm.ExitWatch) has logged the caller's stack for System.exit.
+ * On the JVM's thread: only the error log is written, the loop's state is
+ * left alone.  Exit status 2 would be nginx's "fatal, do not respawn": the
+ * worker exits with 1 then, so the master always starts another.
+ */
+
+static void JNICALL
+ngx_http_jvm_vm_exit_hook(jint code)
+{
+    ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, 0,
+                  "jvm: handler code ended the JVM with status %d "
+                  "(System.exit() or Runtime.halt()): the worker exits "
+                  "with the requests it was serving", (int) code);
+
+    _exit(code == 2 ? 1 : code);
+}
 
 
 /* Creates the JVM and binds the Worker class: the worker's first step. */
@@ -421,15 +445,16 @@ ngx_http_jvm_vm_version(ngx_http_jvm_main_conf_t *jmcf)
 
 static ngx_int_t
 ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
-    ngx_array_t *classpath, char **extra, JavaVMInitArgs *args,
-    ngx_http_jvm_create_pt *createp)
+    ngx_array_t *classpath, char **extra, void *exit_hook,
+    JavaVMInitArgs *args, ngx_http_jvm_create_pt *createp)
 {
     char                   **e;
     u_char                  *p;
     void                    *lib;
     size_t                   len;
     ngx_str_t               *cp, *opt;
-    ngx_uint_t               i, n, workers;
+    ngx_log_t               *log;
+    ngx_uint_t               i, n, workers, level;
     JavaVMOption            *options;
     ngx_core_conf_t         *ccf;
     ngx_http_jvm_create_pt   create;
@@ -456,7 +481,7 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
         return NGX_ERROR;
     }
 
-    n = 8 + (jmcf->options ? jmcf->options->nelts : 0);
+    n = 12 + (jmcf->options ? jmcf->options->nelts : 0);
 
     for (e = extra; e && *e; e++) {
         n++;
@@ -569,12 +594,47 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
         options[n++].optionString = *e;
     }
 
+    /*
+     * What nginx.jvm.Log, the REPL and the metrics need to know: the error
+     * log's level (Java writes its entries to fd 2, which nginx points at
+     * that log), the worker's number, jvm_repl's port.
+     */
+
+    p = ngx_pnalloc(cycle->pool, sizeof("-Dnginx.jvm.log=") + NGX_INT_T_LEN
+                                 + sizeof("-Dnginx.jvm.worker=")
+                                 + NGX_INT_T_LEN
+                                 + sizeof("-Dnginx.jvm.repl=") + NGX_INT_T_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* only syslog or memory logs: nginx's default level for what Java says */
+    log = ngx_log_get_file_log(cycle->log);
+    level = log ? log->log_level : NGX_LOG_ERR;
+
+    options[n++].optionString = (char *) p;
+    p = ngx_sprintf(p, "-Dnginx.jvm.log=%ui%Z",
+                    ngx_min(level, (ngx_uint_t) NGX_LOG_DEBUG));
+
+    options[n++].optionString = (char *) p;
+    p = ngx_sprintf(p, "-Dnginx.jvm.worker=%ui%Z", ngx_worker);
+
+    if (jmcf->repl) {
+        options[n++].optionString = (char *) p;
+        p = ngx_sprintf(p, "-Dnginx.jvm.repl=%i%Z", jmcf->repl);
+    }
+
     if (jmcf->options) {
         opt = jmcf->options->elts;
 
         for (i = 0; i < jmcf->options->nelts; i++) {
             options[n++].optionString = (char *) opt[i].data;
         }
+    }
+
+    if (exit_hook) {
+        options[n].optionString = "exit";
+        options[n++].extraInfo = exit_hook;
     }
 
     args->version = JNI_VERSION_1_8;
@@ -644,7 +704,9 @@ ngx_http_jvm_vm_create(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         }
     }
 
-    if (ngx_http_jvm_vm_args(cycle, jmcf, cp, extra, &args, &create)
+    if (ngx_http_jvm_vm_args(cycle, jmcf, cp, extra,
+                             (void *) ngx_http_jvm_vm_exit_hook,
+                             &args, &create)
         != NGX_OK)
     {
         return NGX_ERROR;
@@ -856,6 +918,36 @@ ngx_http_jvm_vm_child(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
 
 /* In the child: exit status 0 done, 1 the JVM did not start, 2 job failed. */
 
+/*
+ * The master's JVMs load the application's namespaces (their top-level
+ * code runs): as the workers' user, never as root, like the workers.
+ */
+
+static ngx_int_t
+ngx_http_jvm_vm_child_user(ngx_cycle_t *cycle)
+{
+    ngx_core_conf_t  *ccf;
+
+    ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
+
+    if (geteuid() != 0 || ccf->user == (ngx_uid_t) NGX_CONF_UNSET_UINT) {
+        return NGX_OK;
+    }
+
+    if (setgid(ccf->group) == -1
+        || initgroups(ccf->username, ccf->group) == -1
+        || setuid(ccf->user) == -1)
+    {
+        ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_errno,
+                      "jvm: the master's JVM could not take the user "
+                      "\"%s\"", ccf->username);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
 static int
 ngx_http_jvm_vm_child_job(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     ngx_uint_t job)
@@ -870,6 +962,10 @@ ngx_http_jvm_vm_child_job(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     ngx_array_t             *cp;
     JavaVMInitArgs           args;
     ngx_http_jvm_create_pt   create;
+
+    if (ngx_http_jvm_vm_child_user(cycle) != NGX_OK) {
+        return 2;
+    }
 
     cp = jmcf->classpath;
     extra[0] = NULL;
@@ -915,7 +1011,7 @@ ngx_http_jvm_vm_child_job(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
         break;
     }
 
-    if (ngx_http_jvm_vm_args(cycle, jmcf, cp, extra, &args, &create)
+    if (ngx_http_jvm_vm_args(cycle, jmcf, cp, extra, NULL, &args, &create)
         != NGX_OK
         || create(&vm, (void **) &env, &args) != JNI_OK)
     {

@@ -11,8 +11,11 @@
 
 (def root
   "The example's directory (examples/hello): the system property hello.root
-  when set (-Dhello.root=...), else found from where this file was loaded, so
-  that the app works whatever the nginx worker's current directory is."
+  when set (-Dhello.root=...), else the directory this file was loaded from
+  when that is a directory, else examples/hello under the current directory
+  (where the launcher was started). With a class cache (jvm_cache, the
+  launcher's default) the source comes from the cache's copy in a jar, so
+  the last one is the case there."
   (or (System/getProperty "hello.root")
       (let [src (io/resource "hello/core.clj")]
         (when (= "file" (some-> src .getProtocol))

@@ -7,6 +7,8 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.Set;
 import java.util.function.ToIntFunction;
 
 /**
@@ -210,7 +212,7 @@ final class ResponseEncoder {
                 throw new BadResponseException("the handler answered a header field with"
                         + " an empty name or a null value: " + name);
             }
-            putHeaderText(name, name);
+            putHeaderName(name);
             putHeaderText(value, name);
             if (contentType == null && name.length() == 12 && name.equalsIgnoreCase("Content-Type")) {
                 contentType = value;
@@ -253,6 +255,16 @@ final class ResponseEncoder {
         return buffer.position();
     }
 
+    /** A body produced a piece at a time, which may block while it is: a stream, a seq, a writer. */
+    static boolean producedInPieces(Object body) {
+        return body instanceof InputStream || body instanceof BodyWriter
+                || body instanceof Iterable && !unordered(body);
+    }
+
+    private static boolean unordered(Object body) {
+        return body instanceof Map || body instanceof Set;
+    }
+
     /** The source of a body sent in pieces: a stream, elements, a writer, or one already made. */
     static BodySource source(Response r) {
         Object body = r.body();
@@ -261,6 +273,12 @@ final class ResponseEncoder {
         }
         if (body instanceof InputStream) {
             return new BodySource.Stream((InputStream) body);
+        }
+        if (unordered(body)) {
+            // no order, no defined form: Ring and its reference adapters refuse them too
+            throw new BadResponseException("the handler answered a body of type "
+                    + body.getClass().getName() + ", which nginx-jvm cannot send"
+                    + " (a map or a set: send a seq, a String or bytes)");
         }
         if (body instanceof Iterable) {
             return new BodySource.Elements(((Iterable<?>) body).iterator(), charset(r.header("Content-Type")));
@@ -285,6 +303,29 @@ final class ResponseEncoder {
         Wire.put(buffer, buffer.position(), bytes, 0, bytes.length);
         buffer.position(buffer.position() + bytes.length);
         return buffer.position();
+    }
+
+    /**
+     * A header name: an HTTP token (RFC 9110, 5.1), or a bad response. "X:Y"
+     * would read to a client as the field X, a space or a CR as something
+     * else again.
+     */
+    private void putHeaderName(String name) {
+        int len = name.length();
+        buffer.putInt(len);
+        for (int i = 0; i < len; i++) {
+            char c = name.charAt(i);
+            if (!isTokenChar(c)) {
+                throw new BadResponseException("header field name \"" + name
+                        + "\" is not an HTTP token");
+            }
+            buffer.put((byte) c);
+        }
+    }
+
+    static boolean isTokenChar(char c) {
+        return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+                || c < 0x80 && "!#$%&'*+-.^_`|~".indexOf(c) >= 0;
     }
 
     /** Header text as ISO-8859-1 bytes; CR, LF and NUL would split the response, so they fail it. */

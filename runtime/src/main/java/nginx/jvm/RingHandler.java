@@ -182,7 +182,7 @@ final class RingHandler implements Handler, AsyncHandler, PhaseHandler, Variable
         if (status == null) {
             response = new Response(200);
         } else if (status instanceof Number) {
-            response = new Response(((Number) status).intValue());
+            response = new Response(status((Number) status));
         } else {
             throw new BadResponseException("the handler returned :status "
                     + RT.printString(status) + ", not a number");
@@ -238,6 +238,28 @@ final class RingHandler implements Handler, AsyncHandler, PhaseHandler, Variable
         return v;
     }
 
+    /**
+     * An integer status, exactly (Ring: "Integer"): 200.0 or 2^32 + 200 is
+     * no status, rather than one made of it by rounding or wrapping.
+     */
+    private static int status(Number n) {
+        long v;
+        if (n instanceof Long || n instanceof Integer || n instanceof Short || n instanceof Byte) {
+            v = n.longValue();
+        } else if (n instanceof clojure.lang.BigInt && ((clojure.lang.BigInt) n).bipart == null) {
+            v = ((clojure.lang.BigInt) n).lpart;
+        } else if (n instanceof java.math.BigInteger && ((java.math.BigInteger) n).bitLength() < 32) {
+            v = n.longValue();
+        } else {
+            v = Long.MIN_VALUE;
+        }
+        if (v < Integer.MIN_VALUE || v > Integer.MAX_VALUE) {
+            throw new BadResponseException("the handler returned :status "
+                    + RT.printString(n) + ", not an integer status");
+        }
+        return (int) v;
+    }
+
     /** One Ring header: a String, or a seq of Strings for several fields. */
     private static void header(Response response, Object key, Object value) {
         String name = key instanceof Named ? ((Named) key).getName() : String.valueOf(key);
@@ -245,7 +267,10 @@ final class RingHandler implements Handler, AsyncHandler, PhaseHandler, Variable
             response.header(name, (String) value);
         } else if (value instanceof Iterable) {
             for (Object v : (Iterable<?>) value) {
-                response.header(name, String.valueOf(v));
+                // nil leaves a field out, as a nil value does
+                if (v != null) {
+                    response.header(name, String.valueOf(v));
+                }
             }
         } else if (value != null) {
             response.header(name, String.valueOf(value));

@@ -16,6 +16,8 @@ final class Task implements Responder, Runnable {
     final int mode;
     /** The phase its handler serves (Wire.PHASE_*): rewrite and access may answer nothing. */
     final int phase;
+    /** System.nanoTime() when the request reached the JVM (jvm_status). */
+    final long started = System.nanoTime();
     /** True while the task is on the ready queue (see {@link Tasks#ready}). */
     final AtomicBoolean queued = new AtomicBoolean();
     private final Object handler;

@@ -1,6 +1,5 @@
 package nginx.jvm;
 
-import java.io.InputStream;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -158,9 +157,8 @@ final class Tasks {
      */
     void stream(Task task, Response response) {
         Object body = response.body();
-        boolean blocking = body instanceof InputStream || body instanceof Iterable
-                || body instanceof BodyWriter;
-        if (!blocking) {
+        if (!ResponseEncoder.producedInPieces(body)) {
+            // sent at once, or refused by the encoder on the loop (a 500)
             ready(task);
             return;
         }
@@ -212,7 +210,7 @@ final class Tasks {
     }
 
     /** Event loop: the request is over (answered, timed out or gone). */
-    void cancel(long id) {
+    boolean cancel(long id) {
         Task t = live.remove(id);
         if (t != null) {
             t.cancelled = true;
@@ -220,5 +218,12 @@ final class Tasks {
             Subrequests.abandon(t.request);
             t.closeBody();
         }
+        return t != null;
+    }
+
+    /** Requests waiting for a pool thread; any thread. */
+    int queued() {
+        ThreadPoolExecutor p = pool;
+        return p == null ? 0 : p.getQueue().size();
     }
 }

@@ -151,8 +151,8 @@ public final class Timers {
             try {
                 task.run();
             } catch (Throwable e) {
-                System.err.println(Failure.describe("jvm: a timer's task threw"
-                        + (repeats ? " (the timer goes on)" : ""), e));
+                Log.error("nginx.jvm.Timers", "a timer's task threw"
+                        + (repeats ? " (the timer goes on)" : ""), e);
             }
         }
     }

@@ -14,8 +14,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * <p>Every subscriber of every worker gets every message published after
  * its worker started, once, in the one order in which the messages were
  * published (so each publisher's messages in its order). Subscribers of a
- * worker are called on its event loop, every few milliseconds when there
- * are messages.
+ * worker are called on its event loop, which the publisher wakes: as soon
+ * as the loop is free.
  *
  * <p>The ring is bounded. A message is kept until every worker has read
  * it; when a publisher finds no room (a worker's event loop is too busy to
@@ -170,7 +170,7 @@ public final class Topic {
                 try {
                     l.onMessage(type == Shm.BYTES && t.listeners.size() > 1 ? b.clone() : message);
                 } catch (Throwable e) {
-                    System.err.println(Failure.describe("jvm: a listener of topic \"" + t.name + "\" threw", e));
+                    Log.error("nginx.jvm.Topic", "a listener of topic \"" + t.name + "\" threw", e);
                 }
             }
         }

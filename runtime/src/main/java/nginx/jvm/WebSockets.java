@@ -268,7 +268,7 @@ final class WebSockets {
             try {
                 e.callback.run();
             } catch (Throwable t) {
-                System.err.println(Failure.describe("jvm: websocket listener threw", t));
+                Log.error("nginx.jvm.WebSockets", "a websocket listener threw", t);
                 close(1011, "");
             } finally {
                 if (e.message) {

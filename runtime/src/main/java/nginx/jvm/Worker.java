@@ -19,6 +19,11 @@ import java.util.Map;
  * understands (an error message, or a response that answers 500).
  */
 final class Worker {
+    static {
+        // first: a handler's namespace may print or log as it loads
+        Log.install();
+    }
+
     private static final int BUFFER_SIZE = 64 * 1024;
 
     private static final List<Object> handlers = new ArrayList<>();
@@ -88,20 +93,31 @@ final class Worker {
         }
         Request request = request(length);
         request.handle = r;
+        long started = System.nanoTime();
+        boolean answered = true;
+        Metrics.inFlight.incrementAndGet();
+        int n;
         try {
             if (phase == Wire.PHASE_CONTENT) {
-                return encoder.encode(Handlers.call((Handler) handler, request), Wire.LOOP);
+                n = encoder.encode(Handlers.call((Handler) handler, request), Wire.LOOP);
+            } else {
+                Response response = Handlers.callPhase(handler, request, phase);
+                answered = response != null && phase != Wire.PHASE_LOG;
+                n = answered ? encoder.encode(response, Wire.LOOP) : encoder.declined();
             }
-            Response response = Handlers.callPhase(handler, request, phase);
-            return response == null || phase == Wire.PHASE_LOG
-                    ? encoder.declined() : encoder.encode(response, Wire.LOOP);
         } catch (Failure f) {
-            return encoder.error(500, f.getMessage(), f.getCause());
+            n = encoder.error(500, f.getMessage(), f.getCause());
         } catch (Throwable t) {
-            return encoder.error(500, "the handler failed", t);
+            n = encoder.error(500, "the handler failed", t);
         } finally {
             request.handle = 0;
+            Metrics.inFlight.decrementAndGet();
         }
+        if (answered) {
+            // a rewrite or access handler that let the request go on answered nothing
+            Metrics.response(Wire.LOOP, encoder.buffer().getInt(0), System.nanoTime() - started);
+        }
+        return n;
     }
 
     /**
@@ -247,7 +263,11 @@ final class Worker {
             LoopCalls.bind(Worker::wake);
             sockets.configure(wsSendQueue);
             Timers.start(Worker::wake, 2);
-            return tasks.configure(poolSize, queueSize, virtual);
+            ExitWatch.install();
+            String error = tasks.configure(poolSize, queueSize, virtual);
+            Metrics.start(tasks);
+            Repl.start();
+            return error;
         } catch (Throwable t) {
             return Failure.describe("cannot start the thread pool", t);
         }
@@ -273,7 +293,12 @@ final class Worker {
             request.handle = r;
             request.suspended = true;
             String refused = tasks.submit(new Task(id, mode, phase, handler, request, async, tasks), mode);
-            return refused == null ? Wire.ACCEPTED : encoder.error(503, refused, null);
+            if (refused == null) {
+                Metrics.inFlight.incrementAndGet();
+                return Wire.ACCEPTED;
+            }
+            Metrics.refused();
+            return encoder.error(503, refused, null);
         } catch (Throwable t) {
             return encoder.error(500, "cannot start the handler", t);
         }
@@ -308,14 +333,23 @@ final class Worker {
     /** Encodes task {@code id}'s response, as {@link #handle} does. */
     static int take(long id) {
         Task task = tasks.get(id);
-        return task == null
-                ? encoder.error(500, "no such task", null)
-                : task.encode(encoder);
+        if (task == null) {
+            return encoder.error(500, "no such task", null);
+        }
+        int n = task.encode(encoder);
+        int status = encoder.buffer().getInt(0);
+        if (status >= 100) {
+            // not a rewrite or access handler that let the request go on
+            Metrics.response(task.mode, status, System.nanoTime() - task.started);
+        }
+        return n;
     }
 
     /** Task {@code id}'s request is over: forget it, stop its body. */
     static void cancel(long id) {
-        tasks.cancel(id);
+        if (tasks.cancel(id)) {
+            Metrics.inFlight.decrementAndGet();
+        }
     }
 
     /** Wakes the event loop (the C module's eventfd); any thread. */
@@ -421,7 +455,7 @@ final class Worker {
         try {
             Topic.deliver(handle, requestBuffer, n, length);
         } catch (Throwable t) {
-            System.err.println(Failure.describe("jvm: topic delivery failed", t));
+            Log.error("nginx.jvm.Topic", "topic delivery failed", t);
         }
     }
 
@@ -431,7 +465,7 @@ final class Worker {
         try {
             Timers.runDue();
         } catch (Throwable t) {
-            System.err.println(Failure.describe("jvm: timers failed", t));
+            Log.error("nginx.jvm.Timers", "timers failed", t);
         }
     }
 

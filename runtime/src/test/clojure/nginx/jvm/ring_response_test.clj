@@ -50,6 +50,15 @@
   (is (= 201 (.status (->response {:status (int 201)}))))
   (is (= 302 (.status (->response {:status 302N})))))
 
+(deftest status-that-is-no-integer
+  ;; rounded or wrapped, these would read as 200
+  (doseq [s [200.0 200.7 (+ 4294967296 200) 4294967496N (biginteger 4294967496)]]
+    (is (re-find #"not an integer status" (str (thrown-message #(->response {:status s})))) (pr-str s))))
+
+(deftest nil-in-a-seq-of-header-values-leaves-a-field-out
+  (is (= [["X-A" "1"] ["X-A" "2"]]
+         (header-fields (->response {:status 200 :headers {"X-A" ["1" nil "2"]}})))))
+
 (deftest status-that-is-not-a-number
   (let [msg (thrown-message #(->response {:status "200"}))]
     (is (some? msg))

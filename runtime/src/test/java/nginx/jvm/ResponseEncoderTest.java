@@ -275,6 +275,26 @@ class ResponseEncoderTest {
     }
 
     @Test
+    void headerNameThatIsNoTokenIsAnError() {
+        for (String bad : new String[] {"Bad Name", "X:Y", "X-Na\u00efve", "(x)", "a/b", "x\u2028"}) {
+            DecodedResponse d = encode(new Response(200).header(bad, "v"));
+            assertEquals("ERROR", d.kind, bad);
+            assertTrue(d.text.contains("is not an HTTP token"), d.text);
+        }
+        DecodedResponse d = encode(new Response(200).header("X-Ok!#$%&'*+-.^_`|~09", "v"));
+        assertEquals("HEADERS", d.kind.equals("ERROR") ? d.text : "HEADERS");
+    }
+
+    @Test
+    void mapOrSetBodyIsAnError() {
+        for (Object body : new Object[] {java.util.Map.of("a", "b"), java.util.Set.of("a")}) {
+            DecodedResponse d = encode(new Response(200).body(body));
+            assertEquals("ERROR", d.kind, body.toString());
+            assertTrue(d.text.contains("cannot send"), d.text);
+        }
+    }
+
+    @Test
     void nullHeaderValueOrEmptyNameIsAnError() {
         DecodedResponse d = encode(new Response(200).header("X-Null", null));
         assertEquals("ERROR", d.kind);

@@ -1,0 +1,132 @@
+package nginx.jvm;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * The handler of {@code jvm_status} locations: every live worker's figures
+ * (published by {@link Metrics} into shared memory), in the Prometheus text
+ * exposition format (version 0.0.4). Request counters are totals over the
+ * workers; JVM figures are one series per worker ({@code worker}, {@code pid}).
+ */
+public final class Status implements Handler {
+    private static final String TYPE = "text/plain; version=0.0.4; charset=utf-8";
+
+    @Override
+    public Response handle(Request request) {
+        SharedDict dict = Metrics.dict();
+        if (dict == null) {
+            return Response.of(500, "text/plain", "jvm_status: figures are not published\n");
+        }
+        Metrics.publish();              // this worker's, fresh
+        List<Map<String, String>> workers = new ArrayList<>();
+        for (String key : dict.keys(4096)) {
+            if (key.startsWith("w:")) {
+                String text = dict.getString(key);
+                if (text != null) {
+                    Map<String, String> w = parse(text);
+                    w.put("pid", key.substring(2));
+                    workers.add(w);
+                }
+            }
+        }
+        Object timeouts = dict.get("timeouts");
+        return Response.of(200, TYPE, render(workers, timeouts == null ? 0 : ((Number) timeouts).longValue()));
+    }
+
+    static Map<String, String> parse(String text) {
+        Map<String, String> m = new LinkedHashMap<>();
+        for (String line : text.split("\n")) {
+            int tab = line.indexOf('\t');
+            if (tab > 0) {
+                m.put(line.substring(0, tab), line.substring(tab + 1));
+            }
+        }
+        return m;
+    }
+
+    private static double sum(List<Map<String, String>> workers, String name) {
+        double s = 0;
+        for (Map<String, String> w : workers) {
+            String v = w.get(name);
+            if (v != null) {
+                s += Double.parseDouble(v);
+            }
+        }
+        return s;
+    }
+
+    private static String num(double v) {
+        if (v == Math.rint(v) && Math.abs(v) < 1e15) {
+            return Long.toString((long) v);
+        }
+        return String.format(Locale.ROOT, "%.6f", v);
+    }
+
+    static String render(List<Map<String, String>> workers, long timeouts) {
+        StringBuilder b = new StringBuilder(4096);
+        head(b, "nginx_jvm_workers", "gauge", "Workers whose figures are included.");
+        b.append("nginx_jvm_workers ").append(workers.size()).append('\n');
+
+        head(b, "nginx_jvm_requests_total", "counter",
+                "Responses of JVM handlers, by jvm_mode and status class, all workers.");
+        for (String mode : Metrics.MODES) {
+            for (int c = 1; c <= 5; c++) {
+                b.append("nginx_jvm_requests_total{mode=\"").append(mode).append("\",status=\"")
+                        .append(c).append("xx\"} ")
+                        .append(num(sum(workers, "responses " + mode + " " + c + "xx"))).append('\n');
+            }
+        }
+        head(b, "nginx_jvm_requests_in_flight", "gauge", "Requests a JVM handler is serving, all workers.");
+        b.append("nginx_jvm_requests_in_flight ").append(num(sum(workers, "in_flight"))).append('\n');
+        head(b, "nginx_jvm_queue_depth", "gauge", "Requests waiting for a pool thread, all workers.");
+        b.append("nginx_jvm_queue_depth ").append(num(sum(workers, "queued"))).append('\n');
+        head(b, "nginx_jvm_rejected_total", "counter",
+                "Requests answered 503: the pool's queue or the virtual threads' limit was full.");
+        b.append("nginx_jvm_rejected_total ").append(num(sum(workers, "refused"))).append('\n');
+        head(b, "nginx_jvm_timeouts_total", "counter",
+                "Requests answered 504: no response within jvm_response_timeout.");
+        b.append("nginx_jvm_timeouts_total ").append(timeouts).append('\n');
+
+        head(b, "nginx_jvm_handler_seconds", "histogram",
+                "Time from the request reaching the JVM to its response, all workers.");
+        for (int i = 0; i <= Metrics.BUCKETS.length; i++) {
+            String le = i < Metrics.BUCKETS.length ? Double.toString(Metrics.BUCKETS[i]) : "+Inf";
+            b.append("nginx_jvm_handler_seconds_bucket{le=\"").append(le).append("\"} ")
+                    .append(num(sum(workers, "bucket " + le))).append('\n');
+        }
+        b.append("nginx_jvm_handler_seconds_sum ").append(num(sum(workers, "time_sum"))).append('\n');
+        b.append("nginx_jvm_handler_seconds_count ").append(num(sum(workers, "time_count"))).append('\n');
+
+        perWorker(b, workers, "nginx_jvm_heap_used_bytes", "gauge", "Java heap in use.", "heap_used");
+        perWorker(b, workers, "nginx_jvm_heap_committed_bytes", "gauge", "Java heap committed.",
+                "heap_committed");
+        perWorker(b, workers, "nginx_jvm_gc_collections_total", "counter", "Garbage collections.",
+                "gc_count");
+        perWorker(b, workers, "nginx_jvm_gc_seconds_total", "counter", "Time spent in garbage collection.",
+                "gc_seconds");
+        perWorker(b, workers, "nginx_jvm_threads", "gauge", "Live JVM threads.", "threads");
+        perWorker(b, workers, "nginx_jvm_classes_loaded", "gauge", "Classes loaded.", "classes");
+        return b.toString();
+    }
+
+    private static void head(StringBuilder b, String name, String type, String help) {
+        b.append("# HELP ").append(name).append(' ').append(help).append('\n');
+        b.append("# TYPE ").append(name).append(' ').append(type).append('\n');
+    }
+
+    private static void perWorker(StringBuilder b, List<Map<String, String>> workers, String metric,
+            String type, String help, String name) {
+        head(b, metric, type, help + " One series per worker.");
+        for (Map<String, String> w : workers) {
+            String v = w.get(name);
+            if (v != null) {
+                b.append(metric).append("{worker=\"").append(w.get("worker")).append("\",pid=\"")
+                        .append(w.get("pid")).append("\"} ").append(num(Double.parseDouble(v))).append('\n');
+            }
+        }
+    }
+}

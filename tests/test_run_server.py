@@ -1,0 +1,100 @@
+"""nginx.jvm.server/run-server from a clojure.main process: it serves a
+handler var through nginx on the REPL's class path, reload picks up an
+edited namespace in the worker through jvm_repl, and the function it
+returns stops nginx and removes its prefix."""
+
+import os
+import shutil
+import subprocess
+import tempfile
+
+from harness import BUILD, JAVA_HOME, free_port, free_port_range, read_edn
+
+APP_V1 = """(ns runsrv.app)
+(defn handler [req]
+  {:status 200 :headers {"Content-Type" "text/plain"}
+   :body (str "v1 " (:uri req))})
+"""
+
+SCRIPT = """
+(require '[nginx.jvm.server :as server] 'runsrv.app)
+(defn get-text [port path]
+  (slurp (str "http://127.0.0.1:" port path)))
+(defn alive? [pid] (.isPresent (java.lang.ProcessHandle/of pid)))
+(def port %(port)d)
+(def stop (server/run-server #'runsrv.app/handler
+                             {:port port :repl %(repl)d :workers 1
+                              :error-log "%(log)s"}))
+(def m (meta stop))
+(def pid (.pid ^Process (:process m)))
+(def first-answer (get-text port "/a"))
+;; the file changes on disk; the worker reloads it through its REPL
+(spit "%(src)s/runsrv/app.clj"
+      (.replace (slurp "%(src)s/runsrv/app.clj") "v1 " "v2 "))
+(def reloaded (server/reload stop 'runsrv.app))
+(def second-answer (get-text port "/b"))
+(def worker-pid (read-string (first (vals (server/eval-in-workers
+                  stop '(.pid (java.lang.ProcessHandle/current)))))))
+(def prefix (:prefix m))
+(def prefix-existed (.isDirectory (java.io.File. ^String prefix)))
+(stop)
+(Thread/sleep 200)
+(prn {:first first-answer :second second-answer :reloaded (vals reloaded)
+      :repl-ports (:repl-ports m) :config-has-cp
+      (.contains ^String (:config m) "nginx-jvm.jar")
+      :prefix-existed prefix-existed
+      :prefix-gone (not (.exists (java.io.File. ^String prefix)))
+      :master-gone (not (alive? pid)) :worker-gone (not (alive? worker-pid))
+      :refused (try (get-text port "/c") false
+                    (catch java.io.IOException _ true))
+      :options (server/config #'runsrv.app/handler
+                              {:port 9999 :workers 3 :mode :pool :queue 7
+                               :jvm-path "/x/libjvm.so" :jvm-options ["-Xmx64m"]}
+                              "/p")
+      :not-a-var (try (server/run-server runsrv.app/handler {:port port}) nil
+                      (catch IllegalArgumentException e (.getMessage e)))})
+(shutdown-agents)
+"""
+
+
+def test_run_server_reload_and_stop():
+    src = tempfile.mkdtemp(prefix="nginx-jvm-runsrv-")
+    try:
+        os.mkdir(os.path.join(src, "runsrv"))
+        with open(os.path.join(src, "runsrv", "app.clj"), "w") as f:
+            f.write(APP_V1)
+        log = os.path.join(src, "error.log")
+        port, repl = free_port(), free_port_range(1)
+        script = os.path.join(src, "script.clj")
+        with open(script, "w") as f:
+            f.write(SCRIPT % {"port": port, "repl": repl, "log": log,
+                              "src": src})
+        cp = ":".join([str(BUILD / "nginx-jvm.jar"), str(BUILD / "lib") + "/*",
+                       src])
+        p = subprocess.run([JAVA_HOME + "/bin/java", "-cp", cp,
+                            "clojure.main", script],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=180)
+        assert p.returncode == 0, p.stderr + open(log).read()
+        r = read_edn(p.stdout.strip().splitlines()[-1])
+        assert r[":first"] == "v1 /a"
+        assert r[":second"] == "v2 /b", open(log).read()
+        assert r[":reloaded"] == [":reloaded"]
+        assert r[":repl-ports"] == [repl]
+        assert r[":config-has-cp"] and r[":prefix-existed"]
+        assert r[":prefix-gone"] and r[":master-gone"] and r[":worker-gone"]
+        assert r[":refused"]
+        assert "handler var" in r[":not-a-var"]
+        conf = r[":options"]
+        for line in ('worker_processes 3;', 'jvm_mode pool;', 'jvm_queue 7;',
+                     'jvm_path "/x/libjvm.so";', 'jvm_options "-Xmx64m";',
+                     'listen 127.0.0.1:9999;',
+                     'jvm_content "runsrv.app/handler";'):
+            assert line in conf, conf
+        assert "jvm_repl" not in conf
+        text = open(log).read()
+        assert "Clojure socket REPL listening on 127.0.0.1:%d" % repl in text
+        for level in ("[alert]", "[crit]", "[error]", "[emerg]"):
+            assert level not in text, text
+    finally:
+        shutil.rmtree(src, ignore_errors=True)
