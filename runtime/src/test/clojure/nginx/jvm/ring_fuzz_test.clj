@@ -155,7 +155,8 @@
   (let [bytes (wire/request-bytes {})
         ^ByteBuffer in (wire/worker :requestBuffer (alength bytes))]
     (.put in 0 bytes)
-    (wire/decode-response (wire/worker :responseBuffer) (wire/worker :handle 0 (alength bytes)))))
+    ;; no request handle (0), the content phase (0)
+    (wire/decode-response (wire/worker :responseBuffer) (wire/worker :handle 0 (alength bytes) 0 0))))
 
 (defn- drain
   "A :stream body pulled as the C module does: [bytes how-it-ended]."
