@@ -26,6 +26,10 @@ BUILD = ROOT / "build"
 MODULE = Path(os.environ.get("NGINX_JVM_MODULE")
               or BUILD / "ngx_http_jvm_module.so")
 PRELOAD = os.environ.get("NGINX_JVM_PRELOAD", "")
+# Under ASan a worker's RSS holds the allocator's quarantine of freed memory
+# and its shadow: tests that measure RSS growth skip themselves.
+SANITIZED = bool(PRELOAD)
+sanitized_rss = "RSS under ASan counts its quarantine of freed memory"
 JAR = BUILD / "nginx-jvm.jar"
 APPS = Path(__file__).resolve().parent / "apps"
 CLJ_APPS = APPS / "clj"
