@@ -19,7 +19,7 @@ RING_JARS := $(shell sed -e '/^\#/d' -e 's|.*|/usr/share/java/&.jar|' scripts/ri
 PYTHON    ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest' 2>/dev/null && { command -v $$p; break; }; done)
 
 .PHONY: all deps module jar libs deb run test test-java test-clojure test-bench test-integration \
-        bench bench-quick clean
+        bench bench-quick clean asan asan-module soak
 
 all: $(MODULE) $(JAR) $(LIBS) $(TESTLIBS)
 
@@ -83,6 +83,21 @@ export NGINX_JVM_MODES
 test-integration: all
 	$(PYTHON) -m pytest -q tests
 
+# The integration suite against the module built with AddressSanitizer and
+# UBSan (build/asan; the normal build is untouched); fails on any sanitizer
+# report.  Not part of `make test`: about as long as test-integration.
+# docs/sanitizers.md has the runtime settings the JVM needs.
+ASAN_MODULE := $(BUILD)/asan/ngx_http_jvm_module.so
+ASAN_CC_OPT := -fsanitize=address,undefined -fno-omit-frame-pointer -g -O1
+asan-module: $(ASAN_MODULE)
+$(ASAN_MODULE): $(BUILD)/.deps $(CSRC) scripts/build-module.sh
+	NGX_JVM_JAVA_HOME=$(JAVA_HOME) NGX_JVM_OUT=$(CURDIR)/$(BUILD)/asan \
+	    NGX_JVM_CC_OPT="$(ASAN_CC_OPT)" NGX_JVM_LD_OPT="-fsanitize=address,undefined" \
+	    scripts/build-module.sh
+
+asan: all $(ASAN_MODULE)
+	PYTHON=$(PYTHON) scripts/asan.sh $(ASAN_ARGS)
+
 # The benchmark harness's own unit tests (recorded tool output): no build needed.
 test-bench:
 	$(PYTHON) -m pytest -q bench/tests
@@ -131,6 +146,12 @@ bench-ws: all
 .PHONY: reliability
 reliability: all
 	python3 reliability/faults.py $(FAULTS_ARGS)
+
+# Soak (about 11 minutes): millions of requests and 10,000 clients leaving
+# mid-body per mode, one worker with a fixed heap; fails unless RSS, open
+# descriptors and the runtime's live tasks stay flat.  SOAK_ARGS=--modes loop
+soak: all
+	$(PYTHON) bench/soak.py $(SOAK_ARGS)
 
 # The cost of a JVM per worker (a few minutes each): launcher command to first
 # response, PSS per worker after a warm-up (2 and 8 workers), reloads under load.

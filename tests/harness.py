@@ -20,7 +20,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
-MODULE = BUILD / "ngx_http_jvm_module.so"
+# NGINX_JVM_MODULE: another build of the module (`make asan` points it at
+# build/asan/ngx_http_jvm_module.so); NGINX_JVM_PRELOAD: LD_PRELOAD for the
+# nginx processes only (the sanitizer runtime Debian's nginx does not link).
+MODULE = Path(os.environ.get("NGINX_JVM_MODULE")
+              or BUILD / "ngx_http_jvm_module.so")
+PRELOAD = os.environ.get("NGINX_JVM_PRELOAD", "")
+# Under ASan a worker's RSS holds the allocator's quarantine of freed memory
+# and its shadow: tests that measure RSS growth skip themselves.
+SANITIZED = bool(PRELOAD)
+sanitized_rss = "RSS under ASan counts its quarantine of freed memory"
 JAR = BUILD / "nginx-jvm.jar"
 APPS = Path(__file__).resolve().parent / "apps"
 CLJ_APPS = APPS / "clj"
@@ -33,7 +42,11 @@ RING_JARS = ["/usr/share/java/%s.jar" % line.strip()
              for line in (ROOT / "scripts" / "ring-jars.txt").read_text().splitlines()
              if line.strip() and not line.startswith("#")]
 
-PROBLEM = re.compile(r"\[(alert|crit|error|emerg)\]")
+PROBLEM = re.compile(r"\[(alert|crit|error|emerg)\]"
+                     # sanitizer reports (make asan): UBSan writes them to
+                     # stderr, which is the error log in a worker
+                     + (r"|runtime error:|==\d+==ERROR: \w+Sanitizer"
+                        if PRELOAD else ""))
 KEEP = os.environ.get("NGINX_JVM_KEEP") == "1"   # keep prefixes to debug
 
 
@@ -96,6 +109,14 @@ def ring_classpath():
 def java_classpath():
     """No Clojure at all: the runtime jar and the Java test handlers."""
     return [str(JAR), java_classes()]
+
+
+def nginx_env():
+    """The environment of the nginx processes the harness runs."""
+    env = dict(os.environ)
+    if PRELOAD:
+        env["LD_PRELOAD"] = PRELOAD
+    return env
 
 
 def free_port():
@@ -335,6 +356,10 @@ class Nginx:
         cp = ""
         if classpath:
             cp = "    jvm_classpath %s;" % " ".join(classpath)
+        if PRELOAD:
+            # workers keep only the environment `env` names: UBSan reads
+            # its options there when it first reports
+            main = "env ASAN_OPTIONS;\nenv UBSAN_OPTIONS;\n" + main
         text = CONF
         for key, value in (("@MAIN@", main),
                            ("@MODE@", mode_directives(mode, http)),
@@ -362,7 +387,8 @@ class Nginx:
     def test_config(self):
         """Runs `nginx -t`; returns the CompletedProcess (text output)."""
         return subprocess.run(self.command() + ["-t"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, timeout=60)
+                              stderr=subprocess.PIPE, text=True, timeout=60,
+                              env=nginx_env())
 
     def start(self, timeout=60, wait=True):
         """Starts nginx and, unless wait is false, waits until its workers
@@ -370,7 +396,7 @@ class Nginx:
         self.stderr = open(self.path("logs", "stderr.log"), "ab")
         self.proc = subprocess.Popen(
             self.command() + ["-g", "daemon off;"],
-            stdout=self.stderr, stderr=self.stderr)
+            stdout=self.stderr, stderr=self.stderr, env=nginx_env())
         if not wait:
             return self
         if not self.wait_ready(timeout=timeout):
@@ -440,7 +466,7 @@ class Nginx:
         return subprocess.run(self.command() + ["-s", args],
                               stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True,
-                              timeout=30)
+                              timeout=30, env=nginx_env())
 
     def stop(self, sig=signal.SIGTERM, timeout=10):
         """Stops nginx; returns True if it exited by itself in time."""

@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from harness import Nginx, alive, dechunk, parse_raw, request, wait_for
+from harness import (SANITIZED, Nginx, alive, dechunk, parse_raw, request,
+                     sanitized_rss, wait_for)
 
 
 def jdk21_libjvm():
@@ -227,6 +228,7 @@ def abandon(port, path, count):
         s.close()
 
 
+@pytest.mark.skipif(SANITIZED, reason=sanitized_rss)
 def test_clients_that_leave_leak_nothing():
     """Requests abandoned while their handler runs: freed at once, a late
     respond is harmless, and the worker's memory does not grow with them.

@@ -20,7 +20,8 @@ websockets = pytest.importorskip("websockets")
 from websockets.sync.client import connect  # noqa: E402
 from websockets.exceptions import ConnectionClosed  # noqa: E402
 
-from harness import Nginx, read_edn, wait_for  # noqa: E402
+from harness import (SANITIZED, Nginx, read_edn, sanitized_rss,  # noqa: E402
+                     wait_for)
 
 LOCATIONS = """
         location /ws/echo { jvm_content testapp.ws/echo; }
@@ -456,6 +457,7 @@ def test_many_open_close_cycles_leak_nothing(ng):
         ng.get("/live-sockets").text
 
 
+@pytest.mark.skipif(SANITIZED, reason=sanitized_rss)
 def test_10000_open_close_cycles_return_memory(mode):
     """C memory (the connection's pool, frame buffers) and Java objects come
     back: with a fixed, pre-touched heap, the worker's resident memory after

@@ -56,6 +56,13 @@ static ngx_inline u_char *
 ngx_http_jvm_put_str(u_char *p, u_char *data, size_t len)
 {
     p = ngx_http_jvm_put_int(p, (uint32_t) len);
+
+    if (len == 0) {
+        /* an absent query or cert has data NULL: memcpy() from NULL is
+         * undefined even for no bytes (UBSan, make asan) */
+        return p;
+    }
+
     return ngx_cpymem(p, data, len);
 }
 

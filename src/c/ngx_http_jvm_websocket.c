@@ -1267,7 +1267,12 @@ ngx_http_jvm_ws_queue(ngx_http_jvm_ws_t *ws, ngx_uint_t opcode, u_char *data,
 
     out[rest] = (u_char) (0x80 | opcode);
     out[rest + 1] = (u_char) len;
-    ngx_memcpy(out + rest + 2, data, len);
+
+    if (len) {
+        /* an empty ping, pong or close has data NULL: memcpy() from NULL
+         * is undefined even for no bytes (UBSan, make asan) */
+        ngx_memcpy(out + rest + 2, data, len);
+    }
 
     ws->out = out;
     ws->out_pos = 0;
