@@ -19,6 +19,8 @@ while getopts "d:r:c:" o; do
 done
 
 work=$(mktemp -d /tmp/nginx-jvm-launcher.XXXXXX)
+# started as root, the launcher's workers run as nobody: they must read the file
+chmod 755 "$work"
 pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill -QUIT "$p" 2>/dev/null || true; done
@@ -77,7 +79,12 @@ for port in $after $before $plain; do
     wrk -t1 -c"$conns" -d2s "http://127.0.0.1:$port/file" > /dev/null
 done
 
-rate() { wrk -t1 -c"$conns" -d"${duration}s" "$1" | awk '/^Requests\/sec/ {print $2}'; }
+rate() {  # a run with any error answer is no measurement
+    local out
+    out=$(wrk -t1 -c"$conns" -d"${duration}s" "$1")
+    if grep -q 'Non-2xx' <<<"$out"; then echo "$1: error answers" >&2; echo "$out" >&2; exit 1; fi
+    awk '/^Requests\/sec/ {print $2}' <<<"$out"
+}
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 declare -A r
