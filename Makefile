@@ -115,6 +115,15 @@ bench: all bench-deps
 	python3 bench/phases.py $(PHASES_BENCH_ARGS)
 	python3 bench/shared.py $(SHARED_BENCH_ARGS)
 
+# The peers `make bench` measures beside nginx-jvm when they are built:
+# nginx-clojure (its module for this nginx, its jar) and http-kit, compiled
+# in build/peers from their public sources (PEERS_SRC=DIR holding
+# nginx-clojure/ and http-kit/: bench/README.md).  bench.py skips a peer
+# that was not built and says why.
+.PHONY: bench-peers
+bench-peers: $(LIBS)
+	bench/peers/build.sh
+
 # What only the benchmarks need: redis-server (Debian), Jedis (Maven Central).
 .PHONY: bench-deps bench-shared
 bench-deps: $(BUILD)/bench-lib/.done
