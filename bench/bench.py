@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The benchmark suite (`make bench`): nginx-jvm side by side with plain
-nginx and with Ring's Jetty adapter, alone and behind nginx.
+nginx, with Ring's Jetty adapter, alone and behind nginx, and with the
+peers nginx-clojure and http-kit where bench/peers/build.sh built them.
 
 Starts every server itself on free ports of 127.0.0.1 (the builds come from
 `make all`), measures throughput (wrk, servers interleaved round by round),
@@ -175,9 +176,17 @@ class Runner:
         return parsed["rps"]
 
     def checks(self):
+        """Compares every answer with the expected bytes; a peer is not
+        measured on a route it answers otherwise (our own servers are, and
+        the report lists the problem)."""
         for route in self.args.routes:
             for server in self.serving(route):
                 problem = check(server, route)
+                if problem and server.name in servers.PEERS:
+                    server.routes.remove(route)
+                    self.results["restricted"].setdefault(
+                        server.name, []).append(route)
+                    problem += " (so /%s is not measured on it)" % route
                 if problem:
                     self.results["checks"].append(problem)
 
@@ -253,7 +262,8 @@ def log(text):
 def log_problems(fleet):
     found = {}
     for server in fleet.servers.values():
-        pattern = ("WARN", "ERROR", "Exception") if server.name == "jetty" \
+        pattern = ("WARN", "ERROR", "Exception") \
+            if server.name in servers.JVM_PROCESSES \
             else ("[alert]", "[crit]", "[error]", "[emerg]")
         try:
             lines = Path(server.log).read_text(errors="replace").splitlines()
@@ -265,9 +275,9 @@ def log_problems(fleet):
 
 
 def preflight(args):
-    """Drops servers that cannot run here, with a note; fails if wrk or the
-    build is missing."""
-    notes = []
+    """Drops servers that cannot run here: returns {server: why}; fails if
+    wrk or the build is missing."""
+    skipped = {}
     if not shutil.which("wrk"):
         sys.exit("bench: wrk is missing: apt-get install wrk")
     if any(s.startswith("jvm-") for s in args.servers):
@@ -277,13 +287,31 @@ def preflight(args):
     if "jvm-virtual" in args.servers and not os.path.exists(
             servers.JDK25 + "/lib/server/libjvm.so"):
         args.servers.remove("jvm-virtual")
-        notes.append("jvm-virtual skipped: no JDK at %s" % servers.JDK25)
-    return notes
+        skipped["jvm-virtual"] = "no JDK at %s" % servers.JDK25
+    for peer in servers.PEERS:
+        if peer in args.servers:
+            built, why = servers.peer_status(peer)
+            if not why and not (servers.BUILD / "lib").exists():
+                why = "%s is missing: run `make libs`" % (servers.BUILD /
+                                                          "lib")
+            if why:
+                args.servers.remove(peer)
+                skipped[peer] = why
+    return skipped
+
+
+def describe(name):
+    """The report's words for a server: a peer's with what was built."""
+    if name in servers.PEERS:
+        built, _ = servers.peer_status(name)
+        if built:
+            return "%s; built: %s" % (servers.SERVERS[name], built)
+    return servers.SERVERS[name]
 
 
 def main(argv):
     args = parse_args(argv)
-    notes = preflight(args)
+    skipped = preflight(args)
     # SIGTERM unwinds like Ctrl-C, through the Fleet's stop
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     oha_path, latency_note = None, None
@@ -304,9 +332,10 @@ def main(argv):
                      "warmup": args.warmup, "conns": args.conns,
                      "latency_duration": args.latency_duration,
                      "idle": args.idle, "jvm_options": args.jvm_options},
-        "servers": {s: servers.SERVERS[s] for s in args.servers},
+        "servers": {s: describe(s) for s in args.servers},
+        "skipped": skipped, "restricted": {},
         "routes": args.routes, "throughput": {}, "memory": {},
-        "checks": list(notes), "wrk_problems": [], "log_problems": {}}
+        "checks": [], "wrk_problems": [], "log_problems": {}}
     if not args.no_latency:
         results["latency"] = {}
         results["latency_note"] = latency_note

@@ -8,6 +8,10 @@ of --servers / --routes.
 import statistics
 
 JVM_SERVERS = ("jvm-loop", "jvm-pool", "jvm-virtual", "jvm-async", "jvm-java")
+PEERS = ("nginx-clojure", "http-kit")
+# nginx-jvm over a peer within 1 +/- this is "level" rather than ahead or
+# behind: about the spread of the rounds on a quiet machine
+LEVEL = 0.03
 
 # (route, servers, least ratio to plain nginx, why), from BASELINES.md
 THROUGHPUT_TARGETS = [
@@ -156,6 +160,11 @@ def render(results):
         add("")
     for name, what in results["servers"].items():
         add("- `%s`: %s" % (name, what))
+    for name, why in results.get("skipped", {}).items():
+        add("- `%s`: not run: %s" % (name, why))
+    for name, routes in results.get("restricted", {}).items():
+        add("- `%s`: not measured on %s: it answers otherwise (Checks, "
+            "below)" % (name, ", ".join("/" + r for r in routes)))
     add("")
 
     add("## Targets (BASELINES.md)")
@@ -172,6 +181,7 @@ def render(results):
 
     if results.get("throughput"):
         render_throughput(results, add)
+        render_peers(results, add)
     if "latency" in results or results.get("latency_note"):
         render_latency(results, add)
     if results.get("memory"):
@@ -202,7 +212,7 @@ def render(results):
                 add("- `%s`: ... %d more" % (server, len(lines) - 10))
     else:
         add("No [alert], [crit], [error] or [emerg] line in the nginx logs, "
-            "no WARN/ERROR/Exception in Jetty's.")
+            "no WARN/ERROR/Exception in Jetty's or http-kit's.")
     add("")
     return "\n".join(out)
 
@@ -237,6 +247,58 @@ def render_throughput(results, add):
                    fmt_ratio(ratio(med, jetty)),
                    " ".join(fmt_rps(r) for r in rounds)))
         add("")
+
+
+def peer_comparison(results):
+    """{(nginx-jvm server, peer): [(route, ratio)]}: nginx-jvm's median
+    req/s over the peer's, for every route both were measured on."""
+    found = {}
+    for s in JVM_SERVERS:
+        for peer in PEERS:
+            for route in results["routes"]:
+                r = ratio(rps_median(results, s, route),
+                          rps_median(results, peer, route))
+                if r is not None:
+                    found.setdefault((s, peer), []).append((route, r))
+    return found
+
+
+def standing(r):
+    """'ahead', 'behind' or 'level' for nginx-jvm's ratio to a peer."""
+    return "ahead" if r >= 1 + LEVEL else "behind" if r <= 1 - LEVEL \
+        else "level"
+
+
+def render_peers(results, add):
+    found = peer_comparison(results)
+    if not found:
+        return
+    peers = [p for p in PEERS if any(k[1] == p for k in found)]
+    add("## Against the peers")
+    add("")
+    add("nginx-jvm's req/s over each peer's (medians above, same run, the "
+        "servers interleaved): above 1.00 nginx-jvm is ahead. Within "
+        "%.2f of 1.00 it is called level: the rounds spread about that "
+        "much." % LEVEL)
+    add("")
+    add("| route | server | %s |" % " | ".join("vs " + p for p in peers))
+    add("|---|---|%s" % ("---|" * len(peers)))
+    for route in results["routes"]:
+        for s in JVM_SERVERS:
+            cells = [dict(found.get((s, p), [])).get(route) for p in peers]
+            if any(c is not None for c in cells):
+                add("| /%s | %s | %s |" % (route, s, " | ".join(
+                    fmt_ratio(c) for c in cells)))
+    add("")
+    for (s, peer), rows in found.items():
+        by = {}
+        for route, r in rows:
+            by.setdefault(standing(r), []).append(
+                "/%s (%.2f)" % (route, r))
+        add("- %s against %s: %s." % (s, peer, "; ".join(
+            "%s on %s" % (k, ", ".join(by[k]))
+            for k in ("ahead", "level", "behind") if k in by)))
+    add("")
 
 
 def render_latency(results, add):

@@ -2,8 +2,9 @@
 
 Every server listens on a free port of 127.0.0.1 and serves the same routes
 at the same paths.  nginx masters run in the foreground (`daemon off`) as
-our children, and Jetty is a child too, so each is stopped by its own PID;
-workers are found through /proc.
+our children, and Jetty and http-kit are children too, so each is stopped
+by its own PID; workers are found through /proc.  The peers (nginx-clojure,
+http-kit) run from bench/peers/build.sh's builds in build/peers.
 """
 
 import http.client
@@ -24,6 +25,7 @@ NGINX = os.environ.get("NGINX", "/usr/sbin/nginx")
 JDK17 = os.environ.get("BENCH_JDK17", "/usr/lib/jvm/java-17-openjdk-amd64")
 JDK25 = os.environ.get("BENCH_JDK25", "/usr/lib/jvm/temurin-25-jdk-amd64")
 HOST = "127.0.0.1"
+PEERS_DIR = Path(os.environ.get("PEERS_OUT", BUILD / "peers"))
 
 # --- the routes -------------------------------------------------------------
 
@@ -83,7 +85,49 @@ SERVERS = {
     "jvm-java": "nginx-jvm, Java handler (nginx.jvm.Handler) on the loop",
     "jetty": "ring-jetty-adapter 1.8.2 on Jetty 9.4, JDK 17, default flags",
     "nginx-jetty": "nginx `proxy_pass` to that Jetty (upstream keepalive 64)",
+    "nginx-clojure": "nginx-clojure (JVM in nginx), the same Ring handler "
+                     "on the event loop (`jvm_workers` unset), JDK 17",
+    "http-kit": "http-kit's `run-server`, the same Ring handler, "
+                "`:thread 2`, JDK 17",
 }
+
+# The peers: built by bench/peers/build.sh, skipped when they were not.
+PEERS = ("nginx-clojure", "http-kit")
+# Servers that are one JVM process, no nginx workers.
+JVM_PROCESSES = ("jetty", "http-kit")
+
+
+def peer_files(name, peers_dir=None):
+    """What a peer's run needs from its build directory."""
+    d = Path(peers_dir or PEERS_DIR) / name
+    if name == "nginx-clojure":
+        return [d / "ngx_http_clojure_module.so", d / "nginx-clojure.jar"]
+    return [d / "classes", d / "src" / "src" / "org" / "httpkit" /
+            "server.clj"]
+
+
+def peer_status(name, peers_dir=None):
+    """(what was built, None) for a built peer, else (None, why not): one
+    line each, from bench/peers/build.sh's `built` or `failed` file."""
+    d = Path(peers_dir or PEERS_DIR) / name
+
+    def first_line(f):
+        try:
+            return f.read_text().strip().splitlines()[0]
+        except (OSError, IndexError):
+            return None
+
+    missing = [f for f in peer_files(name, peers_dir) if not f.exists()]
+    built = first_line(d / "built")
+    if built and not missing:
+        return built, None
+    failed = first_line(d / "failed")
+    if failed:
+        return None, "not built: %s" % failed
+    if missing and built:
+        return None, "%s is missing: run `make bench-peers`" % missing[0]
+    return None, ("not built: `make bench-peers` builds it from its source "
+                  "(PEERS_SRC, bench/README.md)")
 
 # nginx-jvm servers: name -> (location directives, jvm_path JDK, Java handler?)
 NGINX_JVM = {
@@ -131,10 +175,30 @@ HTTP_CONF = """    access_log off;
 """
 
 
-def nginx_conf(name, port, work, jetty_port=None, jvm_options=""):
-    """The nginx.conf of server `name` (nginx, nginx-jetty or jvm-*);
-    `jvm_options` are added to nginx-jvm's (none by default: the JVM's
-    defaults are part of what is measured)."""
+# nginx-clojure on JDK 17: its runtime reaches into java.lang and sun.nio.*
+# by reflection (its own jdk17 test profile opens the same packages).
+NGINX_CLOJURE_OPENS = ("java.base/java.lang", "java.base/sun.nio.cs",
+                       "java.base/sun.nio.ch")
+
+
+def nginx_clojure_http(work, peers_dir=None):
+    """nginx-clojure's http-level directives: the JVM, one option per
+    directive as its own configurations write them."""
+    d = Path(peers_dir or PEERS_DIR) / "nginx-clojure"
+    classpath = [d / "nginx-clojure.jar", BUILD / "lib" / "*", RING_APP]
+    options = ["-Dbench.file=%s" % (work / "index.html")] + [
+        "--add-opens=%s=ALL-UNNAMED" % p for p in NGINX_CLOJURE_OPENS]
+    return ("    jvm_path %s/lib/server/libjvm.so;\n"
+            "    jvm_classpath \"%s\";\n"
+            % (JDK17, ":".join(map(str, classpath)))
+            + "".join("    jvm_options \"%s\";\n" % o for o in options))
+
+
+def nginx_conf(name, port, work, jetty_port=None, jvm_options="",
+               peers_dir=None):
+    """The nginx.conf of server `name` (nginx, nginx-jetty, jvm-* or
+    nginx-clojure); `jvm_options` are added to nginx-jvm's (none by
+    default: the JVM's defaults are part of what is measured)."""
     head, http, locations = MAIN_CONF, HTTP_CONF, ""
     if name == "nginx":
         total = expected_body("headers").decode()
@@ -155,6 +219,14 @@ def nginx_conf(name, port, work, jetty_port=None, jvm_options=""):
         locations = ("        location / { proxy_pass http://jetty;"
                      " proxy_http_version 1.1;"
                      " proxy_set_header Connection \"\"; }\n")
+    elif name == "nginx-clojure":
+        d = Path(peers_dir or PEERS_DIR) / "nginx-clojure"
+        head = "load_module %s;\n%s" % (d / "ngx_http_clojure_module.so",
+                                        head)
+        http += nginx_clojure_http(work, peers_dir)
+        locations = ("        location / { content_handler_type clojure;"
+                     " content_handler_code \"(do (require 'bench.routes)"
+                     " bench.routes/handler)\"; }\n")
     else:
         directives, jdk, java = NGINX_JVM[name]
         head = "load_module %s;\n%s" % (MODULE, head)
@@ -211,7 +283,8 @@ class Server:
         return pids + (self.behind.pids() if self.behind and not own else [])
 
     def workers(self):
-        return children(self.proc.pid) if self.name != "jetty" else []
+        return (children(self.proc.pid) if self.name not in JVM_PROCESSES
+                else [])
 
     def url(self, route):
         return "http://%s:%d/%s" % (HOST, self.port, route)
@@ -252,6 +325,8 @@ class Fleet:
                            check=True)
 
     def _start(self, name):
+        if name == "http-kit":
+            return self._start_http_kit()
         if name == "jetty" or name == "nginx-jetty":
             if self.jetty is None:
                 self.jetty = self._start_jetty()
@@ -297,6 +372,23 @@ class Fleet:
                  "-cp", ":".join(classpath), "clojure.main", "-e", expr],
                 stdout=out, stderr=out, start_new_session=True)
         return Server("jetty", port, proc, log, list(ROUTES))
+
+    def _start_http_kit(self):
+        port, d = free_port(), PEERS_DIR / "http-kit"
+        classpath = [d / "classes", d / "src" / "src", BUILD / "lib" / "*",
+                     RING_APP]
+        expr = ("(require 'org.httpkit.server 'bench.routes)"
+                "(org.httpkit.server/run-server bench.routes/handler"
+                " {:ip \"%s\" :port %d :thread 2})"
+                "@(promise)" % (HOST, port))
+        log = self.work / "http-kit.log"
+        with open(log, "w") as out:
+            proc = subprocess.Popen(
+                [JDK17 + "/bin/java", "-Dbench.file=%s" % (self.work /
+                                                           "index.html"),
+                 "-cp", ":".join(map(str, classpath)), "clojure.main", "-e",
+                 expr], stdout=out, stderr=out, start_new_session=True)
+        return Server("http-kit", port, proc, log, list(ROUTES))
 
     def stop(self):
         """Stops every server by its PID: nginx's fast shutdown (SIGTERM),

@@ -152,3 +152,56 @@ def test_report_without_latency_and_memory():
     assert "## Throughput" in text
     r["latency_note"] = "Not measured: oha is missing and so is cargo."
     assert "Not measured: oha is missing" in report.render(r)
+
+
+def with_peers(**changes):
+    r = results(**changes)
+    r["servers"].update({"nginx-clojure": "nginx-clojure", "http-kit": "hk"})
+    r["throughput"]["nginx-clojure"] = {"hello": [90000, 100000, 95000],
+                                        "file": [60000, 61000, 62000]}
+    r["throughput"]["http-kit"] = {"hello": [60000, 62000, 61000],
+                                   "file": [70000, 69000, 71000],
+                                   "echo": [40000]}
+    return r
+
+
+def test_peer_ratios_are_nginx_jvm_over_the_peer():
+    found = report.peer_comparison(with_peers())
+    loop_nc = dict(found[("jvm-loop", "nginx-clojure")])
+    assert round(loop_nc["hello"], 3) == round(94000 / 95000, 3)
+    assert round(loop_nc["file"], 3) == round(69800 / 61000, 3)
+    assert "echo" not in loop_nc              # nginx-clojure not measured
+    assert round(dict(found[("jvm-loop", "http-kit")])["echo"], 2) == 0.75
+    assert dict(found[("jvm-pool", "http-kit")]) == {
+        "hello": 74000 / 61000}
+    assert ("jvm-java", "http-kit") not in found
+    assert report.peer_comparison(results()) == {}
+
+
+def test_standing_has_a_level_band():
+    assert report.standing(1.10) == "ahead"
+    assert report.standing(1.02) == "level"
+    assert report.standing(0.98) == "level"
+    assert report.standing(0.90) == "behind"
+
+
+def test_report_says_where_nginx_jvm_is_ahead_and_behind():
+    text = report.render(with_peers())
+    assert "\n## Against the peers" in text
+    assert ("| route | server | vs nginx-clojure | vs http-kit |\n"
+            "|---|---|---|---|\n") in text
+    assert "| /hello | jvm-loop | 0.99 | 1.54 |" in text
+    assert "| /echo | jvm-loop | n/a | 0.75 |" in text
+    assert ("- jvm-loop against nginx-clojure: ahead on /file (1.14); "
+            "level on /hello (0.99).") in text
+    assert ("- jvm-loop against http-kit: ahead on /hello (1.54); "
+            "level on /file (1.00); behind on /echo (0.75).") in text
+    assert "## Against the peers" not in report.render(results())
+
+
+def test_report_says_why_a_peer_did_not_run():
+    text = report.render(results(
+        skipped={"http-kit": "not built: no source at /x"},
+        restricted={"nginx-clojure": ["echo", "headers"]}))
+    assert "- `http-kit`: not run: not built: no source at /x" in text
+    assert "- `nginx-clojure`: not measured on /echo, /headers" in text

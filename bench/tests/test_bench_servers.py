@@ -87,3 +87,48 @@ def test_proxy_to_jetty_keeps_connections():
 def test_stat_ppid_survives_odd_command_names():
     stat = "4242 (a (b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0"
     assert servers.parse_stat_ppid(stat) == 17
+
+
+def test_nginx_clojure_runs_the_handler_on_the_loop(tmp_path):
+    conf = servers.nginx_conf("nginx-clojure", 1, WORK, peers_dir=tmp_path)
+    assert ("load_module %s;" % (tmp_path / "nginx-clojure" /
+                                 "ngx_http_clojure_module.so")) in conf
+    assert "load_module %s" % servers.MODULE not in conf
+    assert "content_handler_type clojure;" in conf
+    assert "(require 'bench.routes) bench.routes/handler" in conf
+    assert "jvm_workers" not in conf and "jvm_content" not in conf
+    assert "jvm_path %s/lib/server/libjvm.so;" % servers.JDK17 in conf
+    assert 'jvm_options "-Dbench.file=/tmp/w/index.html";' in conf
+    assert 'jvm_options "--add-opens=java.base/java.lang=ALL-UNNAMED";' \
+        in conf
+    assert "%s/nginx-clojure/nginx-clojure.jar:" % tmp_path in conf
+    # the same main and http settings as every other nginx
+    assert servers.MAIN_CONF in conf and servers.HTTP_CONF in conf
+    assert "-Xmx" not in servers.nginx_conf("nginx-clojure", 1, WORK,
+                                            jvm_options="-Xmx64m")
+
+
+def test_peer_status(tmp_path):
+    built, why = servers.peer_status("http-kit", tmp_path)
+    assert built is None and "make bench-peers" in why and "PEERS_SRC" in why
+    d = tmp_path / "http-kit"
+    d.mkdir()
+    (d / "failed").write_text("cannot download https://x/y.tar.gz\n")
+    assert servers.peer_status("http-kit", tmp_path) == (
+        None, "not built: cannot download https://x/y.tar.gz")
+    (d / "failed").unlink()
+    (d / "built").write_text("http-kit 2.9.0-beta4 from /src\n")
+    built, why = servers.peer_status("http-kit", tmp_path)
+    assert built is None and "classes is missing" in why
+    for f in servers.peer_files("http-kit", tmp_path):
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.mkdir() if f.name == "classes" else f.write_text("")
+    assert servers.peer_status("http-kit", tmp_path) == (
+        "http-kit 2.9.0-beta4 from /src", None)
+
+
+def test_peers_are_servers():
+    for peer in servers.PEERS:
+        assert peer in servers.SERVERS
+    assert "http-kit" in servers.JVM_PROCESSES
+    assert "nginx-clojure" not in servers.JVM_PROCESSES
