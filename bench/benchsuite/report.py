@@ -250,23 +250,38 @@ def render_throughput(results, add):
 
 
 def peer_comparison(results):
-    """{(nginx-jvm server, peer): [(route, ratio)]}: nginx-jvm's median
-    req/s over the peer's, for every route both were measured on."""
+    """{(nginx-jvm server, peer): [(route, ratio, per-round ratios)]}:
+    nginx-jvm's median req/s over the peer's, for every route both were
+    measured on, and the ratio in each round (the servers take their turns
+    within a round, so a round's pair saw the same machine); no per-round
+    ratios if a round is missing on either side."""
+    tp = results.get("throughput", {})
     found = {}
     for s in JVM_SERVERS:
         for peer in PEERS:
             for route in results["routes"]:
                 r = ratio(rps_median(results, s, route),
                           rps_median(results, peer, route))
-                if r is not None:
-                    found.setdefault((s, peer), []).append((route, r))
+                if r is None:
+                    continue
+                mine = tp[s][route]
+                theirs = tp[peer][route]
+                rounds = ([ratio(a, b) for a, b in zip(mine, theirs)]
+                          if len(mine) == len(theirs) else [])
+                found.setdefault((s, peer), []).append((route, r, rounds))
     return found
 
 
-def standing(r):
-    """'ahead', 'behind' or 'level' for nginx-jvm's ratio to a peer."""
-    return "ahead" if r >= 1 + LEVEL else "behind" if r <= 1 - LEVEL \
-        else "level"
+def standing(r, rounds=()):
+    """'ahead', 'behind' or 'level' for nginx-jvm's ratio to a peer;
+    'unclear' when one round has it ahead and another behind."""
+    def one(x):
+        return "ahead" if x >= 1 + LEVEL else "behind" if x <= 1 - LEVEL \
+            else "level"
+    each = {one(x) for x in rounds if x is not None}
+    if {"ahead", "behind"} <= each:
+        return "unclear"
+    return one(r)
 
 
 def render_peers(results, add):
@@ -276,28 +291,37 @@ def render_peers(results, add):
     peers = [p for p in PEERS if any(k[1] == p for k in found)]
     add("## Against the peers")
     add("")
-    add("nginx-jvm's req/s over each peer's (medians above, same run, the "
-        "servers interleaved): above 1.00 nginx-jvm is ahead. Within "
-        "%.2f of 1.00 it is called level: the rounds spread about that "
-        "much." % LEVEL)
+    add("nginx-jvm's req/s over each peer's, same run: the ratio of the "
+        "medians above, then in parentheses the ratio in each round (the "
+        "servers take their turns within a round). Above 1.00 nginx-jvm is "
+        "ahead; within %.2f of 1.00 it is called level; unclear when one "
+        "round has it ahead and another behind." % LEVEL)
     add("")
     add("| route | server | %s |" % " | ".join("vs " + p for p in peers))
     add("|---|---|%s" % ("---|" * len(peers)))
+
+    def cell(row):
+        if row is None:
+            return "n/a"
+        _, r, rounds = row
+        return fmt_ratio(r) + (" (%s)" % " ".join(map(fmt_ratio, rounds))
+                               if len(rounds) > 1 else "")
     for route in results["routes"]:
         for s in JVM_SERVERS:
-            cells = [dict(found.get((s, p), [])).get(route) for p in peers]
-            if any(c is not None for c in cells):
+            rows = [{row[0]: row for row in found.get((s, p), [])}.get(route)
+                    for p in peers]
+            if any(rows):
                 add("| /%s | %s | %s |" % (route, s, " | ".join(
-                    fmt_ratio(c) for c in cells)))
+                    cell(row) for row in rows)))
     add("")
     for (s, peer), rows in found.items():
         by = {}
-        for route, r in rows:
-            by.setdefault(standing(r), []).append(
+        for route, r, rounds in rows:
+            by.setdefault(standing(r, rounds), []).append(
                 "/%s (%.2f)" % (route, r))
         add("- %s against %s: %s." % (s, peer, "; ".join(
             "%s on %s" % (k, ", ".join(by[k]))
-            for k in ("ahead", "level", "behind") if k in by)))
+            for k in ("ahead", "level", "behind", "unclear") if k in by)))
     add("")
 
 

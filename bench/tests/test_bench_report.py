@@ -167,22 +167,37 @@ def with_peers(**changes):
 
 def test_peer_ratios_are_nginx_jvm_over_the_peer():
     found = report.peer_comparison(with_peers())
-    loop_nc = dict(found[("jvm-loop", "nginx-clojure")])
-    assert round(loop_nc["hello"], 3) == round(94000 / 95000, 3)
-    assert round(loop_nc["file"], 3) == round(69800 / 61000, 3)
+    loop_nc = {route: (r, rounds) for route, r, rounds
+               in found[("jvm-loop", "nginx-clojure")]}
+    assert round(loop_nc["hello"][0], 3) == round(94000 / 95000, 3)
+    assert loop_nc["hello"][1] == [95000 / 90000, 94000 / 100000,
+                                   80000 / 95000]
+    assert round(loop_nc["file"][0], 3) == round(69800 / 61000, 3)
     assert "echo" not in loop_nc              # nginx-clojure not measured
-    assert round(dict(found[("jvm-loop", "http-kit")])["echo"], 2) == 0.75
-    assert dict(found[("jvm-pool", "http-kit")]) == {
-        "hello": 74000 / 61000}
+    echo = found[("jvm-loop", "http-kit")][-1]
+    assert echo[0] == "echo" and round(echo[1], 2) == 0.75
+    assert found[("jvm-pool", "http-kit")] == [
+        ("hello", 74000 / 61000, [70000 / 60000, 74000 / 62000,
+                                  76000 / 61000])]
     assert ("jvm-java", "http-kit") not in found
     assert report.peer_comparison(results()) == {}
 
 
-def test_standing_has_a_level_band():
+def test_no_per_round_ratios_when_a_round_is_missing():
+    r = with_peers()
+    r["throughput"]["http-kit"]["hello"] = [60000, 62000]
+    row = report.peer_comparison(r)[("jvm-loop", "http-kit")][0]
+    assert row[0] == "hello" and row[2] == []
+
+
+def test_standing_has_a_level_band_and_says_when_rounds_disagree():
     assert report.standing(1.10) == "ahead"
     assert report.standing(1.02) == "level"
     assert report.standing(0.98) == "level"
     assert report.standing(0.90) == "behind"
+    assert report.standing(1.10, [1.2, 1.0, 1.1]) == "ahead"
+    assert report.standing(1.10, [1.2, 0.9, 1.1]) == "unclear"
+    assert report.standing(0.99, [1.0, 0.9, 0.99]) == "level"
 
 
 def test_report_says_where_nginx_jvm_is_ahead_and_behind():
@@ -190,10 +205,11 @@ def test_report_says_where_nginx_jvm_is_ahead_and_behind():
     assert "\n## Against the peers" in text
     assert ("| route | server | vs nginx-clojure | vs http-kit |\n"
             "|---|---|---|---|\n") in text
-    assert "| /hello | jvm-loop | 0.99 | 1.54 |" in text
+    assert ("| /hello | jvm-loop | 0.99 (1.06 0.94 0.84) "
+            "| 1.54 (1.58 1.52 1.31) |") in text
     assert "| /echo | jvm-loop | n/a | 0.75 |" in text
     assert ("- jvm-loop against nginx-clojure: ahead on /file (1.14); "
-            "level on /hello (0.99).") in text
+            "unclear on /hello (0.99).") in text
     assert ("- jvm-loop against http-kit: ahead on /hello (1.54); "
             "level on /file (1.00); behind on /echo (0.75).") in text
     assert "## Against the peers" not in report.render(results())
