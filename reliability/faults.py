@@ -264,21 +264,8 @@ def judge(name, r, plain):
     return r["ok"] and r["non2xx"] == 0 and r["errors"] == 0
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--modes", default="loop,pool,virtual")
-    ap.add_argument("--duration", type=int, default=8)
-    ap.add_argument("--out", default=str(
-        ROOT / "bench" / "results" / ("%s-faults.md"
-                                      % time.strftime("%Y-%m-%d"))))
-    args = ap.parse_args()
-    modes = [m for m in args.modes.split(",")
-             if m != "virtual" or jdk21_libjvm()]
-
-    data = Path(os.environ.get("TMPDIR", "/tmp")) / ("faults-%d" % os.getpid())
-    (data / "big").mkdir(parents=True, exist_ok=True)
-    (data / "big" / "big.bin").write_bytes(bytes(i % 251 for i in range(BIG)))
-
+def run(args, modes, data):
+    """Every scenario against plain nginx and each mode: rows, failures."""
     rows, failed = [], []
     plain = {}
     for name, fn in SCENARIOS:
@@ -302,6 +289,29 @@ def main():
             if not ok:
                 failed.append("%s, %s: %r" % (name, mode, r))
             print("%-26s %-18s %s" % (name, mode, rows[-1][3]), flush=True)
+    return rows, failed
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--modes", default="loop,pool,virtual")
+    ap.add_argument("--duration", type=int, default=8)
+    ap.add_argument("--out", default=str(
+        ROOT / "bench" / "results" / ("%s-faults.md"
+                                      % time.strftime("%Y-%m-%d"))))
+    args = ap.parse_args()
+    modes = [m for m in args.modes.split(",")
+             if m != "virtual" or jdk21_libjvm()]
+
+    data = Path(os.environ.get("TMPDIR", "/tmp")) / ("faults-%d" % os.getpid())
+    (data / "big").mkdir(parents=True, exist_ok=True)
+    try:
+        (data / "big" / "big.bin").write_bytes(
+            bytes(i % 251 for i in range(BIG)))
+        rows, failed = run(args, modes, data)
+    finally:
+        # the 8 MB file goes whatever happened, Ctrl-C included
+        shutil.rmtree(data, ignore_errors=True)
 
     lines = ["# Faults under load", "",
              "reliability/faults.py --duration %d; %s; %d cores; wrk -t1 -c%d "
@@ -321,7 +331,6 @@ def main():
     print(text)
     for f in failed:
         print("FAIL:", f, file=sys.stderr)
-    shutil.rmtree(data, ignore_errors=True)
     sys.exit(1 if failed else 0)
 
 

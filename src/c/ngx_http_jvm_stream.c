@@ -316,6 +316,14 @@ ngx_http_jvm_stream_writer(ngx_http_request_t *r)
 
         ctx->waiting = 0;
 
+        /* the hold timer is for a body waiting for Java: none now */
+
+        if (ctx->timer.timer_set
+            && ctx->timer.handler == ngx_http_jvm_stream_hold)
+        {
+            ngx_del_timer(&ctx->timer);
+        }
+
     } else {
         if (wev->timedout) {
             ngx_log_error(NGX_LOG_INFO, c->log, NGX_ETIMEDOUT,
