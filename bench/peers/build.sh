@@ -25,7 +25,8 @@
 #
 # Each peer's directory gets `built` (one line: version, revision, source)
 # or `failed` (one line: why); bench/bench.py reads them and skips a peer
-# that was not built, quoting that line.  Exits 1 if a peer failed.
+# that was not built, quoting that line.  A source that cannot be had
+# leaves an earlier build in place.  Exits 1 if a peer failed.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -83,7 +84,26 @@ git_dir() {
     fi
 }
 
-# source PEER SPEC REV DEST: puts PEER's source tree into DEST; prints
+# new_source PEER SPEC REV: puts PEER's source into build/peers/PEER/src
+# and prints where it came from; if it cannot, records why (`failed`) unless
+# an earlier build is there, which is then kept as it is
+new_source() {
+    local peer=$1 dir=$out_root/$1 from
+    mkdir -p "$dir"
+    if from=$(source_tree "$peer" "$2" "$3" "$dir/src.new" 2>"$dir/source.log"); then
+        rm -rf "$dir/src" && mv "$dir/src.new" "$dir/src"
+        echo "$from"
+        return 0
+    fi
+    rm -rf "$dir/src.new"
+    if [ -f "$dir/built" ]; then
+        log "$peer: $(tail -1 "$dir/source.log"); the earlier build stays: $(cat "$dir/built")"
+        return 1
+    fi
+    fail "$peer" "$(tail -1 "$dir/source.log")"
+}
+
+# source_tree PEER SPEC REV DEST: puts PEER's source tree into DEST; prints
 # where it came from (for `built`)
 source_tree() {
     local peer=$1 spec=$2 rev=$3 dest=$4 gitdir
@@ -134,9 +154,8 @@ build_nginx_clojure() {
     src=$dir/src
     mkdir -p "$dir"
     log "nginx-clojure: source $NGINX_CLOJURE_SRC"
-    from=$(source_tree nginx-clojure "$NGINX_CLOJURE_SRC" \
-        "${NGINX_CLOJURE_REV:-$NGINX_CLOJURE_PIN}" "$src" 2>"$dir/source.log") \
-        || fail nginx-clojure "$(tail -1 "$dir/source.log")" || return 1
+    from=$(new_source nginx-clojure "$NGINX_CLOJURE_SRC" \
+        "${NGINX_CLOJURE_REV:-$NGINX_CLOJURE_PIN}") || return 1
     [ -f "$src/src/c/config" ] || fail nginx-clojure "no src/c/config in $from" || return 1
     [ -f "$nginx_src/conf_flags" ] || fail nginx-clojure \
         "no nginx source at $nginx_src: apt-get install nginx-dev" || return 1
@@ -188,9 +207,8 @@ build_http_kit() {
     src=$dir/src
     mkdir -p "$dir"
     log "http-kit: source $HTTP_KIT_SRC"
-    from=$(source_tree http-kit "$HTTP_KIT_SRC" \
-        "${HTTP_KIT_REV:-$HTTP_KIT_PIN}" "$src" 2>"$dir/source.log") \
-        || fail http-kit "$(tail -1 "$dir/source.log")" || return 1
+    from=$(new_source http-kit "$HTTP_KIT_SRC" \
+        "${HTTP_KIT_REV:-$HTTP_KIT_PIN}") || return 1
     [ -f "$src/src/org/httpkit/server.clj" ] && [ -d "$src/src/java" ] \
         || fail http-kit "no src/java and src/org/httpkit/server.clj in $from" || return 1
     [ -n "$clojure_jar" ] || fail http-kit "no build/lib/clojure-*.jar: run \`make libs\`" || return 1
