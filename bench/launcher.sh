@@ -1,22 +1,33 @@
 #!/usr/bin/env bash
-# The launcher's own nginx.conf against plain nginx, side by side: the
-# config bin/nginx-jvm writes now, and the one it wrote before (without
-# sendfile, keepalive_requests and the listen backlog), serving the bench
-# app's /hello and /file; wrk in turn (A B C, A B C, ...), medians, ratios.
+# The launcher's own nginx.conf against plain nginx, side by side: what
+# bin/nginx-jvm writes for the bench app (bench/app, 2 workers) in each
+# execution mode, and plain nginx with the same settings (`return 200` for
+# /hello, the same file as a static file for /file). wrk in turn (A B C, A B
+# C, ...); per server the median req/s, the median of its per-round ratio to
+# plain nginx (each round's ratio is taken a few seconds apart, so it varies
+# less than the medians on a noisy machine) and the workers' CPU time per
+# request (utime + stime from /proc).
 #
 #   bench/launcher.sh [-d SECONDS] [-r ROUNDS] [-c CONNECTIONS]
+#                     [-m MODES] [-u ROUTES]
+#
+# MODES: comma-separated of loop, pool, virtual (default loop; virtual runs
+# on the Temurin 25 JDK). ROUTES: hello,file (default both).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-duration=5 rounds=3 conns=50
-while getopts "d:r:c:" o; do
+duration=5 rounds=3 conns=50 modes=loop routes=hello,file
+while getopts "d:r:c:m:u:" o; do
     case $o in
         d) duration=$OPTARG ;;
         r) rounds=$OPTARG ;;
         c) conns=$OPTARG ;;
-        *) echo "usage: $0 [-d SECONDS] [-r ROUNDS] [-c CONNECTIONS]" >&2; exit 2 ;;
+        m) modes=$OPTARG ;;
+        u) routes=$OPTARG ;;
+        *) echo "usage: $0 [-d S] [-r N] [-c N] [-m MODES] [-u ROUTES]" >&2; exit 2 ;;
     esac
 done
+jdk25=/usr/lib/jvm/temurin-25-jdk-amd64
 
 work=$(mktemp -d /tmp/nginx-jvm-launcher.XXXXXX)
 # started as root, the launcher's workers run as nobody: they must read the file
@@ -46,39 +57,63 @@ start() {  # name conf-file
     local dir=$work/$1
     mkdir -p "$dir/tmp"
     sed "s|/tmp/nginx-jvm.XXXXXX|$dir|g; s|error_log stderr notice;|error_log $dir/error.log warn;|" "$2" > "$dir/nginx.conf"
-    nginx -p "$dir" -c "$dir/nginx.conf"
+    # the launcher finds the JVM the module loads through JAVA_HOME
+    if [ "$1" = virtual ]; then
+        JAVA_HOME=$jdk25 nginx -p "$dir" -c "$dir/nginx.conf"
+    else
+        nginx -p "$dir" -c "$dir/nginx.conf"
+    fi
     pids+=("$(cat "$dir/nginx.pid")")
 }
 
-launcher_conf() {  # port
-    "$top/bin/nginx-jvm" run --handler bench.core/handler --classpath "$top/bench/app" \
-        --port "$1" --workers 2 --jvm-option "-Dbench.file=$work/index.html" --print-config
+launcher_conf() {  # port mode
+    local java_home=${JAVA_HOME:-}
+    [ "$2" != virtual ] || java_home=$jdk25
+    JAVA_HOME=$java_home "$top/bin/nginx-jvm" run --handler bench.core/handler \
+        --classpath "$top/bench/app" --port "$1" --workers 2 --mode "$2" \
+        --jvm-option "-Dbench.file=$work/index.html" --print-config
 }
 
-after=$(free_port) before=$(free_port) plain=$(free_port)
-launcher_conf "$after" > "$work/after.conf"
-# the launcher's config before this change
-launcher_conf "$before" | sed -e '/sendfile on;/d' -e '/tcp_nopush on;/d' \
-    -e '/keepalive_requests 100000;/d' -e 's/ backlog=4096;/;/' > "$work/before.conf"
-# plain nginx with the launcher's (new) settings
+declare -A port
+names=(plain)
+port[plain]=$(free_port)
+IFS=, read -ra mode_list <<<"$modes"
+for m in "${mode_list[@]}"; do
+    port[$m]=$(free_port)
+    launcher_conf "${port[$m]}" "$m" > "$work/$m.conf"
+    names+=("$m")
+done
+# plain nginx with the launcher's settings
 sed -e '/load_module/d' -e '/jvm_classpath/,/;/d' -e '/jvm_options/d' -e '/jvm_cache/d' \
+    -e '/jvm_path/d' -e '/jvm_mode/d' -e '/jvm_pool_size/d' -e '/jvm_queue/d' \
     -e "s|jvm_content .*|return 200 'Hello, Clojure!';|" \
-    -e "s|listen 127.0.0.1:$after|listen 127.0.0.1:$plain|" \
+    -e "s|listen 127.0.0.1:${port[${mode_list[0]}]}|listen 127.0.0.1:${port[plain]}|" \
     -e "s|        location / {|        location = /file { default_type text/html; alias $work/index.html; }\n        location / { default_type text/plain;|" \
-    "$work/after.conf" > "$work/plain.conf"
-start after "$work/after.conf"
-start before "$work/before.conf"
-start plain "$work/plain.conf"
-
-for port in $after $before $plain; do
-    for _ in $(seq 1 150); do
-        curl -fs -o /dev/null "http://127.0.0.1:$port/hello" && break
-        sleep 0.2
-    done
-    wrk -t1 -c"$conns" -d3s "http://127.0.0.1:$port/hello" > /dev/null
-    wrk -t1 -c"$conns" -d2s "http://127.0.0.1:$port/file" > /dev/null
+    "$work/${mode_list[0]}.conf" > "$work/plain.conf"
+for n in "${names[@]}"; do
+    start "$n" "$work/$n.conf"
 done
 
+IFS=, read -ra route_list <<<"$routes"
+for n in "${names[@]}"; do
+    for _ in $(seq 1 150); do
+        curl -fs -o /dev/null "http://127.0.0.1:${port[$n]}/hello" && break
+        sleep 0.2
+    done
+    for route in "${route_list[@]}"; do
+        wrk -t1 -c"$conns" -d3s "http://127.0.0.1:${port[$n]}/$route" > /dev/null
+    done
+done
+
+# CPU time of a server's workers, clock ticks
+cpu() {
+    local t=0 p
+    for p in $(pgrep -P "$1"); do
+        t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+    done
+    echo "$t"
+}
+hz=$(getconf CLK_TCK)
 rate() {  # a run with any error answer is no measurement
     local out
     out=$(wrk -t1 -c"$conns" -d"${duration}s" "$1")
@@ -87,20 +122,34 @@ rate() {  # a run with any error answer is no measurement
 }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-declare -A r
-for route in hello file; do
+declare -A rps ratio cpus
+for route in "${route_list[@]}"; do
     for _ in $(seq 1 "$rounds"); do
-        for s in plain:$plain before:$before after:$after; do
-            r[${s%%:*},$route]+="$(rate "http://127.0.0.1:${s##*:}/$route") "
+        for n in "${names[@]}"; do
+            master=$(cat "$work/$n/nginx.pid")
+            before=$(cpu "$master")
+            r=$(rate "http://127.0.0.1:${port[$n]}/$route")
+            after=$(cpu "$master")
+            rps[$n,$route]+="$r "
+            [ "$n" = plain ] && base=$r
+            ratio[$n,$route]+="$(echo "$r / $base" | bc -l) "
+            cpus[$n,$route]+="$(echo "($after - $before) * 1000000 / $hz / ($r * $duration)" | bc -l) "
         done
     done
 done
 
-echo "launcher config vs plain nginx: wrk -t1 -c$conns -d${duration}s, $rounds interleaved rounds, median"
-printf '%-6s %12s %12s %8s %12s %8s\n' route "nginx" "before" ratio "after" ratio
-for route in hello file; do
-    n=$(echo "${r[plain,$route]}" | median)
-    b=$(echo "${r[before,$route]}" | median)
-    a=$(echo "${r[after,$route]}" | median)
-    printf '%-6s %12s %12s %8.3f %12s %8.3f\n' "$route" "$n" "$b" "$(echo "$b / $n" | bc -l)" "$a" "$(echo "$a / $n" | bc -l)"
+echo "bench/launcher.sh: the launcher's config (2 workers) vs plain nginx; wrk -t1 -c$conns -d${duration}s, $rounds interleaved rounds"
+printf '%-6s %-8s %12s %14s %14s\n' route server "req/s" "paired ratio" "CPU us/req"
+for route in "${route_list[@]}"; do
+    for n in "${names[@]}"; do
+        printf '%-6s %-8s %12.0f %14.3f %14.1f\n' "$route" "$n" \
+            "$(echo "${rps[$n,$route]}" | median)" "$(echo "${ratio[$n,$route]}" | median)" \
+            "$(echo "${cpus[$n,$route]}" | median)"
+    done
+done
+for n in "${names[@]}"; do
+    if grep -E '\[(alert|crit|error|emerg)\]' "$work/$n/error.log"; then
+        echo "$n: errors in its log (above)" >&2
+        exit 1
+    fi
 done

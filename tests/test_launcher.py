@@ -1,6 +1,7 @@
 """bin/nginx-jvm: the generated config, serving, and a clean stop on
 SIGINT and SIGTERM (no nginx left behind, the temporary prefix removed)."""
 
+import contextlib
 import os
 import pwd
 import re
@@ -8,7 +9,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +17,36 @@ from harness import (CLJ_APPS, RING_JARS, ROOT, alive, children, free_port,
                      java_classes, request, wait_for)
 
 LAUNCHER = str(ROOT / "bin" / "nginx-jvm")
+
+
+@contextlib.contextmanager
+def launched(args, path="/", timeout=60):
+    """`bin/nginx-jvm run ARGS` on a free port, once it answers GET PATH:
+    (process, port, that first response). Stopped with SIGTERM on the way
+    out unless the test stopped it."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [LAUNCHER, "run", "--port", str(port)] + args,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        # not a background job of a shell: SIGINT is not ignored
+        start_new_session=True)
+    try:
+        def serving():
+            try:
+                return request(port, "GET", path, timeout=2)
+            except OSError:
+                return None
+        r = wait_for(serving, timeout)
+        assert r is not None, proc.stderr.read1().decode()
+        yield proc, port, r
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 @pytest.fixture(autouse=True)
@@ -146,21 +176,10 @@ def prefix_of(proc):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_serves_then_stops_cleanly(sig):
-    port = free_port()
     cp = ":".join([str(CLJ_APPS)] + RING_JARS)
-    proc = subprocess.Popen(
-        [LAUNCHER, "run", "--handler", "testapp.offloop/fast",
-         "--classpath", cp, "--port", str(port), "--workers", "2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        # not a background job of a shell: SIGINT is not ignored
-        start_new_session=True)
-    try:
-        def serving():
-            try:
-                return request(port, "GET", "/x", timeout=2).status == 200
-            except OSError:
-                return False
-        assert wait_for(serving, 60), proc.stderr.read1().decode()
+    with launched(["--handler", "testapp.offloop/fast", "--classpath", cp,
+                   "--workers", "2"], "/x") as (proc, port, first):
+        assert first.status == 200, first
         r = request(port, "GET", "/x")
         assert r.text.startswith("fast on ")
         pids = nginx_pids_under(proc.pid)
@@ -174,57 +193,26 @@ def test_serves_then_stops_cleanly(sig):
         assert not os.path.exists(prefix)
         err = proc.stderr.read().decode()
         assert not re.search(r"\[(alert|crit|error|emerg)\]", err), err
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def test_second_start_uses_the_cache(cache):
     cp = ":".join([str(CLJ_APPS)] + RING_JARS)
     for start in (1, 2):
-        port = free_port()
-        proc = subprocess.Popen(
-            [LAUNCHER, "run", "--handler", "testapp.offloop/fast",
-             "--classpath", cp, "--port", str(port), "--workers", "1"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True)
-        try:
-            def serving():
-                try:
-                    return request(port, "GET", "/x", timeout=2).status == 200
-                except OSError:
-                    return False
-            assert wait_for(serving, 60)
+        with launched(["--handler", "testapp.offloop/fast", "--classpath", cp,
+                       "--workers", "1"], "/x") as (proc, port, first):
+            assert first.status == 200, first
             os.kill(proc.pid, signal.SIGTERM)
             proc.wait(timeout=20)
             err = proc.stderr.read().decode()
             assert ("building the class cache" in err) == (start == 1), err
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
     assert len([p for p in cache.iterdir() if p.is_dir()]) == 1
 
 
 def test_java_handler_through_the_launcher():
-    port = free_port()
-    proc = subprocess.Popen(
-        [LAUNCHER, "run", "--handler", "testapp.Echo", "--classpath",
-         java_classes(), "--port", str(port), "--workers", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True)
-    try:
-        def serving():
-            try:
-                return request(port, "GET", "/hi?x=1", timeout=2)
-            except OSError:
-                return None
-        r = wait_for(serving, 60)
-        assert r is not None and r.status == 200, r
-    finally:
-        os.kill(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
+    with launched(["--handler", "testapp.Echo", "--classpath",
+                   java_classes(), "--workers", "1"], "/hi?x=1") as \
+            (proc, port, first):
+        assert first.status == 200, first
     assert proc.returncode == 0
 
 
@@ -261,21 +249,10 @@ def test_started_as_root_the_application_runs_as_nobody(cache, monkeypatch):
         (top / "src" / "whoami" / "core.clj").write_text(WHOAMI % (top / "marks"))
         (top / "marks").mkdir()
         os.chmod(top / "marks", 0o777)
-        port = free_port()
-        proc = subprocess.Popen(
-            [LAUNCHER, "run", "--handler", "whoami.core/handler",
-             "--classpath", str(top / "src"), "--port", str(port),
-             "--workers", "2"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True)
-        try:
-            def serving():
-                try:
-                    return request(port, "GET", "/", timeout=2)
-                except OSError:
-                    return None
-            r = wait_for(serving, 90)
-            assert r and r.status == 200, proc.stderr.read1().decode()
+        with launched(["--handler", "whoami.core/handler", "--classpath",
+                       str(top / "src"), "--workers", "2"], "/", 90) as \
+                (proc, port, r):
+            assert r.status == 200, proc.stderr.read1().decode()
             assert r.text == "nobody"
             assert worker_users(proc) == {"nobody"}
             def marks():
@@ -291,9 +268,6 @@ def test_started_as_root_the_application_runs_as_nobody(cache, monkeypatch):
             for p in [entry] + list(entry.rglob("*")):
                 assert p.stat().st_uid == 0, p
                 assert not p.stat().st_mode & 0o022, p
-        finally:
-            os.kill(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=20)
         err = proc.stderr.read().decode()
         assert "not readable" not in err and "[warn]" not in err, err
     finally:
