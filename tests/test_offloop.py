@@ -112,6 +112,37 @@ def test_pool_runs_blocking_handlers_concurrently(ng):
     assert 1 < len(threads) <= 64
 
 
+SCHED_OTHER, SCHED_BATCH = 0, 3
+
+
+def thread_policies(n):
+    """(pid, tid, name, scheduling policy) of every thread of n's workers."""
+    found = []
+    for pid in n.worker_pids():
+        for task in glob.glob("/proc/%d/task/*" % pid):
+            try:
+                with open(task + "/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue                # gone meanwhile
+            name = stat[stat.index("(") + 1:stat.rindex(")")]
+            # field 41, policy; the fields after the name start at 3
+            policy = int(stat[stat.rindex(")") + 2:].split()[38])
+            found.append((pid, int(os.path.basename(task)), name, policy))
+    return found
+
+
+def test_handler_threads_do_not_preempt_the_loop(ng):
+    """Pool threads are SCHED_BATCH (woken by a hand-off they wait for the
+    loop to block instead of preempting it); the loop itself is not."""
+    assert ng.get("/pool/slow?ms=1").status == 200
+    threads = thread_policies(ng)
+    pool = [t for t in threads if t[2].startswith("nginx-jvm-pool")]
+    assert pool and all(t[3] == SCHED_BATCH for t in pool), threads
+    loops = [t for t in threads if t[0] == t[1]]
+    assert loops and all(t[3] == SCHED_OTHER for t in loops), threads
+
+
 def test_fast_route_stays_on_the_loop(ng):
     r = ng.get("/fast")
     assert r.status == 200
@@ -305,6 +336,11 @@ def test_virtual_threads():
         assert n.get("/v/seq").text == "".join("line %d\n" % i
                                                for i in range(100))
         assert n.get("/v/async").status == 200
+        # the carriers that ran the handlers are SCHED_BATCH, the loop not
+        threads = thread_policies(n)
+        carriers = [t for t in threads if t[2].startswith("ForkJoinPool-")]
+        assert carriers and all(t[3] == SCHED_BATCH for t in carriers), threads
+        assert all(t[3] == SCHED_OTHER for t in threads if t[0] == t[1])
 
 
 @pytest.mark.log_allows(r"jvm_mode virtual needs a JDK 21")

@@ -14,6 +14,8 @@
 
 #include "ngx_http_jvm_module.h"
 
+#include <sched.h>
+
 #include <jni.h>
 #include <dlfcn.h>
 #include <signal.h>
@@ -88,6 +90,7 @@ static ngx_int_t ngx_http_jvm_vm_call_string(ngx_cycle_t *cycle,
     jmethodID method, ngx_str_t *arg, const char *what);
 static void JNICALL ngx_http_jvm_vm_exit_hook(jint code);
 static void JNICALL ngx_http_jvm_wake(JNIEnv *env, jclass cls);
+static void JNICALL ngx_http_jvm_batch(JNIEnv *env, jclass cls);
 static jbyteArray JNICALL ngx_http_jvm_get_variable(JNIEnv *env, jclass cls,
     jlong r, jbyteArray name);
 static void JNICALL ngx_http_jvm_set_variable(JNIEnv *env, jclass cls,
@@ -206,6 +209,7 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
 
 static JNINativeMethod  ngx_http_jvm_natives[] = {
     { "wake", "()V", (void *) ngx_http_jvm_wake },
+    { "batch", "()V", (void *) ngx_http_jvm_batch },
     { "getVariable", "(J[B)[B", (void *) ngx_http_jvm_get_variable },
     { "setVariable", "(J[B[B)V", (void *) ngx_http_jvm_set_variable },
     { "setUri", "(J[B)V", (void *) ngx_http_jvm_native_set_uri },
@@ -1576,6 +1580,35 @@ ngx_http_jvm_wake(JNIEnv *env, jclass cls)
     if (write(ngx_http_jvm_notify_fd, &one, sizeof(uint64_t)) == -1) {
         /* EAGAIN: the counter is full, so the loop is being woken anyway */
     }
+}
+
+
+/*
+ * Worker.batch(), on a thread that runs handlers off the loop (a pool
+ * thread, a virtual thread's carrier): the thread becomes SCHED_BATCH.
+ * Woken by the loop's hand-off, a normal thread preempts the loop on the
+ * spot, one context switch per request on a busy core; a batch thread runs
+ * when the loop waits for events or its time slice ends, so the loop hands
+ * off every ready request before the handlers run, and they answer them all
+ * before the loop runs again.  Its share of the CPU is the same.
+ */
+
+static void JNICALL
+ngx_http_jvm_batch(JNIEnv *env, jclass cls)
+{
+    struct sched_param  param;
+
+    static __thread ngx_uint_t  done;
+
+    if (done) {
+        return;
+    }
+
+    done = 1;
+    param.sched_priority = 0;
+
+    /* any thread may; on failure the thread merely stays as it was */
+    (void) sched_setscheduler(0, SCHED_BATCH, &param);
 }
 
 

@@ -24,6 +24,8 @@ final class Tasks {
     private final ConcurrentLinkedQueue<Task> ready = new ConcurrentLinkedQueue<>();
     private final AtomicBoolean signalled = new AtomicBoolean();
     private final Runnable waker;
+    /** Run first on each thread that runs handlers off the loop (Worker: its scheduling class). */
+    private final Runnable handlerThread;
 
     // Event loop only.
     private final Map<Long, Task> live = new HashMap<>();
@@ -36,7 +38,12 @@ final class Tasks {
     private static final ExecutorService PRODUCERS = Executors.newCachedThreadPool(daemon("nginx-jvm-body"));
 
     Tasks(Runnable waker) {
+        this(waker, () -> { });
+    }
+
+    Tasks(Runnable waker, Runnable handlerThread) {
         this.waker = waker;
+        this.handlerThread = handlerThread;
     }
 
     private static java.util.concurrent.ThreadFactory daemon(String name) {
@@ -54,8 +61,13 @@ final class Tasks {
      */
     String configure(int poolSize, int queueSize, boolean useVirtual) {
         if (poolSize > 0) {
+            java.util.concurrent.ThreadFactory threads = daemon("nginx-jvm-pool");
             pool = new ThreadPoolExecutor(poolSize, poolSize, 60, TimeUnit.SECONDS,
-                    new ArrayBlockingQueue<>(Math.max(1, queueSize)), daemon("nginx-jvm-pool"));
+                    new ArrayBlockingQueue<>(Math.max(1, queueSize)),
+                    r -> threads.newThread(() -> {
+                        handlerThread.run();
+                        r.run();
+                    }));
             // made now, on the thread that blocks nginx's signals
             pool.prestartAllCoreThreads();
         }
@@ -106,6 +118,8 @@ final class Tasks {
                 live.put(task.id, task);
                 virtual.execute(() -> {
                     try {
+                        // on the carrier thread: once per carrier, then a check
+                        handlerThread.run();
                         task.run();
                     } finally {
                         virtualSlots.release();

@@ -27,7 +27,7 @@ final class Worker {
     private static final int BUFFER_SIZE = 64 * 1024;
 
     private static final List<Object> handlers = new ArrayList<>();
-    private static final Tasks tasks = new Tasks(Worker::wake);
+    private static final Tasks tasks = new Tasks(Worker::wake, Worker::batch);
     private static final WebSockets sockets = new WebSockets(Worker::wake);
     private static ByteBuffer requestBuffer =
             ByteBuffer.allocateDirect(BUFFER_SIZE).order(ByteOrder.nativeOrder());
@@ -354,6 +354,9 @@ final class Worker {
 
     /** Wakes the event loop (the C module's eventfd); any thread. */
     private static native void wake();
+
+    /** Makes the calling thread SCHED_BATCH, once per OS thread (see the C module). */
+    private static native void batch();
 
     /** Keeps a body sent in pieces; returns the id the response gives the C module. */
     private static int stream(BodySource body) {
