@@ -16,6 +16,8 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/common.sh
+. "$top/bench/common.sh"
 duration=5 rounds=3 conns=50 modes=loop routes=hello,file
 while getopts "d:r:c:m:u:" o; do
     case $o in
@@ -33,25 +35,10 @@ work=$(mktemp -d /tmp/nginx-jvm-launcher.XXXXXX)
 # started as root, the launcher's workers run as nobody: they must read the file
 chmod 755 "$work"
 pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill -QUIT "$p" 2>/dev/null || true; done
-    sleep 1
-    rm -rf "$work"
-}
-trap cleanup EXIT
+trap bench_cleanup EXIT
 
-python3 - "$work/index.html" <<'PY'
-import sys
-line = "<p>nginx-jvm benchmark file: the same bytes from every server.</p>\n"
-body = "<!doctype html>\n<html><body>\n"
-while len(body) + len(line) + 15 <= 29686:
-    body += line
-body += "</body></html>\n"
-body += " " * (29686 - len(body))
-open(sys.argv[1], "w").write(body)
-PY
+bench_file "$work/index.html"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 start() {  # name conf-file
     local dir=$work/$1
@@ -105,14 +92,6 @@ for n in "${names[@]}"; do
     done
 done
 
-# CPU time of a server's workers, clock ticks
-cpu() {
-    local t=0 p
-    for p in $(pgrep -P "$1"); do
-        t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
-    done
-    echo "$t"
-}
 hz=$(getconf CLK_TCK)
 rate() {  # a run with any error answer is no measurement
     local out
@@ -120,16 +99,15 @@ rate() {  # a run with any error answer is no measurement
     if grep -q 'Non-2xx' <<<"$out"; then echo "$1: error answers" >&2; echo "$out" >&2; exit 1; fi
     awk '/^Requests\/sec/ {print $2}' <<<"$out"
 }
-median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 declare -A rps ratio cpus
 for route in "${route_list[@]}"; do
     for _ in $(seq 1 "$rounds"); do
         for n in "${names[@]}"; do
             master=$(cat "$work/$n/nginx.pid")
-            before=$(cpu "$master")
+            before=$(workers_cpu "$master")
             r=$(rate "http://127.0.0.1:${port[$n]}/$route")
-            after=$(cpu "$master")
+            after=$(workers_cpu "$master")
             rps[$n,$route]+="$r "
             [ "$n" = plain ] && base=$r
             ratio[$n,$route]+="$(echo "$r / $base" | bc -l) "

@@ -9,6 +9,8 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/common.sh
+. "$top/bench/common.sh"
 duration=5 rounds=3 conns=50 base=
 while getopts "d:r:c:b:" o; do
     case $o in
@@ -22,14 +24,8 @@ done
 
 work=$(mktemp -d /tmp/nginx-jvm-bench-metrics.XXXXXX)
 pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill -QUIT "$p" 2>/dev/null || true; done
-    sleep 1
-    rm -rf "$work"
-}
-trap cleanup EXIT
+trap bench_cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 common="user root;
 worker_processes 2;
@@ -84,29 +80,19 @@ for n in "${names[@]}"; do
 done
 
 rate() { wrk -t1 -c"$conns" -d"${duration}s" "$1" | awk '/^Requests\/sec/ {print $2}'; }
-# CPU time of a server's workers (utime + stime, clock ticks), from /proc:
-# on a shared machine, CPU per request varies less than requests per second
-cpu() {
-    local t=0 p
-    for p in $(pgrep -P "$1"); do
-        t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
-    done
-    echo "$t"
-}
 declare -A results cpus
 hz=$(getconf CLK_TCK)
 for r in $(seq 1 "$rounds"); do
     for n in "${names[@]}"; do
         master=$(cat "$work/$n/logs/nginx.pid")
-        before=$(cpu "$master")
+        before=$(workers_cpu "$master")
         rps=$(rate "http://127.0.0.1:${port[$n]}/hello")
-        after=$(cpu "$master")
+        after=$(workers_cpu "$master")
         results[$n]+="$rps "
         # microseconds of worker CPU per request
         cpus[$n]+="$(echo "($after - $before) * 1000000 / $hz / ($rps * $duration)" | bc -l) "
     done
 done
-median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 echo "bench/metrics.sh: wrk -t1 -c$conns -d${duration}s /hello, $rounds interleaved rounds, median"
 printf '%-34s %12s %8s %14s\n' server "req/s" "ratio" "CPU us/req"

@@ -8,6 +8,8 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/common.sh
+. "$top/bench/common.sh"
 duration=5 rounds=3 conns=50
 while getopts "d:r:c:" o; do
     case $o in
@@ -21,26 +23,10 @@ command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; e
 
 work=$(mktemp -d /tmp/nginx-jvm-bench.XXXXXX)
 pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill -QUIT "$p" 2>/dev/null || true; done
-    sleep 1
-    rm -rf "$work"
-}
-trap cleanup EXIT
+trap bench_cleanup EXIT
 
-# a 29,686-byte HTML file, as in BASELINES.md
-python3 - "$work/index.html" <<'PY'
-import sys
-line = "<p>nginx-jvm benchmark file: the same bytes from every server.</p>\n"
-body = "<!doctype html>\n<html><body>\n"
-while len(body) + len(line) + 15 <= 29686:
-    body += line
-body += "</body></html>\n"
-body += " " * (29686 - len(body))
-open(sys.argv[1], "w").write(body)
-PY
+bench_file "$work/index.html"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # workers as root: the work directory is private to this user
 common="user root;
@@ -129,7 +115,6 @@ for c in "${cases[@]}"; do
     done
 done
 
-median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 echo "nginx-jvm bench-quick: wrk -t1 -c$conns -d${duration}s, $rounds interleaved rounds, median"
 echo "JDK: $jdk_home${vt_port:+ (virtual threads: $vt_jdk)}"

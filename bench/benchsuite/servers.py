@@ -364,14 +364,7 @@ class Fleet:
         expr = ("(require 'ring.adapter.jetty 'bench.routes)"
                 "(ring.adapter.jetty/run-jetty bench.routes/handler"
                 " {:host \"%s\" :port %d})" % (HOST, port))
-        log = self.work / "jetty.log"
-        with open(log, "w") as out:
-            proc = subprocess.Popen(
-                [JDK17 + "/bin/java", "-Dbench.file=%s" % (self.work /
-                                                           "index.html"),
-                 "-cp", ":".join(classpath), "clojure.main", "-e", expr],
-                stdout=out, stderr=out, start_new_session=True)
-        return Server("jetty", port, proc, log, list(ROUTES))
+        return self._clojure_main("jetty", port, classpath, expr)
 
     def _start_http_kit(self):
         port, d = free_port(), PEERS_DIR / "http-kit"
@@ -381,14 +374,19 @@ class Fleet:
                 "(org.httpkit.server/run-server bench.routes/handler"
                 " {:ip \"%s\" :port %d :thread 2})"
                 "@(promise)" % (HOST, port))
-        log = self.work / "http-kit.log"
+        return self._clojure_main("http-kit", port, classpath, expr)
+
+    def _clojure_main(self, name, port, classpath, expr):
+        """A JVM server on JDK 17: `clojure.main -e expr`, its output in
+        name.log."""
+        log = self.work / ("%s.log" % name)
         with open(log, "w") as out:
             proc = subprocess.Popen(
                 [JDK17 + "/bin/java", "-Dbench.file=%s" % (self.work /
                                                            "index.html"),
                  "-cp", ":".join(map(str, classpath)), "clojure.main", "-e",
                  expr], stdout=out, stderr=out, start_new_session=True)
-        return Server("http-kit", port, proc, log, list(ROUTES))
+        return Server(name, port, proc, log, list(ROUTES))
 
     def stop(self):
         """Stops every server by its PID: nginx's fast shutdown (SIGTERM),

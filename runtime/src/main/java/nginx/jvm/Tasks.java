@@ -24,8 +24,8 @@ final class Tasks {
     private final ConcurrentLinkedQueue<Task> ready = new ConcurrentLinkedQueue<>();
     private final AtomicBoolean signalled = new AtomicBoolean();
     private final Runnable waker;
-    /** Run first on each thread that runs handlers off the loop (Worker: its scheduling class). */
-    private final Runnable handlerThread;
+    /** Run on a thread about to run handlers off the loop (Worker: its scheduling class). */
+    private final Runnable beforeHandlers;
 
     // Event loop only.
     private final Map<Long, Task> live = new HashMap<>();
@@ -41,9 +41,9 @@ final class Tasks {
         this(waker, () -> { });
     }
 
-    Tasks(Runnable waker, Runnable handlerThread) {
+    Tasks(Runnable waker, Runnable beforeHandlers) {
         this.waker = waker;
-        this.handlerThread = handlerThread;
+        this.beforeHandlers = beforeHandlers;
     }
 
     private static java.util.concurrent.ThreadFactory daemon(String name) {
@@ -65,7 +65,7 @@ final class Tasks {
             pool = new ThreadPoolExecutor(poolSize, poolSize, 60, TimeUnit.SECONDS,
                     new ArrayBlockingQueue<>(Math.max(1, queueSize)),
                     r -> threads.newThread(() -> {
-                        handlerThread.run();
+                        beforeHandlers.run();
                         r.run();
                     }));
             // made now, on the thread that blocks nginx's signals
@@ -119,7 +119,7 @@ final class Tasks {
                 virtual.execute(() -> {
                     try {
                         // on the carrier thread: once per carrier, then a check
-                        handlerThread.run();
+                        beforeHandlers.run();
                         task.run();
                     } finally {
                         virtualSlots.release();
