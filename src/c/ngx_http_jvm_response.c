@@ -230,10 +230,16 @@ ngx_http_jvm_send_response(ngx_http_request_t *r, size_t len)
 
     case NGX_HTTP_JVM_BODY_NONE:
 
-        /* a HEAD answer without a length says none: it may not know GET's */
+        /*
+         * No bytes follow: a handler's length is kept only where none are
+         * due after it, in a HEAD answer (the GET's length; none when it
+         * does not know it) and a 304.  Elsewhere the client would wait
+         * for the bytes, or read the next response on the connection as
+         * this one's body.
+         */
 
-        if (r->headers_out.content_length_n < 0
-            && r->method != NGX_HTTP_HEAD)
+        if (r->method != NGX_HTTP_HEAD
+            && status != NGX_HTTP_NOT_MODIFIED)
         {
             r->headers_out.content_length_n = 0;
         }
@@ -664,9 +670,14 @@ ngx_http_jvm_set_content_length(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    /* a file's length is the file's; nginx sets it when it opens it */
+    /*
+     * A length Java counted (bytes sent in pieces) is the body's own; a
+     * file's is the file's, set when nginx opens it.
+     */
 
-    if (kind != NGX_HTTP_JVM_BODY_FILE) {
+    if (kind != NGX_HTTP_JVM_BODY_FILE
+        && r->headers_out.content_length_n < 0)
+    {
         r->headers_out.content_length_n = n;
     }
 
@@ -755,6 +766,17 @@ ngx_http_jvm_send_file(ngx_http_request_t *r, ngx_str_t *path)
     ngx_chain_t                out;
     ngx_open_file_info_t       of;
     ngx_http_core_loc_conf_t  *clcf;
+
+    /*
+     * Java refuses such a path; this holds whatever it does: nginx opens a
+     * C string, which would end at the NUL, naming another file.
+     */
+
+    if (ngx_strlchr(path->data, path->data + path->len, '\0') != NULL) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "jvm: the handler answered a file path holding a NUL");
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
 
     name.len = path->len;
     name.data = ngx_pnalloc(r->pool, path->len + 1);

@@ -115,15 +115,20 @@ final class ResponseEncoder {
      */
     int edits(Response before, Response after) {
         int status = after.status();
-        if (status < 100 || status > 599) {
+        if (status != before.status() && !isFinal(status)) {
             return error(500, "the jvm_header_filter handler answered status " + status
-                    + ", which is not between 100 and 599", null);
+                    + ", " + NOT_FINAL, null);
         }
         java.util.Map<String, java.util.List<String>> old = fields(before);
         java.util.Map<String, java.util.List<String>> now = fields(after);
         java.util.List<String> changed = new java.util.ArrayList<>();
         for (String name : now.keySet()) {
             if (!now.get(name).equals(old.get(name))) {
+                if (name.equals("content-length")) {
+                    // nginx sends the body it has: another length would misframe it
+                    return error(500, "a jvm_header_filter handler cannot set Content-Length"
+                            + " (it may remove it): the body is not the filter's to count", null);
+                }
                 changed.add(name);
             }
         }
@@ -144,7 +149,7 @@ final class ResponseEncoder {
                     if (name == null) {
                         name = spelling(before, key);
                     }
-                    putHeaderText(name, name);
+                    putHeaderName(name);
                     buffer.putInt(values == null ? 0 : values.size());
                     if (values != null) {
                         for (String v : values) {
@@ -192,14 +197,24 @@ final class ResponseEncoder {
         return null;
     }
 
+    private static final String NOT_FINAL = "which is not a final status (200 to 599;"
+            + " 101 only for a WebSocket upgrade)";
+
+    /**
+     * A status a response can end with. A 1xx is interim (RFC 9110, 15.2):
+     * a client reads on for the final response, which would be the body.
+     */
+    private static boolean isFinal(int status) {
+        return status >= 200 && status <= 599;
+    }
+
     private int write(Response r) {
         int status = r.status();
-        if (status < 100 || status > 599) {
-            throw new BadResponseException("the handler answered status " + status
-                    + ", which is not between 100 and 599");
-        }
         Object body = r.body();
         WebSocketListener listener = r.webSocketListener();
+        if (!isFinal(status) && !(status == 101 && listener != null)) {
+            throw new BadResponseException("the handler answered status " + status + ", " + NOT_FINAL);
+        }
         String contentType = null;
         int count = r.headerCount();
         buffer.putInt(status);
@@ -237,7 +252,13 @@ final class ResponseEncoder {
             return inline(kindAt, (byte[]) body);
         }
         if (body instanceof File) {
-            byte[] path = ((File) body).getPath().getBytes(StandardCharsets.UTF_8);
+            String name = ((File) body).getPath();
+            if (name.indexOf(0) >= 0) {
+                // a C string ends there: nginx would open the file named by what is before
+                throw new BadResponseException("the handler answered the file \""
+                        + name.replace("\0", "\\0") + "\", whose path holds a NUL");
+            }
+            byte[] path = name.getBytes(StandardCharsets.UTF_8);
             buffer.putInt(kindAt, Wire.BODY_FILE);
             buffer.putInt(path.length).put(path);
             return buffer.position();
@@ -328,15 +349,20 @@ final class ResponseEncoder {
                 || c < 0x80 && "!#$%&'*+-.^_`|~".indexOf(c) >= 0;
     }
 
-    /** Header text as ISO-8859-1 bytes; CR, LF and NUL would split the response, so they fail it. */
+    /**
+     * A header value as ISO-8859-1 bytes. RFC 9110, 5.5: visible characters,
+     * SP, HTAB and obs-text (0x80-0xFF); any other control (CR, LF, NUL, VT,
+     * DEL, ...) would split the response or be read differently by each
+     * client and proxy, so it fails the response.
+     */
     private void putHeaderText(String s, String name) {
         int len = s.length();
         buffer.putInt(len);
         for (int i = 0; i < len; i++) {
             char c = s.charAt(i);
-            if (c == '\r' || c == '\n' || c == 0) {
-                throw new BadResponseException("header field " + name
-                        + " contains CR, LF or NUL");
+            if (c < 0x20 && c != '\t' || c == 0x7f) {
+                throw new BadResponseException(String.format("header field %s contains the control"
+                        + " character 0x%02X (of the controls, a value may hold only HTAB)", name, (int) c));
             }
             buffer.put(c > 0xff ? (byte) '?' : (byte) c);
         }

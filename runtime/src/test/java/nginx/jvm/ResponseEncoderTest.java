@@ -149,6 +149,15 @@ class ResponseEncoderTest {
     }
 
     @Test
+    void filePathWithNulIsAnError() {
+        // "dir/secret.key\0.txt" would open dir/secret.key as a C string
+        DecodedResponse d = encode(Response.of(200, "text/plain", new File("/srv/secret.key\0.txt")));
+        assertEquals("ERROR", d.kind);
+        assertEquals(500, d.status);
+        assertTrue(d.text.contains("\"/srv/secret.key\\0.txt\", whose path holds a NUL"), d.text);
+    }
+
+    @Test
     void inputStreamIsStreamed() throws IOException {
         DecodedResponse d = encode(new Response(200).body(new ByteArrayInputStream("abc".getBytes())));
         assertEquals("STREAM", d.kind);
@@ -249,29 +258,41 @@ class ResponseEncoderTest {
 
     @Test
     void statusBounds() {
-        assertEquals(100, encode(new Response(100)).status);
+        assertEquals(200, encode(new Response(200)).status);
         assertEquals(599, encode(new Response(599)).status);
-        for (int status : new int[] {99, 600, 0, -200}) {
+        encoder.encode(Response.upgrade(new WebSocketListener() { }));
+        assertEquals(Wire.BODY_UPGRADE, encoder.buffer().getInt(4), "101 with a WebSocket upgrade");
+        // a 1xx is interim: the client would read on for the final response
+        for (int status : new int[] {100, 101, 103, 199, 99, 600, 0, -200}) {
             DecodedResponse d = encode(new Response(status).header("X", "y").body("ignored"));
             assertEquals("ERROR", d.kind, "status " + status);
             assertEquals(500, d.status);
             assertTrue(d.headers.isEmpty());
-            assertTrue(d.text.contains("status " + status), d.text);
-            assertTrue(d.text.contains("between 100 and 599"), d.text);
+            assertTrue(d.text.contains("status " + status + ", which is not a final status"), d.text);
         }
     }
 
     @Test
-    void headerWithCrOrLfOrNulIsAnError() {
-        for (String bad : new String[] {"a\r\nX-Injected: 1", "a\nb", "a\rb", "a\0b"}) {
-            DecodedResponse d = encode(new Response(200).header("X-Ok", "fine").header("X-Bad", bad));
-            assertEquals("ERROR", d.kind, bad);
+    void headerWithControlCharacterIsAnError() {
+        String[] bad = {"a\r\nX-Injected: 1", "a\nb", "a\rb", "a\0b", "a\u000bb", "a\u007fb",
+            "a\u0001b", "a\u001fb", "\u000c"};
+        String[] code = {"0x0D", "0x0A", "0x0D", "0x00", "0x0B", "0x7F", "0x01", "0x1F", "0x0C"};
+        for (int i = 0; i < bad.length; i++) {
+            DecodedResponse d = encode(new Response(200).header("X-Ok", "fine").header("X-Bad", bad[i]));
+            assertEquals("ERROR", d.kind, bad[i]);
             assertEquals(500, d.status);
-            assertTrue(d.text.contains("X-Bad"), d.text);
-            assertTrue(d.text.contains("CR, LF or NUL"), d.text);
+            assertTrue(d.text.contains("header field X-Bad contains the control character " + code[i]), d.text);
         }
         DecodedResponse d = encode(new Response(200).header("X-Bad\r\nName", "v"));
         assertEquals("ERROR", d.kind, "a name can split the response too");
+    }
+
+    @Test
+    void headerWithHtabSpaceOrObsTextIsSent() {
+        // RFC 9110, 5.5: field-vchar, SP, HTAB and obs-text (0x80-0xFF)
+        String value = "a\tb c\u0080\u00e9\u00ff";
+        DecodedResponse d = encode(new Response(200).header("X-Ok", value));
+        assertEquals(List.of(List.of("X-Ok", value)), d.headers);
     }
 
     @Test
@@ -387,6 +408,42 @@ class ResponseEncoderTest {
         assertEquals("ERROR", DecodedResponse.decode(encoder.buffer(), n).kind);
         n = encoder.edits(new Response(200), new Response(42));
         assertEquals("ERROR", DecodedResponse.decode(encoder.buffer(), n).kind);
+        n = encoder.edits(new Response(200), new Response(200).header("X", "a\u000bb"));
+        assertTrue(DecodedResponse.decode(encoder.buffer(), n).text.contains("control character 0x0B"));
+        n = encoder.edits(new Response(200), new Response(200).header("X:Y", "v"));
+        assertTrue(DecodedResponse.decode(encoder.buffer(), n).text.contains("is not an HTTP token"));
+    }
+
+    @Test
+    void editsNoInterimStatus() {
+        for (int status : new int[] {100, 101, 103}) {
+            int n = encoder.edits(new Response(200), new Response(status));
+            DecodedResponse d = DecodedResponse.decode(encoder.buffer(), n);
+            assertEquals("ERROR", d.kind, "status " + status);
+            assertTrue(d.text.contains("status " + status + ", which is not a final status"), d.text);
+        }
+        // a WebSocket's 101, left as it is
+        int n = encoder.edits(new Response(101), new Response(101).header("X", "y"));
+        assertEquals(0, encoder.buffer().getInt(0));
+        assertEquals(Wire.BODY_EDITS, encoder.buffer().getInt(4));
+    }
+
+    @Test
+    void editsMayRemoveButNotSetContentLength() {
+        Response before = new Response(200).header("Content-Length", "9");
+        int n = encoder.edits(before, new Response(200).header("content-length", "9").header("X", "y"));
+        assertEquals(Wire.BODY_EDITS, encoder.buffer().getInt(4), "the same length, other spelling");
+        n = encoder.edits(before, new Response(200));
+        assertEquals(Wire.BODY_EDITS, encoder.buffer().getInt(4), "removed: nginx frames the body");
+        for (Response after : new Response[] {new Response(200).header("Content-Length", "100"),
+                new Response(200).header("Content-Length", "9").header("Content-Length", "9")}) {
+            n = encoder.edits(before, after);
+            DecodedResponse d = DecodedResponse.decode(encoder.buffer(), n);
+            assertEquals("ERROR", d.kind);
+            assertTrue(d.text.contains("cannot set Content-Length"), d.text);
+        }
+        n = encoder.edits(new Response(200), new Response(200).header("Content-Length", "5"));
+        assertEquals("ERROR", DecodedResponse.decode(encoder.buffer(), n).kind, "none before");
     }
 
     private static List<String> edit(ByteBuffer b) {
