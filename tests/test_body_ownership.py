@@ -13,6 +13,7 @@ A's old descriptor number) all "b"; the handlers record what they read
 (testapp.LateBody), which /result answers.
 """
 
+import http.client
 import os
 import socket
 import threading
@@ -131,10 +132,48 @@ def tag(name, handler):
     return "%s-%s-%d" % (name, handler, time.monotonic_ns())
 
 
-def holder(ng, tag_b, sleep_ms):
-    """Request B, with its own body in a temporary file, kept open a while."""
-    return in_thread(post, ng, "/hold?tag=%s&sleep=%d" % (tag_b, sleep_ms),
-                     b"b" * BIG)
+class Holders:
+    """Requests B, each with its own body in a temporary file, kept open a
+    while (pool mode: queued).  They connect now and send later, when A is
+    over: their sockets take descriptors now, their temporary files the
+    numbers A left."""
+
+    def __init__(self, ng, n=3):
+        self.ng = ng
+        self.conns = [http.client.HTTPConnection("127.0.0.1", ng.port,
+                                                 timeout=30)
+                      for _ in range(n)]
+        for c in self.conns:
+            c.connect()
+        self.replies = [None] * n
+        self.threads = []
+
+    def send(self, sleep_ms):
+        def one(i, c):
+            self.replies[i] = request(
+                self.ng.port, "POST", "/hold?tag=%s&sleep=%d"
+                % (tag("b%d" % i, "hold"), sleep_ms), body=b"b" * BIG, conn=c)
+
+        for i, c in enumerate(self.conns):
+            t = threading.Thread(target=one, args=(i, c))
+            t.start()
+            self.threads.append(t)
+
+    def join(self):
+        for t in self.threads:
+            t.join()
+        for c in self.conns:
+            c.close()
+        for r in self.replies:
+            assert r.status == 200 and r.text == "read %d b" % BIG, r
+
+
+def late_result(ng, a):
+    """What A's handler read, once it has."""
+    def read():
+        r = result(ng, a)
+        return r if r.startswith(("read", "error")) else None
+    return wait_for(read, 10)
 
 
 def own_or_failed(what, size):
@@ -146,19 +185,18 @@ def own_or_failed(what, size):
 def test_queued_request_gone_does_not_run(ng, mode, handler):
     if mode != "pool":
         pytest.skip("a queue of handlers waiting for a thread: pool mode")
-    a, b = tag("qa", handler), tag("qb", handler)
+    a = tag("qa", handler)
     # the pool's one thread is busy; A waits in the queue, its client leaves
     busy, _ = in_thread(post, ng, "/hold?tag=%s&sleep=1200" % tag("busy", handler),
                         b"")
     time.sleep(0.2)
+    holders = Holders(ng)
     post_and_leave(ng, "/%s/late?tag=%s" % (handler, a), b"a" * BIG, 0.2)
     time.sleep(0.2)
-    # B arrives with its own body in a file, queued behind A
-    tb, rb = holder(ng, b, 0)
+    # Bs arrive with their own bodies in files, queued behind A
+    holders.send(0)
     busy.join()
-    tb.join()
-    assert rb["reply"].status == 200
-    assert rb["reply"].text == "read %d b" % BIG
+    holders.join()
     time.sleep(0.3)
     assert result(ng, a) == "none"          # A's handler never ran
     settled(ng)
@@ -169,16 +207,15 @@ def test_queued_request_gone_does_not_run(ng, mode, handler):
 def test_read_after_client_left(ng, mode, handler, kind):
     if kind == "sync" and mode == "loop":
         pytest.skip("a handler on the loop keeps its request alive")
-    a, b = tag("left", handler), tag("lb", handler)
+    a = tag("left", handler)
     prefix = "/async" if kind == "async" else ""
+    holders = Holders(ng)
     post_and_leave(ng, "%s/%s/late?tag=%s&sleep=1000" % (prefix, handler, a),
                    b"a" * BIG, 0.3)
     time.sleep(0.2)
-    tb, rb = holder(ng, b, 1500)
-    what = wait_for(lambda: (lambda r: r if r.startswith(("read", "error"))
-                             else None)(result(ng, a)), 10)
-    tb.join()
-    assert rb["reply"].text == "read %d b" % BIG
+    holders.send(700)
+    what = late_result(ng, a)
+    holders.join()
     own_or_failed(what, BIG)
     settled(ng)
 
@@ -188,17 +225,14 @@ def test_read_after_client_left(ng, mode, handler, kind):
 def test_read_after_504(ng, mode, handler):
     if mode == "loop":
         pytest.skip("a handler on the loop is not timed out")
-    a, b = tag("t504", handler), tag("tb", handler)
-    ta, ra = in_thread(post, ng, "/t504/%s/late?tag=%s&sleep=1000" % (handler, a),
-                       b"a" * BIG)
-    time.sleep(0.65)                        # the 504 is out
-    tb, rb = holder(ng, b, 1500)
-    ta.join()
-    assert ra["reply"].status == 504
-    what = wait_for(lambda: (lambda r: r if r.startswith(("read", "error"))
-                             else None)(result(ng, a)), 10)
-    tb.join()
-    assert rb["reply"].text == "read %d b" % BIG
+    a = tag("t504", handler)
+    holders = Holders(ng)
+    reply = post(ng, "/t504/%s/late?tag=%s&sleep=1000" % (handler, a),
+                 b"a" * BIG)
+    assert reply.status == 504
+    holders.send(700)
+    what = late_result(ng, a)
+    holders.join()
     own_or_failed(what, BIG)
     settled(ng)
 
@@ -208,15 +242,14 @@ def test_read_after_504(ng, mode, handler):
 def test_body_kept_by_a_thread(ng, handler, size):
     """The handler answers at once; a thread of its own reads the body once
     the request is over."""
-    a, b = tag("stash", handler), tag("sb", handler)
+    a = tag("stash", handler)
+    holders = Holders(ng)
     reply = post(ng, "/%s/late?tag=%s&stash=1&sleep=700" % (handler, a),
                  b"a" * size)
     assert reply.text == "stashed"
-    tb, rb = holder(ng, b, 1500)
-    what = wait_for(lambda: (lambda r: r if r.startswith(("read", "error"))
-                             else None)(result(ng, a)), 10)
-    tb.join()
-    assert rb["reply"].text == "read %d b" % BIG
+    holders.send(700)
+    what = late_result(ng, a)
+    holders.join()
     if size == SMALL:
         assert what == "read %d a" % size   # in memory: copied, always there
     else:
