@@ -43,12 +43,13 @@
 
 
 /* The wire protocol's version: nginx.jvm.Wire.PROTOCOL must be equal. */
-#define NGX_HTTP_JVM_PROTOCOL         5
+#define NGX_HTTP_JVM_PROTOCOL         6
 
 /* Request flags, the first int of a described request. */
 #define NGX_HTTP_JVM_REQ_HTTPS        1
 #define NGX_HTTP_JVM_REQ_HAS_QUERY    2
 #define NGX_HTTP_JVM_REQ_WEBSOCKET    4   /* a valid opening handshake */
+#define NGX_HTTP_JVM_REQ_BODY_FILE    8   /* a body segment is in a file */
 
 /* Body kinds of an encoded response. */
 #define NGX_HTTP_JVM_BODY_NONE        0

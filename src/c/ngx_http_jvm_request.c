@@ -369,6 +369,14 @@ ngx_http_jvm_encode(ngx_http_request_t *r, ngx_http_jvm_request_t *jr,
                  */
                 path = ngx_sprintf(fd_path, "/proc/self/fd/%d",
                                    (int) b->file->fd);
+
+                /*
+                 * Java opens the file while it is described, on the loop,
+                 * while N is still this request's: nginx closes N when the
+                 * request ends and N may then be another request's file.
+                 */
+                (void) ngx_http_jvm_put_int(buf, (uint32_t) (jr->flags
+                                            | NGX_HTTP_JVM_REQ_BODY_FILE));
                 p = ngx_http_jvm_put_int(p, 1);
                 p = ngx_http_jvm_put_str(p, fd_path, path - fd_path);
                 p = ngx_http_jvm_put_long(p, b->file_pos);

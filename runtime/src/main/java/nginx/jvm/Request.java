@@ -39,6 +39,12 @@ public final class Request {
     private final int headerCount;
     private final int headersAt;
     private int bodyAt = -1;
+    /**
+     * The body's temporary files, opened while the request is described (on
+     * the event loop) and closed by {@link #end}; null when none.
+     */
+    private java.nio.channels.FileChannel[] files;
+    private java.io.IOException filesError;
 
     private String method, uri, query, protocol, serverName, remoteAddr;
     private Map<String, String> headers;
@@ -57,6 +63,31 @@ public final class Request {
         }
         this.headerCount = Wire.getInt(data, pos);
         this.headersAt = pos + 4;
+        if ((flags & Wire.REQ_BODY_FILE) != 0) {
+            pairs();
+            try {
+                files = RequestBody.openFiles(data, bodyAt);
+            } catch (java.io.IOException e) {
+                filesError = e;
+            }
+        }
+    }
+
+    /** True while the body's temporary files are open ({@link #end} closes them). */
+    boolean holdsFiles() {
+        return files != null;
+    }
+
+    /**
+     * Event loop: the request is over, or the call that described it is, and
+     * nothing else reads its body: its temporary files are closed, and a read
+     * of its body from now on fails.
+     */
+    void end() {
+        java.nio.channels.FileChannel[] f = files;
+        if (f != null) {
+            RequestBody.close(f);
+        }
     }
 
     private String string(int at) {
@@ -421,7 +452,7 @@ public final class Request {
         if (bodyAt < 0) {
             pairs();
         }
-        return RequestBody.open(data, bodyAt);
+        return RequestBody.open(data, bodyAt, files, filesError);
     }
 
     /** True when the request came with a body (possibly empty). */

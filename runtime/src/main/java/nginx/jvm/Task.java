@@ -33,6 +33,8 @@ final class Task implements Responder, Runnable {
     private String errorMessage;
 
     volatile boolean cancelled;
+    /** Set when a thread takes it: until then cancel() may take it off the pool's queue. */
+    volatile boolean taken;
     /** A body being produced on a JVM thread; see {@link Tasks#stream}. */
     volatile AsyncBody body;
 
@@ -51,6 +53,11 @@ final class Task implements Responder, Runnable {
     /** Runs the handler: on a pool or virtual thread, or on the loop for async handlers. */
     @Override
     public void run() {
+        taken = true;
+        if (cancelled) {
+            // its request ended while it waited: nobody reads the answer
+            return;
+        }
         handlerThread = Thread.currentThread();
         try {
             if (async) {

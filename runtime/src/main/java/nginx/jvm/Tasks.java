@@ -231,6 +231,11 @@ final class Tasks {
             t.request.handle = 0;
             Subrequests.abandon(t.request);
             t.closeBody();
+            t.request.end();
+            if (!t.taken && t.mode == POOL) {
+                // its place in the queue is free for a request still there
+                pool.remove(t);
+            }
         }
         return t != null;
     }

@@ -13,10 +13,10 @@ import java.nio.ByteOrder;
  */
 final class Wire {
     /** Checked by the C module when it binds this runtime: equal, or it refuses to start. */
-    static final int PROTOCOL = 5;
+    static final int PROTOCOL = 6;
 
     /** Request flags: the first int of a described request. */
-    static final int REQ_HTTPS = 1, REQ_HAS_QUERY = 2, REQ_WEBSOCKET = 4;
+    static final int REQ_HTTPS = 1, REQ_HAS_QUERY = 2, REQ_WEBSOCKET = 4, REQ_BODY_FILE = 8;
 
     /** Body kinds of an encoded response. MOVED: the response is in the new response buffer. */
     static final int BODY_NONE = 0, BODY_INLINE = 1, BODY_FILE = 2, BODY_STREAM = 3, BODY_ERROR = 4,

@@ -34,6 +34,13 @@ final class Worker {
     /** Bodies sent in pieces, by the id their response gave the C module. */
     private static final Map<Integer, BodySource> streams = new HashMap<>();
     private static int nextStream;
+    /**
+     * Event loop: the request whose handler runs on the loop, while it holds
+     * its body's files; a body sent in pieces that its response registers
+     * takes them (into {@link #held}) until {@link #close}.
+     */
+    private static Request encoding;
+    private static final Map<Integer, Request> held = new HashMap<>();
     private static final ResponseEncoder encoder =
             new ResponseEncoder(BUFFER_SIZE, Worker::stream, sockets::register);
 
@@ -96,6 +103,8 @@ final class Worker {
         long started = System.nanoTime();
         boolean answered = true;
         Metrics.inFlight.incrementAndGet();
+        // a body sent in pieces may read the request's body: it keeps the files
+        encoding = request.holdsFiles() ? request : null;
         int n;
         try {
             if (phase == Wire.PHASE_CONTENT) {
@@ -112,6 +121,10 @@ final class Worker {
         } finally {
             request.handle = 0;
             Metrics.inFlight.decrementAndGet();
+            if (encoding == request) {
+                encoding = null;
+                request.end();
+            }
         }
         if (answered) {
             // a rewrite or access handler that let the request go on answered nothing
@@ -152,6 +165,7 @@ final class Worker {
                 error = t;
             } finally {
                 request.handle = 0;
+                request.end();
             }
         } else {
             message = handler == null
@@ -207,6 +221,7 @@ final class Worker {
             return encoder.error(500, "the header filter failed", t);
         } finally {
             request.handle = 0;
+            request.end();
         }
     }
 
@@ -288,8 +303,9 @@ final class Worker {
         if (!(async ? handler instanceof AsyncHandler : handler instanceof Handler)) {
             return notLoaded(handler, async ? AsyncHandler.class : Handler.class);
         }
+        Request request = null;
         try {
-            Request request = request(length);
+            request = request(length);
             request.handle = r;
             request.suspended = true;
             String refused = tasks.submit(new Task(id, mode, phase, handler, request, async, tasks), mode);
@@ -297,9 +313,13 @@ final class Worker {
                 Metrics.inFlight.incrementAndGet();
                 return Wire.ACCEPTED;
             }
+            request.end();
             Metrics.refused();
             return encoder.error(503, refused, null);
         } catch (Throwable t) {
+            if (request != null) {
+                request.end();
+            }
             return encoder.error(500, "cannot start the handler", t);
         }
     }
@@ -320,8 +340,14 @@ final class Worker {
                 System.err.println(Failure.describe("jvm: " + f.getMessage(), f.getCause()));
             } catch (Throwable t) {
                 System.err.println(Failure.describe("jvm: the jvm_log handler failed", t));
+            } finally {
+                // its files, opened on the loop, are the request's own until now
+                request.end();
             }
         }, mode);
+        if (refused != null) {
+            request.end();
+        }
         return refused == null ? Wire.ACCEPTED : encoder.error(503, "jvm_log: " + refused, null);
     }
 
@@ -364,6 +390,10 @@ final class Worker {
             nextStream = nextStream == Integer.MAX_VALUE ? 0 : nextStream + 1;
         } while (streams.containsKey(nextStream));
         streams.put(nextStream, body);
+        if (encoding != null) {
+            held.put(nextStream, encoding);
+            encoding = null;
+        }
         return nextStream;
     }
 
@@ -389,6 +419,12 @@ final class Worker {
     /** Closes body {@code id}: at its end, or when the client went away. */
     static void close(int id) {
         BodySource body = streams.remove(id);
+        if (!held.isEmpty()) {
+            Request request = held.remove(id);
+            if (request != null) {
+                request.end();
+            }
+        }
         try {
             if (body != null) {
                 body.close();
