@@ -14,8 +14,8 @@ import java.util.List;
  * Request.java, so a disagreement between the two shows up as a failure.
  */
 final class RequestBytes {
-    // The flag bits of the C module's NGX_HTTP_JVM_HTTPS and NGX_HTTP_JVM_HAS_QUERY.
-    private static final int HTTPS = 1, HAS_QUERY = 2;
+    // The flag bits of the C module's NGX_HTTP_JVM_REQ_HTTPS, _HAS_QUERY and _BODY_FILE.
+    private static final int HTTPS = 1, HAS_QUERY = 2, BODY_FILE = 8;
 
     private int flags;
     private int port = 80;
@@ -118,6 +118,7 @@ final class RequestBytes {
         putLong(segments, offset);
         putLong(segments, length);
         segmentCount++;
+        flags |= BODY_FILE;
         return this;
     }
 

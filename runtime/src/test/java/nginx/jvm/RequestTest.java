@@ -289,6 +289,18 @@ class RequestTest {
     }
 
     @Test
+    void readAfterTheRequestEndedFails() throws IOException {
+        Path f = write("abcdef");
+        Request r = new RequestBytes().file(f.toString(), 0, 6).request();
+        InputStream before = r.body();
+        assertEquals('a', before.read());
+        r.end();
+        IOException e = assertThrows(IOException.class, before::read);
+        assertTrue(e.getMessage().contains("request is over"), e.getMessage());
+        assertThrows(IOException.class, () -> r.body().read());
+    }
+
+    @Test
     void missingTempFileIsAnIOException() {
         InputStream in = new RequestBytes().file(tmp.resolve("gone").toString(), 0, 10).request().body();
         assertThrows(IOException.class, in::read);
