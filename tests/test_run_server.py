@@ -8,7 +8,8 @@ import shutil
 import subprocess
 import tempfile
 
-from harness import BUILD, JAVA_HOME, free_port, free_port_range, read_edn
+from harness import (BUILD, JAVA_HOME, free_port, free_port_range, nginx_env,
+                     read_edn)
 
 APP_V1 = """(ns runsrv.app)
 (defn handler [req]
@@ -74,7 +75,10 @@ def test_run_server_reload_and_stop():
         p = subprocess.run([JAVA_HOME + "/bin/java", "-cp", cp,
                             "clojure.main", script],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, timeout=180)
+                           text=True, timeout=180,
+                           # under make asan, the nginx run-server starts
+                           # needs the sanitizer runtime preloaded too
+                           env=nginx_env())
         assert p.returncode == 0, p.stderr + open(log).read()
         r = read_edn(p.stdout.strip().splitlines()[-1])
         assert r[":first"] == "v1 /a"
