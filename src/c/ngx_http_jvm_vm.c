@@ -249,10 +249,16 @@ static JNINativeMethod  ngx_http_jvm_shm_natives[] = {
 static void JNICALL
 ngx_http_jvm_vm_exit_hook(jint code)
 {
+    u_char  path[sizeof("/tmp/.java_pid") + NGX_INT64_LEN];
+
     ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, 0,
                   "jvm: handler code ended the JVM with status %d "
                   "(System.exit() or Runtime.halt()): the worker exits "
                   "with the requests it was serving", (int) code);
+
+    /* the attach listener's socket, when jvm_options turned it on */
+    ngx_sprintf(path, "/tmp/.java_pid%P%Z", ngx_pid);
+    (void) unlink((char *) path);
 
     _exit(code == 2 ? 1 : code);
 }
@@ -468,6 +474,8 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     static char  *maximum[] = { "-Xmx", "-XX:MaxHeapSize",
                                 "-XX:MaxRAMPercentage", "-XX:MaxRAM", NULL };
     static char  *trim[] = { "-XX:TrimNativeHeapInterval", NULL };
+    static char  *attach[] = { "-XX:+DisableAttachMechanism",
+                               "-XX:-DisableAttachMechanism", NULL };
 
     lib = dlopen((char *) jmcf->jvm_path.data, RTLD_NOW | RTLD_GLOBAL);
     if (lib == NULL) {
@@ -485,7 +493,7 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
         return NGX_ERROR;
     }
 
-    n = 12 + (jmcf->options ? jmcf->options->nelts : 0);
+    n = 13 + (jmcf->options ? jmcf->options->nelts : 0);
 
     for (e = extra; e && *e; e++) {
         n++;
@@ -592,6 +600,19 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
         && ngx_http_jvm_vm_version(jmcf) != 21000)
     {
         options[n++].optionString = "-XX:TrimNativeHeapInterval=5000";
+    }
+
+    /*
+     * No attach mechanism unless the options ask for it: with -Xrs the JVM
+     * cannot start its attach listener on demand (SIGQUIT is nginx's), so
+     * it starts one in every worker, a socket in /tmp (left behind when the
+     * worker exits) through which any process of the workers' user can
+     * load an agent into the worker.  "jvm_options
+     * -XX:-DisableAttachMechanism" turns it on for jcmd and debuggers.
+     */
+
+    if (!ngx_http_jvm_vm_has_option(jmcf, attach)) {
+        options[n++].optionString = "-XX:+DisableAttachMechanism";
     }
 
     for (e = extra; e && *e; e++) {

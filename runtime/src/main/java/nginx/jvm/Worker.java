@@ -518,5 +518,21 @@ final class Worker {
         Timers.stop();
         handlers.clear();
         sockets.stop();
+        removeAttachSocket();
+    }
+
+    /**
+     * With the attach mechanism turned on (docs/security.md), the JVM's
+     * listener socket would outlive the worker: the JVM is left to the
+     * process's exit, which does not remove it. HotSpot keeps it in /tmp
+     * whatever java.io.tmpdir says.
+     */
+    private static void removeAttachSocket() {
+        try {
+            java.nio.file.Files.deleteIfExists(java.nio.file.Path.of(
+                    "/tmp/.java_pid" + ProcessHandle.current().pid()));
+        } catch (Exception e) {
+            // not ours to remove, or gone: nothing is lost
+        }
     }
 }
