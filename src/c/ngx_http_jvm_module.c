@@ -22,6 +22,8 @@ static char *ngx_http_jvm_options(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_jvm_cache(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_jvm_exit(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static char *ngx_http_jvm_init(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_jvm_content(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -90,6 +92,20 @@ static ngx_command_t  ngx_http_jvm_commands[] = {
       ngx_http_jvm_init,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
+      NULL },
+
+    { ngx_string("jvm_exit"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_jvm_exit,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("jvm_exit_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_jvm_main_conf_t, exit_timeout),
       NULL },
 
     { ngx_string("jvm_content"),
@@ -287,6 +303,7 @@ ngx_http_jvm_create_main_conf(ngx_conf_t *cf)
      *     jmcf->classpath = NULL;
      *     jmcf->options = NULL;
      *     jmcf->init = { 0, NULL };
+     *     jmcf->exit = { 0, NULL };
      *     jmcf->dicts = NULL;
      *     jmcf->topics = NULL;
      *     jmcf->uses_pool = 0;
@@ -298,6 +315,7 @@ ngx_http_jvm_create_main_conf(ngx_conf_t *cf)
     jmcf->queue = NGX_CONF_UNSET;
     jmcf->ws_send_queue = NGX_CONF_UNSET;
     jmcf->reload_timeout = NGX_CONF_UNSET_MSEC;
+    jmcf->exit_timeout = NGX_CONF_UNSET_MSEC;
     jmcf->repl = NGX_CONF_UNSET;
 
     if (ngx_array_init(&jmcf->handlers, cf->pool, 4, sizeof(ngx_str_t))
@@ -319,6 +337,7 @@ ngx_http_jvm_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_value(jmcf->queue, 1024);
     ngx_conf_init_value(jmcf->ws_send_queue, 64);
     ngx_conf_init_msec_value(jmcf->reload_timeout, 60000);
+    ngx_conf_init_msec_value(jmcf->exit_timeout, 5000);
     ngx_conf_init_value(jmcf->repl, 0);
 
     if (jmcf->handlers.nelts == 0 && jmcf->init.len == 0) {
@@ -834,6 +853,33 @@ ngx_http_jvm_init(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     jmcf->init = value[1];
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_jvm_exit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_jvm_main_conf_t *jmcf = conf;
+
+    ngx_str_t  *value;
+
+    if (jmcf->exit.data != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_http_jvm_valid_handler_name(&value[1]) != NGX_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "jvm_exit: invalid handler \"%V\": expected a "
+                           "Clojure var (my.ns/stop) or a Java class "
+                           "(com.example.Stop)", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    jmcf->exit = value[1];
 
     return NGX_CONF_OK;
 }

@@ -153,6 +153,8 @@ typedef struct {
     ngx_array_t              *classpath;    /* of ngx_str_t, expanded */
     ngx_array_t              *options;      /* of ngx_str_t */
     ngx_str_t                 init;         /* jvm_init handler name */
+    ngx_str_t                 exit;         /* jvm_exit handler name */
+    ngx_msec_t                exit_timeout;
     ngx_array_t               handlers;     /* of ngx_str_t; index = id */
     ngx_int_t                 pool_size;
     ngx_int_t                 queue;

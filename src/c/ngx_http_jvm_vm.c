@@ -99,6 +99,8 @@ static void JNICALL ngx_http_jvm_native_set_uri(JNIEnv *env, jclass cls,
     jlong r, jbyteArray uri);
 static jstring JNICALL ngx_http_jvm_start_subrequest(JNIEnv *env,
     jclass cls, jlong r, jint id, jbyteArray spec);
+static void JNICALL ngx_http_jvm_run_shutdown_hooks(JNIEnv *env,
+    jclass cls);
 static ngx_int_t ngx_http_jvm_vm_str(JNIEnv *env, ngx_http_request_t *r,
     jbyteArray a, ngx_str_t *s);
 static void ngx_http_jvm_vm_throw(JNIEnv *env, const char *cls,
@@ -193,7 +195,7 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
     { &ngx_http_jvm_cancel_mid, "cancel", "(J)V" },
     { &ngx_http_jvm_next_mid, "next", "(I)I" },
     { &ngx_http_jvm_close_mid, "close", "(I)V" },
-    { &ngx_http_jvm_stop_mid, "stop", "()V" },
+    { &ngx_http_jvm_stop_mid, "stop", "(Ljava/lang/String;J)V" },
     { &ngx_http_jvm_ws_open_mid, "wsOpen", "(I)I" },
     { &ngx_http_jvm_ws_abandon_mid, "wsAbandon", "(I)V" },
     { &ngx_http_jvm_ws_message_mid, "wsMessage", "(III)I" },
@@ -215,6 +217,7 @@ static JNINativeMethod  ngx_http_jvm_natives[] = {
     { "setUri", "(J[B)V", (void *) ngx_http_jvm_native_set_uri },
     { "startSubrequest", "(JI[B)Ljava/lang/String;",
       (void *) ngx_http_jvm_start_subrequest },
+    { "runShutdownHooks", "()V", (void *) ngx_http_jvm_run_shutdown_hooks },
 };
 
 
@@ -2744,24 +2747,75 @@ ngx_http_jvm_check_readable(ngx_cycle_t *cycle,
 
 
 /*
+ * Worker.runShutdownHooks(), on the thread that runs jvm_exit: the hooks
+ * the application added with Runtime.addShutdownHook, which the JVM runs
+ * only from System.exit or DestroyJavaVM, neither of which a worker calls.
+ * java.lang.ApplicationShutdownHooks is not open to Java code outside
+ * java.base; JNI reaches it.  It runs each hook on its own thread and joins
+ * them; Runtime.addShutdownHook refuses new hooks from then on.
+ */
+
+static void JNICALL
+ngx_http_jvm_run_shutdown_hooks(JNIEnv *env, jclass cls)
+{
+    jclass     hooks;
+    jmethodID  run;
+
+    hooks = (*env)->FindClass(env, "java/lang/ApplicationShutdownHooks");
+    if (hooks == NULL) {
+        return;                         /* the exception goes to the caller */
+    }
+
+    run = (*env)->GetStaticMethodID(env, hooks, "runHooks", "()V");
+    if (run == NULL) {
+        return;
+    }
+
+    (*env)->CallStaticVoidMethod(env, hooks, run);
+    (*env)->DeleteLocalRef(env, hooks);
+}
+
+
+/*
  * At worker exit the JVM is left to the process's exit: DestroyJavaVM()
  * would wait for every non-daemon thread a handler started, and a graceful
- * quit must not hang on them.
+ * quit must not hang on them.  Worker.stop() runs jvm_exit and the
+ * application's shutdown hooks first, bounded by jvm_exit_timeout.
  */
 
 void
 ngx_http_jvm_vm_stop(ngx_cycle_t *cycle)
 {
-    JNIEnv  *env;
+    u_char                    *p;
+    JNIEnv                    *env;
+    jstring                    name;
+    sigset_t                   old;
+    ngx_http_jvm_main_conf_t  *jmcf;
 
     if (!ngx_http_jvm_vm.ready) {
         return;
     }
 
     env = ngx_http_jvm_env;
+    jmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_jvm_module);
+    name = NULL;
+
+    if (jmcf && jmcf->exit.len) {
+        p = ngx_pnalloc(cycle->pool, jmcf->exit.len + 1);
+        if (p) {
+            ngx_cpystrn(p, jmcf->exit.data, jmcf->exit.len + 1);
+            name = (*env)->NewStringUTF(env, (char *) p);
+        }
+    }
+
+    /* jvm_exit and the shutdown hooks run on threads of their own */
+    ngx_http_jvm_vm_block_signals(&old);
 
     (*env)->CallStaticVoidMethod(env, ngx_http_jvm_worker,
-                                 ngx_http_jvm_stop_mid);
+                                 ngx_http_jvm_stop_mid, name,
+                                 (jlong) (jmcf ? jmcf->exit_timeout : 0));
+
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 
     if ((*env)->ExceptionCheck(env)) {
         (*env)->ExceptionClear(env);

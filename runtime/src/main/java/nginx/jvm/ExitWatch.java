@@ -16,12 +16,18 @@ import java.util.Map;
 final class ExitWatch {
     private ExitWatch() {}
 
+    /** Set as the worker leaves gracefully: the hooks run, nobody called exit. */
+    static volatile boolean leaving;
+
     static void install() {
         Thread hook = new Thread(ExitWatch::report, "nginx-jvm-exit-watch");
         Runtime.getRuntime().addShutdownHook(hook);
     }
 
     private static void report() {
+        if (leaving) {
+            return;
+        }
         String said = null;
         for (Map.Entry<Thread, StackTraceElement[]> e : Thread.getAllStackTraces().entrySet()) {
             StackTraceElement[] stack = e.getValue();

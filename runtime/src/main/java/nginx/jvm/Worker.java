@@ -513,13 +513,56 @@ final class Worker {
         Timers.stop();
     }
 
-    /** Called at worker exit. */
-    static void stop() {
+    /**
+     * Called at worker exit (quit, reload, stop): {@code jvm_exit}'s handler
+     * ({@code exit}, or null), then the application's shutdown hooks, bounded
+     * together by {@code timeoutMs}.
+     */
+    static void stop(String exit, long timeoutMs) {
         Timers.stop();
+        leave(exit, timeoutMs);
         handlers.clear();
         sockets.stop();
         removeAttachSocket();
     }
+
+    /**
+     * Runs {@code jvm_exit} and the shutdown hooks on a thread of their own,
+     * so that one that hangs cannot keep the worker: nginx's master waits
+     * for a worker that quits, and a reload keeps the old one's memory.
+     */
+    private static void leave(String exit, long timeoutMs) {
+        ExitWatch.leaving = true;
+        Thread t = new Thread(() -> {
+            if (exit != null) {
+                try {
+                    Handlers.runInit(exit);
+                } catch (Throwable e) {
+                    Log.error("nginx.jvm", "jvm_exit \"" + exit + "\" failed", e);
+                }
+            }
+            try {
+                runShutdownHooks();
+            } catch (Throwable e) {
+                Log.error("nginx.jvm", "the shutdown hooks failed", e);
+            }
+        }, "nginx-jvm-exit");
+        t.setDaemon(true);
+        t.start();
+        try {
+            t.join(Math.max(timeoutMs, 1));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (t.isAlive()) {
+            Log.warn("nginx.jvm", (exit != null ? "jvm_exit \"" + exit + "\" and the" : "The")
+                    + " shutdown hooks did not end within jvm_exit_timeout (" + timeoutMs
+                    + " ms): the worker exits without waiting for them");
+        }
+    }
+
+    /** Runs the hooks of Runtime.addShutdownHook (C: java.lang.ApplicationShutdownHooks). */
+    private static native void runShutdownHooks();
 
     /**
      * With the attach mechanism turned on (docs/security.md), the JVM's
