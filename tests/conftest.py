@@ -16,12 +16,18 @@ sys.path.insert(0, os.path.dirname(__file__))
 from harness import MODULE, JAR, Nginx, jdk21_libjvm  # noqa: E402
 
 MODES = [m for m in os.environ.get("NGINX_JVM_MODES", "loop").split(",") if m]
+# Test::Nginx's HUP mode: every running nginx reloads before each test, so
+# that what a reload loses or leaks shows between two requests.
+RELOAD = os.environ.get("NGINX_JVM_RELOAD") == "1"
 
 
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "log_allows(*regexes): [error]-or-worse error log lines "
         "this test expects (any nginx it talks to)")
+    config.addinivalue_line(
+        "markers", "no_reload: not under NGINX_JVM_RELOAD=1 (the test "
+        "keeps a worker's state from the tests before it)")
 
 
 def pytest_sessionstart(session):
@@ -38,7 +44,24 @@ def mode(request):
 
 
 @pytest.fixture(autouse=True)
-def _error_log_check(request):
+def _reload_each(request):
+    """NGINX_JVM_RELOAD=1: `nginx -s reload` of every nginx the tests run,
+    then a wait until the new workers serve, before each test."""
+    if not RELOAD or request.node.get_closest_marker("no_reload"):
+        return
+    for n in list(Nginx.instances):
+        if type(n) is not Nginx or n.single or n.proc is None \
+                or n.proc.poll() is not None:
+            continue
+        old = n.worker_pids()
+        r = n.control("reload")
+        assert r.returncode == 0, r.stdout
+        assert n.wait_ready(timeout=60, exclude=old), \
+            "no new workers after a reload:\n" + n.log_text()
+
+
+@pytest.fixture(autouse=True)
+def _error_log_check(request, _reload_each):
     """Fails a test when any nginx wrote an unexpected [alert], [crit],
     [error] or [emerg] line while it ran."""
     allowed = []

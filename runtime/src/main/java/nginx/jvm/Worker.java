@@ -521,6 +521,12 @@ final class Worker {
     static void stop(String exit, long timeoutMs) {
         Timers.stop();
         leave(exit, timeoutMs);
+        clear();
+    }
+
+    /** The handlers, sockets and timers go; what a stop leaves (tests too). */
+    static void clear() {
+        Timers.stop();
         handlers.clear();
         sockets.stop();
         removeAttachSocket();

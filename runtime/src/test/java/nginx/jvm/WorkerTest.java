@@ -114,7 +114,7 @@ class WorkerTest {
     @BeforeEach
     void clearHandlers() {
         // Handler indexes count from 0 again, as in a fresh worker.
-        Worker.stop();
+        Worker.clear();
     }
 
     /** Puts a request into the request buffer and calls handle(), as the C module does. */
