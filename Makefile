@@ -19,7 +19,7 @@ RING_JARS := $(shell sed -e '/^\#/d' -e 's|.*|/usr/share/java/&.jar|' scripts/ri
 PYTHON    ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest' 2>/dev/null && { command -v $$p; break; }; done)
 
 .PHONY: all deps module jar libs deb run test test-java test-clojure test-bench test-integration \
-        bench bench-quick clean asan asan-module soak
+        bench bench-quick clean asan asan-module soak test-reload
 
 all: $(MODULE) $(JAR) $(LIBS) $(TESTLIBS)
 
@@ -82,6 +82,16 @@ export NGINX_JVM_MODES
 
 test-integration: all
 	$(PYTHON) -m pytest -q tests
+	$(MAKE) test-reload
+
+# Test::Nginx's HUP mode: a reload before each test (tests/README.md), in
+# pool mode, over the files where a reload between two requests matters most.
+RELOAD_TESTS ?= test_ring_request test_ring_response test_framing test_java \
+                test_phases test_variables test_subrequest test_shared \
+                test_errors test_websocket test_topic test_timers
+test-reload: all
+	NGINX_JVM_RELOAD=1 NGINX_JVM_MODES=pool $(PYTHON) -m pytest -q \
+	    $(patsubst %,tests/%.py,$(RELOAD_TESTS))
 
 # The integration suite against the module built with AddressSanitizer and
 # UBSan (build/asan; the normal build is untouched); fails on any sanitizer

@@ -13,7 +13,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from harness import MODULE, JAR, Nginx, jdk21_libjvm  # noqa: E402
+from harness import (MODULE, JAR, Nginx, alive, jdk21_libjvm,  # noqa: E402
+                     wait_for)
 
 MODES = [m for m in os.environ.get("NGINX_JVM_MODES", "loop").split(",") if m]
 # Test::Nginx's HUP mode: every running nginx reloads before each test, so
@@ -26,8 +27,8 @@ def pytest_configure(config):
         "markers", "log_allows(*regexes): [error]-or-worse error log lines "
         "this test expects (any nginx it talks to)")
     config.addinivalue_line(
-        "markers", "no_reload: not under NGINX_JVM_RELOAD=1 (the test "
-        "keeps a worker's state from the tests before it)")
+        "markers", "no_reload: skipped under NGINX_JVM_RELOAD=1 (the test "
+        "counts what the workers' starts log)")
 
 
 def pytest_sessionstart(session):
@@ -47,8 +48,10 @@ def mode(request):
 def _reload_each(request):
     """NGINX_JVM_RELOAD=1: `nginx -s reload` of every nginx the tests run,
     then a wait until the new workers serve, before each test."""
-    if not RELOAD or request.node.get_closest_marker("no_reload"):
+    if not RELOAD:
         return
+    if request.node.get_closest_marker("no_reload"):
+        pytest.skip("it counts what every worker start logs (NGINX_JVM_RELOAD)")
     for n in list(Nginx.instances):
         if type(n) is not Nginx or n.single or n.proc is None \
                 or n.proc.poll() is not None:
@@ -58,6 +61,19 @@ def _reload_each(request):
         assert r.returncode == 0, r.stdout
         assert n.wait_ready(timeout=60, exclude=old), \
             "no new workers after a reload:\n" + n.log_text()
+        # the old workers accept until the new JVMs are ready
+        # (jvm_reload_timeout): the test talks to the new ones only
+        assert wait_for(lambda: not any(accepting(p) for p in old), 60), \
+            "the old workers still accept after a reload"
+
+
+def accepting(pid):
+    """A worker that has not begun to shut down."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return b"shutting down" not in f.read() and alive(pid)
+    except OSError:
+        return False
 
 
 @pytest.fixture(autouse=True)

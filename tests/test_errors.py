@@ -170,6 +170,7 @@ def test_seq_body_throws_midway(ng):
     assert pid(ng) == before
 
 
+@pytest.mark.no_reload
 def test_log_of_missing_handlers_once_at_start(ng):
     lines = ng.log_lines(r'\[error\] .*jvm: cannot load handler '
                          r'"com.nope.Missing": java.lang.ClassNotFoundException')
@@ -179,6 +180,7 @@ def test_log_of_missing_handlers_once_at_start(ng):
     assert len(lines) == 1, lines
 
 
+@pytest.mark.no_reload
 @pytest.mark.log_allows(r"the handler of this location failed to load")
 @pytest.mark.parametrize("path", ["/missing-class", "/missing-var"])
 def test_missing_handler_answers_500(ng, path):

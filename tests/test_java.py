@@ -186,6 +186,7 @@ def test_java_init_runnable(ng):
     assert r.text == "initialized by java 1"
 
 
+@pytest.mark.no_reload
 @pytest.mark.log_allows(r"the handler of this location failed to load")
 def test_clojure_handler_without_clojure(ng):
     assert ng.get("/clojure").status == 500
