@@ -19,7 +19,7 @@
   [_]
   @current)
 
-(use-fixtures :each (fn [t] (wire/worker :stop) (t)))
+(use-fixtures :each (fn [t] (wire/worker :clear) (t)))
 
 ;; --- generation -------------------------------------------------------
 
@@ -92,7 +92,8 @@
   (let [n (cond (nil? s) 200
                 (and (integer? s) (<= Integer/MIN_VALUE s Integer/MAX_VALUE)) (long s)
                 :else (bad! :status))]
-    (if (<= 100 n 599) n (bad! :status))))
+    ;; an interim (1xx) status is no final answer: refused as out of range
+    (if (<= 200 n 599) n (bad! :status))))
 
 (defn- model-fields [name value]
   (let [n (if (instance? clojure.lang.Named name) (clojure.core/name name) (str name))

@@ -31,7 +31,7 @@
 (defn init []
   (swap! init-runs inc))
 
-(use-fixtures :each (fn [t] (wire/worker :stop) (t)))
+(use-fixtures :each (fn [t] (wire/worker :clear) (t)))
 
 (defn- handle
   "Serves a request with the handler registered at index i; returns the decoded response."

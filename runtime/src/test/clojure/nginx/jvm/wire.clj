@@ -42,7 +42,8 @@
         put-int (fn [n] (.writeBytes out (.array (.putInt (native 4) (int n)))))
         put-long (fn [n] (.writeBytes out (.array (.putLong (native 8) (long n)))))
         put-str (fn [s] (let [b (latin1 s)] (put-int (alength b)) (.writeBytes out b)))]
-    (put-int (bit-or (if https? 1 0) (if query 2 0)))
+    ;; 8: a body segment is in a file, which the runtime opens as it reads this
+    (put-int (bit-or (if https? 1 0) (if query 2 0) (if (some map? body) 8 0)))
     (put-int port)
     (put-int 0)                             ; status so far (log handlers)
     (put-long 0)                            ; bytes sent so far
