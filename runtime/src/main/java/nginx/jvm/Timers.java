@@ -162,6 +162,9 @@ public final class Timers {
      * timer threads, started now so that they inherit that mask.
      */
     static void start(Runnable wake, int threads) {
+        // A wake-up owed by an earlier run (due, never run) would swallow every later one.
+        due.clear();
+        signalled.set(false);
         waker = wake;
         ScheduledThreadPoolExecutor s = new ScheduledThreadPoolExecutor(threads, r -> {
             Thread t = new Thread(r, "nginx-jvm-timer");
@@ -191,5 +194,6 @@ public final class Timers {
             s.shutdownNow();
         }
         due.clear();
+        signalled.set(false);
     }
 }

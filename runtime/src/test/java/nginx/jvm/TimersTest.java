@@ -120,6 +120,18 @@ class TimersTest {
     }
 
     @Test
+    void aWakeLeftOwingByAStopIsNotCarriedIntoTheNextStart() throws Exception {
+        Timers.after(1, () -> { });
+        Thread.sleep(50);           // due and signalled, and the loop never runs it
+        Timers.stop();
+        Timers.start(woken::release, 2);
+        AtomicInteger runs = new AtomicInteger();
+        Timers.after(10, runs::incrementAndGet);
+        loop(200);
+        assertEquals(1, runs.get());
+    }
+
+    @Test
     void badArguments() {
         assertThrows(IllegalArgumentException.class, () -> Timers.every(0, () -> { }));
         assertThrows(IllegalArgumentException.class, () -> Timers.after(-1, () -> { }));
