@@ -17,6 +17,25 @@
 /* How often the timer of a body waiting for its producer comes round, ms. */
 #define NGX_HTTP_JVM_STREAM_HOLD  60000
 
+/*
+ * The most one event sends of a body produced on the event loop, in bytes,
+ * each piece counting as at least NGX_HTTP_JVM_STREAM_PIECE (a piece costs
+ * a call into Java and a write, however small).  A client that reads as
+ * fast as the body comes would otherwise keep the loop producing for as
+ * long as the body lasts, and the worker's other connections would wait
+ * (nginx bounds sendfile the same way, sendfile_max_chunk).  The rest goes
+ * on in the next round of the event loop.
+ */
+#define NGX_HTTP_JVM_STREAM_BUDGET  (128 * 1024)
+#define NGX_HTTP_JVM_STREAM_PIECE   (4 * 1024)
+
+/*
+ * How long a body whose source gave only empty pieces (an endless seq of
+ * "", an InputStream that reads 0 bytes) waits before it is asked again, ms:
+ * it neither spins the loop nor keeps it from seeing the client leave.
+ */
+#define NGX_HTTP_JVM_STREAM_EMPTY  1
+
 
 static ngx_int_t ngx_http_jvm_stream(ngx_http_request_t *r,
     ngx_http_jvm_ctx_t *ctx);
@@ -24,6 +43,7 @@ static void ngx_http_jvm_stream_writer(ngx_http_request_t *r);
 static void ngx_http_jvm_stream_close(ngx_http_jvm_ctx_t *ctx);
 static void ngx_http_jvm_cleanup(void *data);
 static void ngx_http_jvm_stream_hold(ngx_event_t *ev);
+static void ngx_http_jvm_stream_retry(ngx_event_t *ev);
 
 
 /*
@@ -136,10 +156,15 @@ ngx_http_jvm_send_stream(ngx_http_request_t *r, ngx_int_t id)
         return rc;
     }
 
-    /* the rest is sent from the write event handler */
+    /*
+     * The rest is sent from the write event handler.  A client that leaves
+     * meanwhile ends the request, and with it the body, even while nothing
+     * is written to it.
+     */
 
     r->main->count++;
     r->write_event_handler = ngx_http_jvm_stream_writer;
+    r->read_event_handler = ngx_http_test_reading;
 
     return NGX_DONE;
 }
@@ -148,14 +173,17 @@ ngx_http_jvm_send_stream(ngx_http_request_t *r, ngx_int_t id)
 /*
  * Sends pieces of the body until it ends (returns what ngx_http_output_filter
  * returned for the last one), fails (NGX_ERROR), the client is slower than
- * the body (NGX_AGAIN, with the write event armed), or the body is slower
- * than the client (NGX_AGAIN, waiting for its producer on a JVM thread).
+ * the body (NGX_AGAIN, with the write event armed), the body is slower
+ * than the client (NGX_AGAIN, waiting for its producer on a JVM thread or,
+ * for a source that gave only empty pieces, for a timer), or this event
+ * has sent its share (NGX_AGAIN, the write event posted for the next round).
  */
 
 static ngx_int_t
 ngx_http_jvm_stream(ngx_http_request_t *r, ngx_http_jvm_ctx_t *ctx)
 {
     size_t                     n;
+    ssize_t                    budget;
     ngx_int_t                  rc;
     ngx_buf_t                 *b;
     ngx_chain_t               *cl;
@@ -163,8 +191,14 @@ ngx_http_jvm_stream(ngx_http_request_t *r, ngx_http_jvm_ctx_t *ctx)
     ngx_http_core_loc_conf_t  *clcf;
 
     c = r->connection;
+    budget = NGX_HTTP_JVM_STREAM_BUDGET;
 
     while (ctx->busy == NULL) {
+
+        if (budget <= 0) {
+            ngx_post_event(c->write, &ngx_posted_next_events);
+            return NGX_AGAIN;
+        }
 
         rc = ngx_http_jvm_vm_next(c->log, ctx->stream, &n);
 
@@ -205,6 +239,15 @@ ngx_http_jvm_stream(ngx_http_request_t *r, ngx_http_jvm_ctx_t *ctx)
             return NGX_AGAIN;
         }
 
+        if (rc == NGX_DECLINED) {
+            ctx->timer.handler = ngx_http_jvm_stream_retry;
+            ctx->timer.data = r;
+            ctx->timer.log = c->log;
+            ngx_add_timer(&ctx->timer, NGX_HTTP_JVM_STREAM_EMPTY);
+
+            return NGX_AGAIN;
+        }
+
         if (rc == NGX_ERROR) {
             /*
              * The body failed half-way: what was sent stays sent, and
@@ -225,6 +268,7 @@ ngx_http_jvm_stream(ngx_http_request_t *r, ngx_http_jvm_ctx_t *ctx)
         }
 
         ctx->sent += n;
+        budget -= ngx_max(n, NGX_HTTP_JVM_STREAM_PIECE);
 
         cl = ngx_chain_get_free_buf(r->pool, &ctx->free);
         if (cl == NULL) {
@@ -285,6 +329,24 @@ ngx_http_jvm_stream_hold(ngx_event_t *ev)
     if (ctx->waiting) {
         ngx_add_timer(ev, NGX_HTTP_JVM_STREAM_HOLD);
     }
+}
+
+
+/* A body whose source gave only empty pieces is asked again. */
+
+static void
+ngx_http_jvm_stream_retry(ngx_event_t *ev)
+{
+    ngx_connection_t    *c;
+    ngx_http_request_t  *r;
+
+    r = ev->data;
+    c = r->connection;
+
+    ngx_http_set_log_request(c->log, r);
+
+    r->write_event_handler(r);
+    ngx_http_run_posted_requests(c);
 }
 
 
@@ -364,6 +426,12 @@ ngx_http_jvm_stream_close(ngx_http_jvm_ctx_t *ctx)
 {
     if (ctx->stream == -1) {
         return;
+    }
+
+    if (ctx->timer.timer_set
+        && ctx->timer.handler == ngx_http_jvm_stream_retry)
+    {
+        ngx_del_timer(&ctx->timer);
     }
 
     ngx_http_jvm_vm_close(ctx->stream);

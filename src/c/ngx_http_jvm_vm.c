@@ -42,6 +42,7 @@
 #define NGX_HTTP_JVM_NEXT_END      -1
 #define NGX_HTTP_JVM_NEXT_WAIT     -2
 #define NGX_HTTP_JVM_NEXT_FAILED   -3
+#define NGX_HTTP_JVM_NEXT_EMPTY    -4
 
 
 /* The master's JVMs in child processes, and how long one may run. */
@@ -2470,7 +2471,8 @@ ngx_http_jvm_vm_cancel(void *id)
  * Worker.next(): the next piece of a streamed body, *out bytes at the
  * start of the response buffer.  NGX_DONE: the body ended; NGX_AGAIN: a JVM
  * thread has not produced the piece yet (Worker.poll() names the task when
- * it has); NGX_ERROR: the body failed, and why is logged.
+ * it has); NGX_DECLINED: its source gave only empty pieces this time;
+ * NGX_ERROR: the body failed, and why is logged.
  */
 
 ngx_int_t
@@ -2501,6 +2503,9 @@ ngx_http_jvm_vm_next(ngx_log_t *log, ngx_int_t stream, size_t *out)
 
     case NGX_HTTP_JVM_NEXT_WAIT:
         return NGX_AGAIN;
+
+    case NGX_HTTP_JVM_NEXT_EMPTY:
+        return NGX_DECLINED;
 
     case NGX_HTTP_JVM_NEXT_FAILED:
         /* the body failed half-way: an int length and the message */

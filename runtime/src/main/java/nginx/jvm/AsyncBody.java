@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * A streamed body produced on a JVM thread and drained by the event loop
@@ -20,6 +21,8 @@ import java.util.Arrays;
  */
 final class AsyncBody extends BodySource {
     private static final int PIECE = 16 * 1024;
+    /** The pause after a source gave only empty pieces, so that it does not spin a core. */
+    private static final long EMPTY_PAUSE_NANOS = 1_000_000;
     private static final Object END = new Object();
 
     private final BodySource source;
@@ -58,6 +61,11 @@ final class AsyncBody extends BodySource {
         try {
             while (!queue.isClosed()) {
                 int n = source.fill(piece);
+                if (n == Wire.NEXT_EMPTY) {
+                    // nothing yet: look again shortly, and stop once the client left
+                    LockSupport.parkNanos(EMPTY_PAUSE_NANOS);
+                    continue;
+                }
                 if (n < 0) {
                     put(END);
                     break;

@@ -13,9 +13,18 @@ import java.util.Iterator;
  */
 abstract class BodySource {
     /**
+     * How many empty pieces in a row (an empty element, a read of 0 bytes) one
+     * {@link #fill} takes before it gives up for now: a source that yields
+     * nothing forever must not keep its caller from noticing that the client
+     * left, nor, on the event loop, keep the loop from its other connections.
+     */
+    static final int EMPTY_TRIES = 1024;
+
+    /**
      * Writes the next piece into {@code out} (from position 0) and returns its
-     * length, or {@link Wire#NEXT_END} (-1) when the body has ended. Never
-     * returns 0.
+     * length, {@link Wire#NEXT_END} (-1) when the body has ended, or
+     * {@link Wire#NEXT_EMPTY} after {@link #EMPTY_TRIES} empty pieces in a row
+     * (ask again later). Never returns 0.
      */
     abstract int fill(ByteBuffer out) throws IOException;
 
@@ -57,14 +66,16 @@ abstract class BodySource {
             if (chunk == null) {
                 chunk = new byte[out.capacity()];
             }
-            int n;
-            do {
-                n = in.read(chunk, 0, Math.min(chunk.length, out.capacity()));
-            } while (n == 0);
-            if (n > 0) {
-                out.put(0, chunk, 0, n);
+            for (int tries = 0; tries < EMPTY_TRIES; tries++) {
+                int n = in.read(chunk, 0, Math.min(chunk.length, out.capacity()));
+                if (n != 0) {
+                    if (n > 0) {
+                        out.put(0, chunk, 0, n);
+                    }
+                    return n < 0 ? Wire.NEXT_END : n;
+                }
             }
-            return n;
+            return Wire.NEXT_EMPTY;
         }
 
         @Override
@@ -92,7 +103,10 @@ abstract class BodySource {
 
         @Override
         int fill(ByteBuffer out) {
-            while (rest == null || restAt == rest.length) {
+            for (int tries = 0; rest == null || restAt == rest.length; tries++) {
+                if (tries == EMPTY_TRIES) {
+                    return Wire.NEXT_EMPTY;
+                }
                 if (!it.hasNext()) {
                     return -1;
                 }

@@ -48,9 +48,10 @@ final class Wire {
 
     /**
      * {@link Worker#next}, besides a piece's length: the body ended; its next piece is not
-     * produced yet; it failed (the response buffer then holds an int length and the message).
+     * produced yet; it failed (the response buffer then holds an int length and the message);
+     * its source gave only empty pieces this time (ask again a little later).
      */
-    static final int NEXT_END = -1, NEXT_WAIT = -2, NEXT_FAILED = -3;
+    static final int NEXT_END = -1, NEXT_WAIT = -2, NEXT_FAILED = -3, NEXT_EMPTY = -4;
 
     /** {@link Worker#wsOpen}: the C module answers pings; the listener does. */
     static final int WS_C_PINGS = 0, WS_JAVA_PINGS = 1;

@@ -133,6 +133,27 @@ class BodySourceTest {
         assertEquals("disk on fire", e.getMessage());
     }
 
+    @Test
+    void aStreamThatOnlyReadsZeroGivesUpForNow() throws IOException {
+        AtomicInteger reads = new AtomicInteger();
+        InputStream zeros = new InputStream() {
+            @Override
+            public int read() {
+                return 0;
+            }
+
+            @Override
+            public int read(byte[] b, int off, int len) {
+                reads.incrementAndGet();
+                return 0;
+            }
+        };
+        BodySource s = new BodySource.Stream(zeros);
+        assertEquals(Wire.NEXT_EMPTY, s.fill(ByteBuffer.allocate(8)));
+        assertEquals(BodySource.EMPTY_TRIES, reads.get(), "a bounded number of reads per fill");
+        assertEquals(Wire.NEXT_EMPTY, s.fill(ByteBuffer.allocate(8)), "and again when asked again");
+    }
+
     // ---- Elements ----
 
     @Test
@@ -167,6 +188,29 @@ class BodySourceTest {
         List<Integer> sizes = pieces(new BodySource.Elements(List.of("", "", new byte[0]).iterator(),
                 StandardCharsets.UTF_8), 16, new ByteArrayOutputStream());
         assertEquals(List.of(), sizes);
+    }
+
+    @Test
+    void endlessEmptyElementsGiveUpForNowThenGoOn() throws IOException {
+        AtomicInteger taken = new AtomicInteger();
+        Iterator<String> it = new Iterator<>() {
+            @Override
+            public boolean hasNext() {
+                return true;
+            }
+
+            @Override
+            public String next() {
+                // empty for a while longer than one fill takes, then a byte
+                return taken.incrementAndGet() == BodySource.EMPTY_TRIES + 10 ? "z" : "";
+            }
+        };
+        BodySource s = new BodySource.Elements(it, StandardCharsets.UTF_8);
+        ByteBuffer out = ByteBuffer.allocate(8);
+        assertEquals(Wire.NEXT_EMPTY, s.fill(out));
+        assertEquals(BodySource.EMPTY_TRIES, taken.get());
+        assertEquals(1, s.fill(out));
+        assertEquals('z', out.get(0));
     }
 
     @Test
