@@ -181,6 +181,12 @@ soak: all
 bench-phases: all
 	python3 bench/phases.py $(PHASES_BENCH_ARGS)
 
+# Fast readers of endless streams against the other requests of their
+# worker: latency with 0, 1, 10, 100 readers (about a minute).
+.PHONY: bench-fairness
+bench-fairness: all
+	python3 bench/stream_fairness.py $(FAIRNESS_BENCH_ARGS)
+
 .PHONY: bench-start bench-memory bench-reload
 bench-start: all
 	python3 bench/start.py
