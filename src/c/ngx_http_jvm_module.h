@@ -340,7 +340,7 @@ ngx_int_t ngx_http_jvm_edit_headers(ngx_http_request_t *r, size_t len);
 /* ngx_http_jvm_websocket.c */
 ngx_uint_t ngx_http_jvm_ws_request(ngx_http_request_t *r);
 ngx_int_t ngx_http_jvm_ws_upgrade(ngx_http_request_t *r, ngx_int_t id);
-void ngx_http_jvm_ws_ready(ngx_int_t id);
+void ngx_http_jvm_ws_ready(ngx_int_t id, ngx_uint_t resume);
 
 /* ngx_http_jvm_stream.c */
 ngx_http_jvm_ctx_t *ngx_http_jvm_get_ctx(ngx_http_request_t *r);

@@ -225,11 +225,18 @@ ngx_http_jvm_task_notified(ngx_event_t *ev)
     for ( ;; ) {
         id = ngx_http_jvm_vm_ws_poll(ev->log);
 
-        if (id < 0) {
+        if (id == -1) {
             return;
         }
 
-        ngx_http_jvm_ws_ready(id);
+        /* -2 - id: the socket may read again, besides what it may send */
+
+        if (id < -1) {
+            ngx_http_jvm_ws_ready(-2 - id, 1);
+
+        } else {
+            ngx_http_jvm_ws_ready(id, 0);
+        }
     }
 }
 

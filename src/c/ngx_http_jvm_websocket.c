@@ -72,7 +72,7 @@ struct ngx_http_jvm_ws_s {
     unsigned                  fin:1;
     unsigned                  in_payload:1;
     unsigned                  java_pings:1; /* the listener answers pings */
-    unsigned                  paused:1;     /* Java's inbound queue is full */
+    unsigned                  paused:1;     /* Java's queues are full */
     unsigned                  closing:1;    /* a close frame is queued */
     unsigned                  close_sent:1;
     unsigned                  reported:1;   /* Java was told it closed */
@@ -1446,12 +1446,12 @@ ngx_http_jvm_ws_write_handler(ngx_event_t *wev)
 
 
 /*
- * Worker.wsPoll() named socket id: Java has frames for it, or its inbound
- * queue drained.
+ * Worker.wsPoll() named socket id: Java has frames for it, or ("resume")
+ * the listener and the client have caught up, and reading may go on.
  */
 
 void
-ngx_http_jvm_ws_ready(ngx_int_t id)
+ngx_http_jvm_ws_ready(ngx_int_t id, ngx_uint_t resume)
 {
     ngx_http_jvm_ws_t  *ws;
 
@@ -1472,7 +1472,7 @@ ngx_http_jvm_ws_ready(ngx_int_t id)
         return;
     }
 
-    if (ws->paused) {
+    if (ws->paused && resume) {
         ws->paused = 0;
         ngx_post_event(ws->connection->read, &ngx_posted_events);
     }

@@ -30,7 +30,12 @@ final class AsyncBody extends BodySource {
     private final boolean endsOnReturn;
     private final Task task;
     private final Tasks tasks;
-    private final Handoff<Object> queue = new Handoff<>(4);
+    /**
+     * Four pieces for a producer that may wait; a writer on the event loop
+     * (a topic's subscriber, a loop timer), which must not, may go 1 MB
+     * beyond, so that a burst reaches a client that reads.
+     */
+    private final Handoff<Object> queue = new Handoff<>(4, 1024 * 1024);
     private boolean ended;
 
     /** A body pulled from {@code source} on a JVM thread. */
@@ -109,7 +114,7 @@ final class AsyncBody extends BodySource {
     }
 
     private boolean put(Object item) {
-        if (!queue.put(item)) {
+        if (!(LoopCalls.onLoop() ? queue.offer(item) : queue.put(item))) {
             return false;
         }
         tasks.ready(task);
@@ -166,7 +171,9 @@ final class AsyncBody extends BodySource {
             while (len > 0) {
                 int n = Math.min(len, PIECE);
                 if (!put(Arrays.copyOfRange(b, off, off + n))) {
-                    throw new IOException("the client connection is closed");
+                    throw new IOException(queue.isClosed() ? "the client connection is closed"
+                            : "the response body's queue is full: its client reads less than"
+                            + " the event loop writes to it");
                 }
                 off += n;
                 len -= n;

@@ -1,51 +1,130 @@
 package nginx.jvm;
 
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.BlockingQueue;
+import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * A small bounded queue from a producing thread to a consumer, closed by the
  * consumer when it wants no more: a producer blocks while the queue is full
  * (back-pressure) and stops as soon as it is closed, so it never waits for a
  * reader that is gone.
+ *
+ * <p>A producer that must not wait (the event loop, which is also what
+ * drains the queue) {@link #offer}s instead: beyond a full queue it may add
+ * up to {@code slackBytes} of byte arrays, so that a burst reaches a client
+ * that reads while one that does not costs bounded memory.
  */
 final class Handoff<T> {
-    private final BlockingQueue<T> queue;
+    private final int capacity;
+    private final long slackBytes;
+    private final ArrayDeque<T> queue = new ArrayDeque<>();
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition changed = lock.newCondition();
+    private long bytes;
     private volatile boolean closed;
 
     Handoff(int capacity) {
-        queue = new ArrayBlockingQueue<>(capacity);
+        this(capacity, 0);
+    }
+
+    Handoff(int capacity, long slackBytes) {
+        this.capacity = capacity;
+        this.slackBytes = slackBytes;
+    }
+
+    /** A byte array's length and what keeping it costs besides; anything else (an end) nothing. */
+    private static long weight(Object item) {
+        return item instanceof byte[] ? ((byte[]) item).length + 64 : 0;
     }
 
     /** Producer: waits for room; false once the queue is closed. */
     boolean put(T item) {
+        lock.lock();
         try {
-            while (!closed) {
-                if (queue.offer(item, 100, TimeUnit.MILLISECONDS)) {
-                    return true;
-                }
+            while (!closed && queue.size() >= capacity) {
+                changed.await(100, TimeUnit.MILLISECONDS);
             }
+            return !closed && add(item);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+            return false;
+        } finally {
+            lock.unlock();
         }
-        return false;
+    }
+
+    /**
+     * Producer that never waits: false when the queue is closed, or full and
+     * its byte arrays already {@code slackBytes} (an item that is not one,
+     * an end, always fits).
+     */
+    boolean offer(T item) {
+        lock.lock();
+        try {
+            if (closed) {
+                return false;
+            }
+            long w = weight(item);
+            if (queue.size() >= capacity && w > 0 && bytes + w > slackBytes) {
+                return false;
+            }
+            return add(item);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private boolean add(T item) {
+        queue.add(item);
+        bytes += weight(item);
+        changed.signalAll();
+        return true;
     }
 
     /** Consumer: the next item, or null when none is there yet. */
     T poll() {
-        return queue.poll();
+        lock.lock();
+        try {
+            T item = queue.poll();
+            if (item != null) {
+                bytes -= weight(item);
+                changed.signalAll();
+            }
+            return item;
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** Consumer: the next item, waiting for it. */
     T take() throws InterruptedException {
-        return queue.take();
+        lock.lock();
+        try {
+            T item;
+            while ((item = queue.poll()) == null) {
+                changed.await();
+            }
+            bytes -= weight(item);
+            changed.signalAll();
+            return item;
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** Consumer: no more items; what is queued is dropped. */
     void close() {
-        closed = true;
-        queue.clear();
+        lock.lock();
+        try {
+            closed = true;
+            queue.clear();
+            bytes = 0;
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
     }
 
     boolean isClosed() {

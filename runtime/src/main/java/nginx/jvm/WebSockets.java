@@ -24,6 +24,14 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  */
 final class WebSockets {
     private static final int TEXT = 1, BINARY = 2, CLOSE = 8, PING = 9, PONG = 10;
+    /**
+     * How far beyond a full queue a sender that cannot wait (the event loop,
+     * {@code sendAsync}) may go, in bytes of payload: a burst from the loop
+     * (a topic's messages, a loop listener's replies) reaches a client that
+     * reads, while one that does not read costs bounded memory until
+     * send_timeout closes it.
+     */
+    static final int SLACK_BYTES = 1024 * 1024;
 
     private final Runnable waker;
     private final ConcurrentLinkedQueue<Socket> ready = new ConcurrentLinkedQueue<>();
@@ -112,13 +120,16 @@ final class WebSockets {
             default:
                 break;
         }
-        if (s.inbound < queueSize) {
+        if (s.inbound < queueSize && s.outbound() < queueSize) {
             return Wire.WS_CONTINUE;
         }
-        // The C module stops reading; the listener's thread wakes it when it
-        // catches up. Checked again after the flag, in case it just did.
+        // The C module stops reading from the client while the listener is
+        // behind, or while the frames for the client pile up (it sends, and
+        // does not read what it is sent): the listener's thread, or the loop
+        // as the frames leave, wakes it when both are down to half. Checked
+        // again after the flag, in case that just happened.
         s.paused = true;
-        if (s.inbound < queueSize / 2 + 1) {
+        if (s.drained()) {
             s.paused = false;
             return Wire.WS_CONTINUE;
         }
@@ -145,14 +156,17 @@ final class WebSockets {
         s.event(false, () -> s.listener.onClose(s, code, reason));
     }
 
-    /** The next socket with frames to send or room for messages again, or -1. */
+    /**
+     * The next socket with frames to send, or that may read again: its id
+     * while it is to read no more, else -2 - id; -1 when there is none.
+     */
     int poll() {
         signalled.set(false);
         Socket s;
         while ((s = ready.poll()) != null) {
             s.queued = 0;
             if (sockets.get(s.id) == s) {
-                return s.id;
+                return s.paused ? s.id : -2 - s.id;
             }
         }
         return -1;
@@ -226,6 +240,7 @@ final class WebSockets {
 
         // Guarded by this; made when a frame is queued, dropped when drained.
         private Queue<Frame> out;
+        private long outBytes;
         private boolean closing;
         private boolean closed;
 
@@ -272,12 +287,27 @@ final class WebSockets {
                 close(1011, "");
             } finally {
                 if (e.message) {
-                    int left = INBOUND.decrementAndGet(this);
-                    if (left <= queueSize / 2 && paused) {
-                        paused = false;
-                        ready(this);
-                    }
+                    INBOUND.decrementAndGet(this);
+                    resume();
                 }
+            }
+        }
+
+        /** Frames waiting to leave. */
+        synchronized int outbound() {
+            return out == null ? 0 : out.size();
+        }
+
+        /** Both the listener and the client have caught up, to half the queue. */
+        boolean drained() {
+            return inbound <= queueSize / 2 && outbound() <= queueSize / 2;
+        }
+
+        /** The C module reads from the client again, if it stopped and may go on. */
+        void resume() {
+            if (paused && drained()) {
+                paused = false;
+                ready(this);
             }
         }
 
@@ -294,11 +324,13 @@ final class WebSockets {
                     return -(4 + f.payload.length);
                 }
                 out.poll();
+                outBytes -= f.payload.length;
                 if (out.isEmpty()) {
                     out = null;     // an idle socket holds no queue
                 }
                 notifyAll();
             }
+            resume();
             buf.putInt(0, f.opcode);
             buf.put(4, f.payload, 0, f.payload.length);
             if (f.callback != null) {
@@ -307,7 +339,11 @@ final class WebSockets {
             return 4 + f.payload.length;
         }
 
-        /** Queues a frame: waits for room (unless on the loop or async); false when full. */
+        /**
+         * Queues a frame: a sender that may wait does while the queue is
+         * full; one that may not (on the loop, or async) goes beyond it by
+         * up to {@link #SLACK_BYTES}. False when there is no room.
+         */
         private boolean enqueue(Frame f, boolean control, boolean wait) throws IOException {
             synchronized (this) {
                 while (true) {
@@ -321,6 +357,9 @@ final class WebSockets {
                         break;
                     }
                     if (!wait) {
+                        if (!control && outBytes + f.payload.length <= SLACK_BYTES) {
+                            break;
+                        }
                         return false;
                     }
                     try {
@@ -331,6 +370,7 @@ final class WebSockets {
                     }
                 }
                 out.add(f);
+                outBytes += f.payload.length;
                 if (f.opcode == CLOSE) {
                     closing = true;
                 }
@@ -343,7 +383,7 @@ final class WebSockets {
             boolean onLoop = Thread.currentThread() == loop;
             if (!enqueue(new Frame(opcode, payload, null), false, !onLoop)) {
                 throw new IOException("the WebSocket's send queue is full (jvm_websocket_send_queue "
-                        + queueSize + ")");
+                        + queueSize + ", and " + SLACK_BYTES + " bytes more from the event loop)");
             }
         }
 
@@ -352,7 +392,8 @@ final class WebSockets {
                 if (enqueue(new Frame(opcode, payload, callback), false, false)) {
                     return;
                 }
-                IOException full = new IOException("the WebSocket's send queue is full");
+                IOException full = new IOException("the WebSocket's send queue is full (jvm_websocket_send_queue "
+                        + queueSize + ", and " + SLACK_BYTES + " bytes more for sendAsync)");
                 CALLBACKS.execute(() -> callback.failed(full));
             } catch (IOException e) {
                 CALLBACKS.execute(() -> callback.failed(e));
@@ -366,6 +407,7 @@ final class WebSockets {
                 closed = true;
                 dropped = out == null ? new Frame[0] : out.toArray(new Frame[0]);
                 out = null;
+                outBytes = 0;
                 notifyAll();
             }
             IOException e = new IOException("the WebSocket is closed");

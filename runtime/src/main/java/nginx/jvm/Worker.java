@@ -462,7 +462,10 @@ final class Worker {
         sockets.closed(id, code, requestBuffer, reasonLength);
     }
 
-    /** The next socket with frames to send or room for messages again, or -1. */
+    /**
+     * The next socket with frames to send, or that may read again ({@code -2 - id}:
+     * it may, {@code id}: it is to read no more yet), or -1.
+     */
     static int wsPoll() {
         return sockets.poll();
     }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -199,7 +200,7 @@ class WebSocketsTest {
         s.send(ByteBuffer.wrap(new byte[] {1, 2}));
         s.ping(ByteBuffer.wrap("p".getBytes(StandardCharsets.US_ASCII)));
         assertEquals(before + 1, wakes.get(), "one wake for a batch");
-        assertEquals(id, sockets.poll());
+        assertEquals(-2 - id, sockets.poll(), "frames to send, and reading may go on");
         assertEquals(-1, sockets.poll());
         assertEquals("1:one", take(id));
         assertEquals("2:\u0001\u0002", take(id));
@@ -232,20 +233,19 @@ class WebSocketsTest {
         for (int i = 0; i < 4; i++) {
             s.send("m" + i);
         }
-        // on the loop a full queue throws rather than block
-        assertThrows(IOException.class, () -> s.send("loop"));
-        // sendAsync fails at once
-        CountDownLatch failed = new CountDownLatch(1);
+        // on the loop a full queue takes the frame all the same (the slack) rather than block
+        s.send("loop");
+        // and so does sendAsync, which never waits
+        CountDownLatch taken = new CountDownLatch(1);
         s.sendAsync("async", new WebSocket.Callback() {
             public void succeeded() {
+                taken.countDown();
             }
 
             public void failed(Throwable e) {
-                failed.countDown();
             }
         });
-        assertTrue(failed.await(10, TimeUnit.SECONDS));
-        // another thread waits for room
+        // another thread waits for room: fewer than 4 queued
         CountDownLatch sent = new CountDownLatch(1);
         Thread t = new Thread(() -> {
             try {
@@ -258,11 +258,15 @@ class WebSocketsTest {
         t.start();
         assertFalse(sent.await(300, TimeUnit.MILLISECONDS), "blocked while the queue is full");
         assertEquals("1:m0", take(id));
+        assertEquals("1:m1", take(id));
+        assertFalse(sent.await(300, TimeUnit.MILLISECONDS), "still 4 queued");
+        assertEquals("1:m2", take(id));
         assertTrue(sent.await(10, TimeUnit.SECONDS), "room made, the send goes on");
         t.join();
-        for (int i = 1; i < 4; i++) {
-            assertEquals("1:m" + i, take(id));
-        }
+        assertEquals("1:m3", take(id));
+        assertEquals("1:loop", take(id));
+        assertEquals("1:async", take(id));
+        assertTrue(taken.await(10, TimeUnit.SECONDS));
         assertEquals("1:waited", take(id));
     }
 
@@ -314,10 +318,61 @@ class WebSocketsTest {
         }
         assertEquals(Wire.WS_PAUSE, rc, "the C module is told to stop reading");
         assertEquals(4, sent);
-        sockets.poll();
+        assertEquals(-1, sockets.poll(), "nothing to send, and no reading");
         release.countDown();
-        await(() -> sockets.poll() == id);
+        await(() -> sockets.poll() == -2 - id);
         await(() -> r.events.size() == 5);
+    }
+
+    @Test
+    void aLoopListenerWhoseRepliesPileUpStopsTheReadingUntilTheyLeave() {
+        sockets.configure(4);
+        int id = sockets.register(new WebSocketListener() {
+            @Override
+            public void onMessage(WebSocket s, String text) {
+                try {
+                    s.send(text);
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            }
+        }, Wire.LOOP);
+        sockets.open(id);
+        for (int i = 0; i < 3; i++) {
+            assertEquals(Wire.WS_CONTINUE, message(id, 1, "m" + i));
+        }
+        assertEquals(Wire.WS_PAUSE, message(id, 1, "m3"), "four replies wait: no more reading");
+        assertEquals(id, sockets.poll(), "frames to send, but no reading yet");
+        assertEquals("1:m0", take(id));
+        assertEquals(-1, sockets.poll(), "three still wait");
+        assertEquals("1:m1", take(id));
+        assertEquals(-2 - id, sockets.poll(), "down to half: reading goes on");
+    }
+
+    @Test
+    void aSendThatCannotWaitGoesBeyondAFullQueueByTheSlackOnly() throws Exception {
+        sockets.configure(4);
+        Recorder r = new Recorder();
+        int id = sockets.register(r, Wire.LOOP);
+        sockets.open(id);
+        WebSocket s = r.socket.get();
+        byte[] kb = new byte[1024];
+        int sent = 0;
+        try {
+            while (sent < 10_000) {
+                s.send(ByteBuffer.wrap(kb));      // on the loop: never waits
+                sent++;
+            }
+        } catch (IOException full) {
+            assertTrue(full.getMessage().contains("send queue is full"), full.getMessage());
+        }
+        assertEquals(WebSockets.SLACK_BYTES / 1024, sent, "the slack, and not a frame more");
+        assertTrue(s.isOpen(), "the listener decides what a full queue means");
+        for (int i = 0; i < sent; i++) {
+            assertEquals(4 + 1024, sockets.take(id, ByteBuffer.allocate(2048)));
+        }
+        s.send("again");
+        assertEquals("1:again", take(id));
     }
 
     @Test
