@@ -12,7 +12,9 @@ promptly, with 1, 10 and 100 readers, is measured by
 bench/stream-fairness.sh; this test only proves nobody waits for seconds.
 """
 
+import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -24,6 +26,7 @@ LOCATIONS = """
         location /java/ { jvm_content testapp.Endless; }
         location /ok { jvm_mode loop; return 200 "ok"; }
         location /jvm-ok { jvm_mode loop; jvm_content testapp.Endless; }
+        location /ws/echo { jvm_content testapp.ws/echo; }
 """
 
 # far above what a served request takes, far below what the stall was
@@ -91,4 +94,44 @@ def test_fast_readers_do_not_stall_the_worker(ng, readers):
         got = rs.downloaded()
     # every reader got a share, and a large one: the streams were drained
     assert min(got) > 1024 * 1024, got
+    assert ng.log_problems() == []
+
+
+def test_a_fast_websocket_reader_does_not_stall_the_worker(ng):
+    """A JVM thread sends a WebSocket client a million small messages as
+    fast as the client reads them: the loop sends a bounded share of them
+    per event, and the worker's other requests are answered meanwhile."""
+    from test_websocket import frame, handshake
+    s, head = handshake(ng.port, "/ws/echo")
+    assert head.startswith(b"HTTP/1.1 101"), head
+    got = {"bytes": 0, "done": False}
+
+    def drain():
+        buf = bytearray(1 << 20)
+        tail = b""
+        s.settimeout(60)
+        while True:
+            n = s.recv_into(buf)
+            if not n:
+                return
+            got["bytes"] += n
+            chunk = tail + bytes(buf[:n][-16:])
+            if b"done" in chunk:
+                got["done"] = True
+                return
+            tail = chunk[-8:]
+
+    with s:
+        reader = threading.Thread(target=drain)
+        reader.start()
+        s.sendall(frame(1, b"burst 1000000"))
+        time.sleep(0.5)
+        worst = slowest(ng, "/ok", n=10)
+        worst_jvm = slowest(ng, "/jvm-ok/ok", n=10)
+        busy = not got["done"]
+        reader.join(120)
+    assert busy, "the burst was over before the worker was measured"
+    assert worst < PROMPT, "nginx's own /ok waited %.2f s" % worst
+    assert worst_jvm < PROMPT, "a loop handler's /ok waited %.2f s" % worst_jvm
+    assert got["done"], got
     assert ng.log_problems() == []

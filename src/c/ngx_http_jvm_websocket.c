@@ -33,6 +33,10 @@
 #define NGX_HTTP_JVM_WS_CLOSE_WAIT  2000    /* for the peer's close frame */
 #define NGX_HTTP_JVM_WS_MAX_OUT   (1024 * 1024)   /* C's own frames */
 
+/* What one event sends of Java's frames, each costing at least a little */
+#define NGX_HTTP_JVM_WS_BUDGET      (128 * 1024)
+#define NGX_HTTP_JVM_WS_FRAME_COST  1024
+
 
 typedef struct ngx_http_jvm_ws_s  ngx_http_jvm_ws_t;
 
@@ -1288,7 +1292,10 @@ ngx_http_jvm_ws_queue(ngx_http_jvm_ws_t *ws, ngx_uint_t opcode, u_char *data,
 
 /*
  * Sends what is queued here, then frames from Java, one at a time, until
- * the socket would block, Java has none, or a close frame has left.
+ * the socket would block, Java has none, a close frame has left, or this
+ * event has sent its share (NGX_HTTP_JVM_WS_BUDGET: a client that reads as
+ * fast as a JVM thread sends would otherwise hold the loop; the rest goes
+ * in the next round).
  */
 
 static void
@@ -1296,7 +1303,7 @@ ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws)
 {
     u_char                    *p;
     size_t                     len, head;
-    ssize_t                    n;
+    ssize_t                    n, budget;
     uint32_t                   opcode;
     ngx_int_t                  rc;
     ngx_event_t               *wev;
@@ -1305,6 +1312,7 @@ ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws)
 
     c = ws->connection;
     wev = c->write;
+    budget = NGX_HTTP_JVM_WS_BUDGET;
 
     for ( ;; ) {
 
@@ -1353,6 +1361,11 @@ ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws)
 
             /* the peer's close frame is awaited for a moment */
             ngx_http_jvm_ws_set_timer(ws);
+            return;
+        }
+
+        if (budget <= 0) {
+            ngx_post_event(wev, &ngx_posted_next_events);
             return;
         }
 
@@ -1415,6 +1428,8 @@ ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws)
         ngx_memcpy(ws->out + head, p, len);
         ws->out_pos = 0;
         ws->out_len = head + len;
+
+        budget -= ngx_max(head + len, NGX_HTTP_JVM_WS_FRAME_COST);
     }
 }
 
