@@ -196,6 +196,15 @@ ngx_http_jvm_stream(ngx_http_request_t *r, ngx_http_jvm_ctx_t *ctx)
     while (ctx->busy == NULL) {
 
         if (budget <= 0) {
+            /*
+             * A timer all the same, as when the client is slower: a
+             * graceful quit waits only for requests that have one.
+             */
+            if (!c->write->timer_set && !c->write->delayed) {
+                clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+                ngx_add_timer(c->write, clcf->send_timeout);
+            }
+
             ngx_post_event(c->write, &ngx_posted_next_events);
             return NGX_AGAIN;
         }
