@@ -42,45 +42,7 @@
 #include <ngx_http.h>
 
 
-/* The wire protocol's version: nginx.jvm.Wire.PROTOCOL must be equal. */
-#define NGX_HTTP_JVM_PROTOCOL         6
-
-/* Request flags, the first int of a described request. */
-#define NGX_HTTP_JVM_REQ_HTTPS        1
-#define NGX_HTTP_JVM_REQ_HAS_QUERY    2
-#define NGX_HTTP_JVM_REQ_WEBSOCKET    4   /* a valid opening handshake */
-#define NGX_HTTP_JVM_REQ_BODY_FILE    8   /* a body segment is in a file */
-
-/* Body kinds of an encoded response. */
-#define NGX_HTTP_JVM_BODY_NONE        0
-#define NGX_HTTP_JVM_BODY_INLINE      1
-#define NGX_HTTP_JVM_BODY_FILE        2
-#define NGX_HTTP_JVM_BODY_STREAM      3
-#define NGX_HTTP_JVM_BODY_ERROR       4
-#define NGX_HTTP_JVM_BODY_MOVED       5   /* see the new response buffer */
-#define NGX_HTTP_JVM_BODY_UPGRADE     6   /* a WebSocket listener's id */
-#define NGX_HTTP_JVM_BODY_DECLINED    7   /* a phase handler let it go on */
-
-/* The fixed part of an encoded response: status, kind, length, count. */
-#define NGX_HTTP_JVM_RESPONSE_HEAD    20
-
-/* Where a handler runs; nginx.jvm.Wire has the same values. */
-#define NGX_HTTP_JVM_LOOP             0
-#define NGX_HTTP_JVM_POOL             1
-#define NGX_HTTP_JVM_VIRTUAL          2
-
-/* The phase a handler serves; nginx.jvm.Wire has the same values. */
-#define NGX_HTTP_JVM_PHASE_CONTENT    0
-#define NGX_HTTP_JVM_PHASE_REWRITE    1
-#define NGX_HTTP_JVM_PHASE_ACCESS     2
-#define NGX_HTTP_JVM_PHASE_LOG        3
-
-/* Worker.variable(): the handler's value is null; it failed. */
-#define NGX_HTTP_JVM_VAR_NULL         -1
-#define NGX_HTTP_JVM_VAR_FAILED       -2
-
-/* Worker.filter(): the handler changed nothing. */
-#define NGX_HTTP_JVM_FILTER_SAME      -1
+#include "ngx_http_jvm_wire.h"
 
 
 /* Shared by every worker of every generation (ngx_http_jvm_reload.c). */
@@ -103,8 +65,6 @@ typedef struct {
     ngx_http_jvm_dict_sh_t   *sh;
 } ngx_http_jvm_dict_t;
 
-#define NGX_HTTP_JVM_DICT_NAME_MAX    128
-#define NGX_HTTP_JVM_DICT_KEY_MAX     65535
 
 /*
  * jvm_status: its handler (nginx.jvm.Status) and the dictionary where each
@@ -114,25 +74,6 @@ typedef struct {
 #define NGX_HTTP_JVM_STATUS_DICT      "nginx.jvm.status"
 #define NGX_HTTP_JVM_STATUS_SIZE      (256 * 1024)
 #define NGX_HTTP_JVM_STATUS_504       "timeouts"
-
-/* Value types of a dictionary entry; nginx.jvm.SharedDict has the same. */
-#define NGX_HTTP_JVM_DICT_STRING      1
-#define NGX_HTTP_JVM_DICT_BYTES       2
-#define NGX_HTTP_JVM_DICT_NUMBER      3
-
-/* Operations of ngx_http_jvm_dict_set(). */
-#define NGX_HTTP_JVM_DICT_SET         0
-#define NGX_HTTP_JVM_DICT_ADD         1
-#define NGX_HTTP_JVM_DICT_REPLACE     2
-
-/* What dictionary operations answer; nginx.jvm.SharedDict has the same. */
-#define NGX_HTTP_JVM_DICT_OK          0
-#define NGX_HTTP_JVM_DICT_NOT_FOUND   1
-#define NGX_HTTP_JVM_DICT_EXISTS      2
-#define NGX_HTTP_JVM_DICT_NO_MEMORY   3
-#define NGX_HTTP_JVM_DICT_NOT_NUMBER  4
-#define NGX_HTTP_JVM_DICT_AGAIN       5
-#define NGX_HTTP_JVM_DICT_TOO_LARGE   6
 
 
 /* A jvm_topic: in the configuration's pool, its ring in the zone. */

@@ -25,26 +25,6 @@
 #include <malloc.h>
 
 
-/* Worker.submit(): the task was accepted (else a response length). */
-#define NGX_HTTP_JVM_ACCEPTED      0
-
-/* Worker.wsOpen(): the listener answers pings itself. */
-#define NGX_HTTP_JVM_WS_JAVA_PINGS 1
-
-/* Worker.wsMessage(): the socket's inbound queue is full. */
-#define NGX_HTTP_JVM_WS_PAUSE      1
-
-/* Worker.wsTake(): nothing queued; the frame needs the new, larger buffer. */
-#define NGX_HTTP_JVM_WS_NONE       0
-#define NGX_HTTP_JVM_WS_MOVED      -1
-
-/* Worker.next(): besides a piece's length. */
-#define NGX_HTTP_JVM_NEXT_END      -1
-#define NGX_HTTP_JVM_NEXT_WAIT     -2
-#define NGX_HTTP_JVM_NEXT_FAILED   -3
-#define NGX_HTTP_JVM_NEXT_EMPTY    -4
-
-
 /* The master's JVMs in child processes, and how long one may run. */
 #define NGX_HTTP_JVM_CHILD_TRIAL   0
 #define NGX_HTTP_JVM_CHILD_COMPILE 1

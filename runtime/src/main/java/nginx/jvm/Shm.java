@@ -7,7 +7,8 @@ package nginx.jvm;
  * and never calls back into Java while it holds it.
  *
  * <p>A dictionary is named by its handle, the address of its configuration;
- * 0 is none. The codes answered are those of ngx_http_jvm_module.h.
+ * 0 is none. The constants are those of ngx_http_jvm_wire.h (NGX_HTTP_JVM_DICT_X
+ * is X here).
  */
 final class Shm {
     /** Value types of a dictionary entry. */

@@ -8,8 +8,9 @@ import java.nio.ByteOrder;
 /**
  * The Java half of the wire protocol between the C module and this runtime,
  * which docs/internals.md describes in full: the constants (the C module's
- * are in ngx_http_jvm_module.h and ngx_http_jvm_vm.c, with the same values)
- * and the reading and copying of the layouts, native byte order, unaligned.
+ * are in ngx_http_jvm_wire.h, with the same names and values, which
+ * tests/test_wire.py checks) and the reading and copying of the layouts,
+ * native byte order, unaligned.
  */
 final class Wire {
     /** Checked by the C module when it binds this runtime: equal, or it refuses to start. */

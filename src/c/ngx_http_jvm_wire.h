@@ -1,0 +1,107 @@
+
+/*
+ * nginx-jvm: the constants of the wire protocol between the C module and
+ * the Java runtime, the C twin of nginx.jvm.Wire (and, for the shared
+ * dictionaries and topics, of nginx.jvm.Shm: NGX_HTTP_JVM_DICT_X is
+ * Shm.X).  NGX_HTTP_JVM_X here is Wire.X there, with the same value;
+ * tests/test_wire.py fails when the two disagree.  docs/internals.md
+ * describes the layouts.
+ */
+
+
+#ifndef _NGX_HTTP_JVM_WIRE_H_INCLUDED_
+#define _NGX_HTTP_JVM_WIRE_H_INCLUDED_
+
+
+/* The wire protocol's version: Wire.PROTOCOL must be equal. */
+#define NGX_HTTP_JVM_PROTOCOL         6
+
+/* Request flags, the first int of a described request. */
+#define NGX_HTTP_JVM_REQ_HTTPS        1
+#define NGX_HTTP_JVM_REQ_HAS_QUERY    2
+#define NGX_HTTP_JVM_REQ_WEBSOCKET    4   /* a valid opening handshake */
+#define NGX_HTTP_JVM_REQ_BODY_FILE    8   /* a body segment is in a file */
+
+/* Body kinds of an encoded response. */
+#define NGX_HTTP_JVM_BODY_NONE        0
+#define NGX_HTTP_JVM_BODY_INLINE      1
+#define NGX_HTTP_JVM_BODY_FILE        2
+#define NGX_HTTP_JVM_BODY_STREAM      3
+#define NGX_HTTP_JVM_BODY_ERROR       4
+#define NGX_HTTP_JVM_BODY_MOVED       5   /* see the new response buffer */
+#define NGX_HTTP_JVM_BODY_UPGRADE     6   /* a WebSocket listener's id */
+#define NGX_HTTP_JVM_BODY_DECLINED    7   /* a phase handler let it go on */
+#define NGX_HTTP_JVM_BODY_EDITS       8   /* a header filter's edits */
+
+/* The fixed part of an encoded response: status, kind, length, count. */
+#define NGX_HTTP_JVM_RESPONSE_HEAD    20
+
+/* Where a handler runs (jvm_mode). */
+#define NGX_HTTP_JVM_LOOP             0
+#define NGX_HTTP_JVM_POOL             1
+#define NGX_HTTP_JVM_VIRTUAL          2
+
+/* The phase a handler serves. */
+#define NGX_HTTP_JVM_PHASE_CONTENT    0
+#define NGX_HTTP_JVM_PHASE_REWRITE    1
+#define NGX_HTTP_JVM_PHASE_ACCESS     2
+#define NGX_HTTP_JVM_PHASE_LOG        3
+
+/* Worker.variable(): the handler's value is null; it failed. */
+#define NGX_HTTP_JVM_VAR_NULL         -1
+#define NGX_HTTP_JVM_VAR_FAILED       -2
+
+/* Worker.filter(): the handler changed nothing. */
+#define NGX_HTTP_JVM_FILTER_SAME      -1
+
+/* Worker.submit(): the task was accepted (else a response length). */
+#define NGX_HTTP_JVM_ACCEPTED         0
+
+/* Worker.next(): besides a piece's length. */
+#define NGX_HTTP_JVM_NEXT_END         -1
+#define NGX_HTTP_JVM_NEXT_WAIT        -2  /* a JVM thread has not made it */
+#define NGX_HTTP_JVM_NEXT_FAILED      -3  /* the message follows */
+#define NGX_HTTP_JVM_NEXT_EMPTY       -4  /* only empty pieces this time */
+
+/* Worker.wsOpen(): the C module answers pings; the listener does. */
+#define NGX_HTTP_JVM_WS_C_PINGS       0
+#define NGX_HTTP_JVM_WS_JAVA_PINGS    1
+
+/* Worker.wsMessage(): go on reading; stop until the socket is polled. */
+#define NGX_HTTP_JVM_WS_CONTINUE      0
+#define NGX_HTTP_JVM_WS_PAUSE         1
+
+/* Worker.wsTake(): nothing queued; the frame needs the new, larger buffer. */
+#define NGX_HTTP_JVM_WS_NONE          0
+#define NGX_HTTP_JVM_WS_MOVED         -1
+
+/* Shm: value types of a dictionary entry. */
+#define NGX_HTTP_JVM_DICT_STRING      1
+#define NGX_HTTP_JVM_DICT_BYTES       2
+#define NGX_HTTP_JVM_DICT_NUMBER      3
+
+/* Shm: operations of ngx_http_jvm_dict_set(). */
+#define NGX_HTTP_JVM_DICT_SET         0
+#define NGX_HTTP_JVM_DICT_ADD         1
+#define NGX_HTTP_JVM_DICT_REPLACE     2
+
+/* Shm: what dictionary and topic operations answer. */
+#define NGX_HTTP_JVM_DICT_OK          0
+#define NGX_HTTP_JVM_DICT_NOT_FOUND   1
+#define NGX_HTTP_JVM_DICT_EXISTS      2
+#define NGX_HTTP_JVM_DICT_NO_MEMORY   3
+#define NGX_HTTP_JVM_DICT_NOT_NUMBER  4
+#define NGX_HTTP_JVM_DICT_TOO_LARGE   6
+
+/* Shm: limits both sides enforce. */
+#define NGX_HTTP_JVM_DICT_NAME_MAX    128
+#define NGX_HTTP_JVM_DICT_KEY_MAX     65535
+
+/*
+ * C only, never crosses to Java: the value did not fit the caller's
+ * buffer; *len is its length (ngx_http_jvm_dict_get()).
+ */
+#define NGX_HTTP_JVM_DICT_AGAIN       5
+
+
+#endif /* _NGX_HTTP_JVM_WIRE_H_INCLUDED_ */

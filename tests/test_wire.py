@@ -1,0 +1,76 @@
+"""The wire protocol's constants agree on both sides: every constant of
+nginx.jvm.Wire is NGX_HTTP_JVM_<name> in ngx_http_jvm_wire.h with the same
+value, every one of nginx.jvm.Shm is NGX_HTTP_JVM_DICT_<name>, and the
+header has nothing Java lacks but what it says is C's alone.  A value
+changed on one side only would otherwise show up as a request answered
+wrongly, far from the change."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+JAVA = ROOT / "runtime" / "src" / "main" / "java" / "nginx" / "jvm"
+HEADER = ROOT / "src" / "c" / "ngx_http_jvm_wire.h"
+
+# in the header, never sent to Java (see the comment there)
+C_ONLY = {"NGX_HTTP_JVM_DICT_AGAIN"}
+
+
+def java_constants(path):
+    """The `static final int` constants (not private) of a class, by name."""
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", "", path.read_text(), flags=re.S)
+    out = {}
+    for decl in re.finditer(r"(?<!private )static final int ([^;]+);", text):
+        for name, value in re.findall(r"(\w+)\s*=\s*(-?\d+)", decl.group(1)):
+            out[name] = int(value)
+    return out
+
+
+def c_constants():
+    out = {}
+    for name, value in re.findall(r"^#define (NGX_HTTP_JVM_\w+)\s+(-?\d+)\b",
+                                  HEADER.read_text(), flags=re.M):
+        out[name] = int(value)
+    return out
+
+
+def twins():
+    """The C name each Java constant must have, with its value."""
+    want = {}
+    for name, value in java_constants(JAVA / "Wire.java").items():
+        want["NGX_HTTP_JVM_" + name] = value
+    for name, value in java_constants(JAVA / "Shm.java").items():
+        want["NGX_HTTP_JVM_DICT_" + name] = value
+    return want
+
+
+def test_the_parsers_see_the_constants():
+    java = twins()
+    assert java["NGX_HTTP_JVM_PROTOCOL"] > 0
+    assert java["NGX_HTTP_JVM_NEXT_EMPTY"] == -4
+    assert java["NGX_HTTP_JVM_DICT_KEY_MAX"] == 65535
+    assert "NGX_HTTP_JVM_BULK" not in java, "private constants are Java's own"
+    assert len(c_constants()) >= len(java)
+
+
+def test_every_java_constant_has_its_c_twin_with_the_same_value():
+    c = c_constants()
+    missing = sorted(n for n in twins() if n not in c)
+    assert not missing, "in Java, not in ngx_http_jvm_wire.h: %s" % missing
+    differ = {n: (v, c[n]) for n, v in twins().items() if c[n] != v}
+    assert not differ, "Java and C values differ: %s" % differ
+
+
+def test_the_header_has_nothing_java_lacks():
+    extra = sorted(set(c_constants()) - set(twins()) - C_ONLY)
+    assert not extra, "in ngx_http_jvm_wire.h, not in Wire or Shm: %s" % extra
+
+
+def test_no_other_c_file_defines_a_wire_constant():
+    names = set(twins()) | C_ONLY
+    for f in sorted((ROOT / "src" / "c").glob("*.[ch]")):
+        if f == HEADER:
+            continue
+        for name in re.findall(r"^#define (NGX_HTTP_JVM_\w+)", f.read_text(),
+                               flags=re.M):
+            assert name not in names, "%s defines %s again" % (f.name, name)
