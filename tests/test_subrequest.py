@@ -4,6 +4,7 @@ body; errors: a missing location, an upstream that refuses, one that hangs
 (nginx's proxy_read_timeout), a handler that may not wait."""
 
 import json
+import os
 import socket
 
 import pytest
@@ -20,6 +21,8 @@ LOCATIONS = """
         location /refused/ { internal;
                              proxy_pass http://127.0.0.1:@DEAD@/; }
         location /async { jvm_async on; jvm_content testapp.Sub$Async; }
+        location /static/ { internal; root @PREFIX@/html; }
+        location /sub-headers { jvm_async on; jvm_content testapp.Sub$Headers; }
         location /blocking { jvm_content testapp.Sub$Blocking; }
         location /refused-on-loop { jvm_mode loop;
                                     jvm_content testapp.Sub$Refused; }
@@ -131,3 +134,22 @@ def test_clojure_callback(ng):
     r = ng.request("GET", "/clj-callback")
     assert r.status == 200
     assert r.text == "callback 202"
+
+
+def test_a_subrequest_answers_every_header_field_the_client_would_get(ng):
+    """Content-Length and Last-Modified, which nginx keeps apart from its
+    list of header fields, reach Java as they reach a phase handler."""
+    path = os.path.join(ng.prefix, "html", "static", "file.txt")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(b"x" * 1234)
+    os.utime(path, (784111777, 784111777))
+    r = ng.request("GET", "/sub-headers?to=/static/file.txt")
+    assert r.status == 200, r
+    lines = r.text.splitlines()
+    assert lines[0] == "200"
+    fields = dict(line.split(": ", 1) for line in lines[1:])
+    assert fields["Content-Length"] == "1234"
+    assert fields["Last-Modified"] == "Sun, 06 Nov 1994 08:49:37 GMT"
+    assert fields["Content-Type"].startswith("text/plain")
+    assert fields["ETag"].startswith('"')

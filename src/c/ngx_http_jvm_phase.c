@@ -412,58 +412,19 @@ ngx_http_jvm_header_filter(ngx_http_request_t *r)
 }
 
 
-static ngx_inline u_char *
-ngx_http_jvm_phase_put_str(u_char *p, u_char *data, size_t len)
-{
-    uint32_t  n;
-
-    n = (uint32_t) len;
-    p = ngx_cpymem(p, &n, sizeof(uint32_t));
-
-    return ngx_cpymem(p, data, len);
-}
-
-
 /*
  * The response's header fields, as the client will get them from nginx's
- * header filter: those of the list, and those nginx keeps apart
- * (Content-Type, Content-Length, Last-Modified).  An int count, then a name
- * and a value string each.
+ * header filter (ngx_http_jvm_put_headers_out()), after the request's
+ * description at "at".
  */
 
 static ngx_int_t
 ngx_http_jvm_response_headers(ngx_http_request_t *r, size_t at, size_t *len)
 {
-    u_char           *p, *count, *start;
-    u_char            num[NGX_OFF_T_LEN], time[sizeof("Mon, 28 Sep 1970 "
-                                                      "06:00:00 GMT")];
-    size_t            size;
-    uint32_t          n;
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
+    u_char  *start;
+    size_t   size;
 
-    size = 4 + 3 * 8 + r->headers_out.content_type.len + sizeof(num)
-           + sizeof(time) + sizeof("Content-Type") + sizeof("Content-Length")
-           + sizeof("Last-Modified");
-
-    part = &r->headers_out.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        size += 8 + h[i].key.len + h[i].value.len;
-    }
+    size = ngx_http_jvm_headers_out_size(r);
 
     if (at + size > ngx_http_jvm_vm.req_cap) {
         /* keeps the request's description: Java grows by copying */
@@ -479,67 +440,7 @@ ngx_http_jvm_response_headers(ngx_http_request_t *r, size_t at, size_t *len)
     }
 
     start = ngx_http_jvm_vm.req_addr + at;
-    count = start;
-    p = start + 4;
-    n = 0;
-
-    if (r->headers_out.content_type.len) {
-        p = ngx_http_jvm_phase_put_str(p, (u_char *) "Content-Type",
-                                       sizeof("Content-Type") - 1);
-        p = ngx_http_jvm_phase_put_str(p, r->headers_out.content_type.data,
-                                       r->headers_out.content_type.len);
-        n++;
-    }
-
-    if (r->headers_out.content_length_n >= 0) {
-        p = ngx_http_jvm_phase_put_str(p, (u_char *) "Content-Length",
-                                       sizeof("Content-Length") - 1);
-        p = ngx_http_jvm_phase_put_str(p, num,
-                                       ngx_sprintf(num, "%O",
-                                           r->headers_out.content_length_n)
-                                       - num);
-        n++;
-    }
-
-    if (r->headers_out.last_modified == NULL
-        && r->headers_out.last_modified_time != -1)
-    {
-        p = ngx_http_jvm_phase_put_str(p, (u_char *) "Last-Modified",
-                                       sizeof("Last-Modified") - 1);
-        p = ngx_http_jvm_phase_put_str(p, time,
-                                       ngx_http_time(time,
-                                           r->headers_out.last_modified_time)
-                                       - time);
-        n++;
-    }
-
-    part = &r->headers_out.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].hash == 0) {
-            continue;
-        }
-
-        p = ngx_http_jvm_phase_put_str(p, h[i].key.data, h[i].key.len);
-        p = ngx_http_jvm_phase_put_str(p, h[i].value.data, h[i].value.len);
-        n++;
-    }
-
-    ngx_memcpy(count, &n, sizeof(uint32_t));
-
-    *len = p - start;
+    *len = ngx_http_jvm_put_headers_out(r, start) - start;
 
     return NGX_OK;
 }

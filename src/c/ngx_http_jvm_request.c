@@ -38,35 +38,6 @@ static size_t ngx_http_jvm_encode(ngx_http_request_t *r,
     ngx_http_jvm_request_t *jr, u_char *buf);
 
 
-static ngx_inline u_char *
-ngx_http_jvm_put_int(u_char *p, uint32_t n)
-{
-    return ngx_cpymem(p, &n, sizeof(uint32_t));
-}
-
-
-static ngx_inline u_char *
-ngx_http_jvm_put_long(u_char *p, int64_t n)
-{
-    return ngx_cpymem(p, &n, sizeof(int64_t));
-}
-
-
-static ngx_inline u_char *
-ngx_http_jvm_put_str(u_char *p, u_char *data, size_t len)
-{
-    p = ngx_http_jvm_put_int(p, (uint32_t) len);
-
-    if (len == 0) {
-        /* an absent query or cert has data NULL: memcpy() from NULL is
-         * undefined even for no bytes (UBSan, make asan) */
-        return p;
-    }
-
-    return ngx_cpymem(p, data, len);
-}
-
-
 ngx_int_t
 ngx_http_jvm_content_handler(ngx_http_request_t *r)
 {

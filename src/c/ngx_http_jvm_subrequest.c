@@ -417,7 +417,8 @@ ngx_http_jvm_subrequest_done(ngx_http_request_t *sr, void *data,
 
 
 /*
- * int status (0: failed), int count, name and value strings, then the
+ * int status (0: failed), the response's header fields as a phase handler
+ * sees them (ngx_http_jvm_put_headers_out(); none when failed), then the
  * body as a string.  With buf NULL: the length it needs.
  */
 
@@ -425,96 +426,34 @@ static size_t
 ngx_http_jvm_subrequest_encode(ngx_http_request_t *sr, ngx_uint_t status,
     u_char *buf, size_t cap)
 {
-    u_char           *p, *count;
-    size_t            size;
-    uint32_t          n, v;
-    ngx_buf_t        *b;
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
+    u_char     *p;
+    size_t      size;
+    ngx_buf_t  *b;
 
     b = (status && sr->out) ? sr->out->buf : NULL;
 
-    size = 4 + 4 + 4 + sizeof("Content-Type") - 1 + 4
-           + sr->headers_out.content_type.len
+    size = 4 + (status ? ngx_http_jvm_headers_out_size(sr) : 4)
            + 4 + (b ? (size_t) (b->last - b->pos) : 0);
-
-    part = &sr->headers_out.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        size += 8 + h[i].key.len + h[i].value.len;
-    }
 
     if (buf == NULL || size > cap) {
         return size;
     }
 
-    p = buf;
-    v = (uint32_t) status;
-    p = ngx_cpymem(p, &v, sizeof(uint32_t));
-    count = p;
-    p += sizeof(uint32_t);
-    n = 0;
+    p = ngx_http_jvm_put_int(buf, (uint32_t) status);
 
-#define ngx_http_jvm_put(data, l)                                             \
-    v = (uint32_t) (l);                                                       \
-    p = ngx_cpymem(p, &v, sizeof(uint32_t));                                  \
-    p = ngx_cpymem(p, data, l)
+    if (status) {
+        p = ngx_http_jvm_put_headers_out(sr, p);
 
-    if (status && sr->headers_out.content_type.len) {
-        ngx_http_jvm_put("Content-Type", sizeof("Content-Type") - 1);
-        ngx_http_jvm_put(sr->headers_out.content_type.data,
-                         sr->headers_out.content_type.len);
-        n++;
-    }
-
-    part = &sr->headers_out.headers.part;
-    h = part->elts;
-
-    for (i = 0; status; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].hash == 0) {
-            continue;
-        }
-
-        ngx_http_jvm_put(h[i].key.data, h[i].key.len);
-        ngx_http_jvm_put(h[i].value.data, h[i].value.len);
-        n++;
+    } else {
+        p = ngx_http_jvm_put_int(p, 0);
     }
 
     if (b) {
-        ngx_http_jvm_put(b->pos, b->last - b->pos);
+        p = ngx_http_jvm_put_str(p, b->pos, b->last - b->pos);
 
     } else {
-        v = 0;
-        p = ngx_cpymem(p, &v, sizeof(uint32_t));
+        p = ngx_http_jvm_put_int(p, 0);
     }
-
-#undef ngx_http_jvm_put
-
-    ngx_memcpy(count, &n, sizeof(uint32_t));
 
     return p - buf;
 }

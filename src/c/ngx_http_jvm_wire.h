@@ -104,4 +104,42 @@
 #define NGX_HTTP_JVM_DICT_AGAIN       5
 
 
+/*
+ * The one writer of the layouts Java reads: native byte order, unaligned.
+ * A string is an int length and its bytes.
+ */
+
+static ngx_inline u_char *
+ngx_http_jvm_put_int(u_char *p, uint32_t n)
+{
+    return ngx_cpymem(p, &n, sizeof(uint32_t));
+}
+
+
+static ngx_inline u_char *
+ngx_http_jvm_put_long(u_char *p, int64_t n)
+{
+    return ngx_cpymem(p, &n, sizeof(int64_t));
+}
+
+
+static ngx_inline u_char *
+ngx_http_jvm_put_str(u_char *p, u_char *data, size_t len)
+{
+    p = ngx_http_jvm_put_int(p, (uint32_t) len);
+
+    if (len == 0) {
+        /* an absent query or cert has data NULL: memcpy() from NULL is
+         * undefined even for no bytes (UBSan, make asan) */
+        return p;
+    }
+
+    return ngx_cpymem(p, data, len);
+}
+
+
+size_t ngx_http_jvm_headers_out_size(ngx_http_request_t *r);
+u_char *ngx_http_jvm_put_headers_out(ngx_http_request_t *r, u_char *p);
+
+
 #endif /* _NGX_HTTP_JVM_WIRE_H_INCLUDED_ */

@@ -46,6 +46,24 @@ public final class Sub {
         });
     }
 
+    /** jvm_async on: the header fields a subrequest to ?to= answered, one per line. */
+    public static final class Headers implements AsyncHandler {
+        @Override
+        public void handle(Request r, Responder responder) {
+            r.subrequest(r.variable("arg_to")).whenComplete((sub, e) -> {
+                if (e != null) {
+                    responder.raise(e);
+                    return;
+                }
+                StringBuilder sb = new StringBuilder().append(sub.status()).append('\n');
+                for (String name : new String[] {"Content-Type", "Content-Length", "Last-Modified", "ETag"}) {
+                    sb.append(name).append(": ").append(sub.header(name)).append('\n');
+                }
+                responder.respond(Response.of(200, "text/plain", sb.toString()));
+            });
+        }
+    }
+
     /** jvm_async on: answers when every subrequest has. */
     public static final class Async implements AsyncHandler {
         @Override
