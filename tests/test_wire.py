@@ -74,3 +74,19 @@ def test_no_other_c_file_defines_a_wire_constant():
         for name in re.findall(r"^#define (NGX_HTTP_JVM_\w+)", f.read_text(),
                                flags=re.M):
             assert name not in names, "%s defines %s again" % (f.name, name)
+
+
+def test_internals_names_every_entry_point_and_native():
+    """docs/internals.md has a line for every method C calls in Java and
+    every native Java calls in C, as `name(`."""
+    vm = (ROOT / "src" / "c" / "ngx_http_jvm_vm.c").read_text()
+    table = vm[vm.index("ngx_http_jvm_methods[] = {"):]
+    table = table[:table.index("};")]
+    calls = re.findall(r'_mid, "(\w+)"', table)
+    natives = re.findall(r'^\s*\{ "(\w+)", "\(', vm, flags=re.M)
+    assert "handle" in calls and "wsTake" in calls
+    assert "wake" in natives and "topicStats" in natives
+    doc = (ROOT / "docs" / "internals.md").read_text()
+    missing = sorted(n for n in calls + natives if "`%s(" % n not in doc
+                     and "`%s`" % n not in doc)
+    assert not missing, "docs/internals.md does not name: %s" % missing
