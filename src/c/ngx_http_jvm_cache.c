@@ -14,7 +14,7 @@
  * another entry; an entry is used only when its "ok" file, written last,
  * matches its archive.  Anything else (no entry, half an entry, a corrupt
  * archive) is rebuilt, and a cache that cannot be built is done without.
- * The master builds it with JVMs in child processes (ngx_http_jvm_vm.c),
+ * The master builds it with JVMs in child processes (ngx_http_jvm_child.c),
  * the second of which is the configuration's trial start.
  */
 

@@ -1157,11 +1157,14 @@ ngx_http_jvm_init_process(ngx_cycle_t *cycle)
      * worker reads every topic, JVM or not, so that no topic waits for it.
      */
     ngx_http_jvm_shared_init(jmcf);
+    ngx_http_jvm_topics_names(jmcf);
     (void) ngx_http_jvm_topics_init(cycle, jmcf);
 
     ngx_http_jvm_reload_worker_turn(cycle, jmcf);
 
-    if (ngx_http_jvm_vm_start(cycle, jmcf) == NGX_OK) {
+    if (ngx_http_jvm_vm_start(cycle, jmcf) == NGX_OK
+        && ngx_http_jvm_natives_init(cycle) == NGX_OK)
+    {
 
         name = jmcf->handlers.elts;
 

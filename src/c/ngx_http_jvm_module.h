@@ -288,12 +288,17 @@ ngx_http_jvm_ctx_t *ngx_http_jvm_get_ctx(ngx_http_request_t *r);
 ngx_int_t ngx_http_jvm_send_stream(ngx_http_request_t *r, ngx_int_t id);
 void ngx_http_jvm_ctx_release(ngx_http_jvm_ctx_t *ctx);
 
-/* ngx_http_jvm_vm.c: one function per nginx.jvm.Worker entry point */
-ngx_int_t ngx_http_jvm_vm_start(ngx_cycle_t *cycle,
-    ngx_http_jvm_main_conf_t *jmcf);
+/* ngx_http_jvm_child.c: the master's JVMs, in child processes */
 void ngx_http_jvm_vm_trial(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_vm_build_cache(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
+
+/* ngx_http_jvm_natives.c: what Java calls up, registered at worker start */
+ngx_int_t ngx_http_jvm_natives_init(ngx_cycle_t *cycle);
+
+/* ngx_http_jvm_vm.c: one function per nginx.jvm.Worker entry point */
+ngx_int_t ngx_http_jvm_vm_start(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_vm_register(ngx_cycle_t *cycle, ngx_str_t *name);
 ngx_int_t ngx_http_jvm_vm_init(ngx_cycle_t *cycle, ngx_str_t *name);

@@ -267,15 +267,15 @@ ngx_http_jvm_dict_init_zone(ngx_shm_zone_t *zone, void *data)
 
 
 /*
- * The dictionaries and topics JVM threads may look up by name: at worker
- * start, and in the master's compiling and archiving JVMs.
+ * The dictionaries JVM threads may look up by name: at worker start, and
+ * in the master's compiling and archiving JVMs (the topics' names are
+ * ngx_http_jvm_topics_names(), called beside this).
  */
 
 void
 ngx_http_jvm_shared_init(ngx_http_jvm_main_conf_t *jmcf)
 {
     ngx_http_jvm_dicts = jmcf->dicts;
-    ngx_http_jvm_topics_names(jmcf);
 }
 
 

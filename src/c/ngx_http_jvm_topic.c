@@ -549,7 +549,7 @@ ngx_http_jvm_topics_init(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 }
 
 
-/* The topics JVM threads may look up by name (ngx_http_jvm_shared_init). */
+/* The topics JVM threads may look up by name, beside the dictionaries. */
 
 void
 ngx_http_jvm_topics_names(ngx_http_jvm_main_conf_t *jmcf)

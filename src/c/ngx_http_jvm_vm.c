@@ -1,41 +1,24 @@
 
 /*
- * nginx-jvm: the JVM of a worker process, and every call into it.
+ * nginx-jvm: the JVM of a worker process, and every call down into it.
  *
  * One JVM per worker, created at worker start on the worker's own thread,
  * which stays attached to it for the worker's life and is the only thread
- * that calls into nginx.  This is the only file that calls JNI: one function
- * per entry point of nginx.jvm.Worker, each checking for a pending Java
- * exception before anything else is done with the JVM (calling JNI with an
- * exception pending is undefined).  The codes Java answers with are the
- * wire protocol's (docs/internals.md); they become nginx's codes here.
+ * that calls into nginx.  One function per entry point of nginx.jvm.Worker,
+ * each checking for a pending Java exception before anything else is done
+ * with the JVM (calling JNI with an exception pending is undefined).  The
+ * codes Java answers with are the wire protocol's (docs/internals.md); they
+ * become nginx's codes here.  The natives Java calls up are in
+ * ngx_http_jvm_natives.c, the master's JVMs in ngx_http_jvm_child.c.
  */
 
 
-#include "ngx_http_jvm_module.h"
+#include "ngx_http_jvm_jni.h"
 
-#include <sched.h>
-
-#include <jni.h>
 #include <dlfcn.h>
 #include <signal.h>
 #include <pthread.h>
-#include <sys/wait.h>
-#include <grp.h>
 #include <malloc.h>
-
-
-/* The master's JVMs in child processes, and how long one may run. */
-#define NGX_HTTP_JVM_CHILD_TRIAL   0
-#define NGX_HTTP_JVM_CHILD_COMPILE 1
-#define NGX_HTTP_JVM_CHILD_ARCHIVE 2
-#define NGX_HTTP_JVM_CHILD_LIMIT   300000
-
-static char  *ngx_http_jvm_child_jobs[] = { "trial", "compiling", "archiving" };
-
-
-typedef jint (JNICALL *ngx_http_jvm_create_pt)(JavaVM **vm, void **env,
-    void *args);
 
 
 typedef struct {
@@ -47,17 +30,14 @@ typedef struct {
 
 static ngx_int_t ngx_http_jvm_vm_create(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
+static ngx_int_t ngx_http_jvm_vm_load(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf, ngx_http_jvm_create_pt *createp);
+static char *ngx_http_jvm_vm_classpath(ngx_cycle_t *cycle,
+    ngx_array_t *classpath);
+static ngx_int_t ngx_http_jvm_vm_defaults(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf, JavaVMOption *options, ngx_uint_t *np);
 static ngx_uint_t ngx_http_jvm_vm_chooses_gc(ngx_http_jvm_main_conf_t *jmcf);
 static void ngx_http_jvm_check_readable(ngx_cycle_t *cycle,
-    ngx_http_jvm_main_conf_t *jmcf);
-static ngx_int_t ngx_http_jvm_vm_bind(ngx_cycle_t *cycle);
-static ngx_int_t ngx_http_jvm_vm_bind_shm(ngx_cycle_t *cycle);
-static ngx_int_t ngx_http_jvm_vm_child(ngx_cycle_t *cycle,
-    ngx_http_jvm_main_conf_t *jmcf, ngx_uint_t job);
-static ngx_int_t ngx_http_jvm_vm_child_user(ngx_cycle_t *cycle);
-static int ngx_http_jvm_vm_child_job(ngx_cycle_t *cycle,
-    ngx_http_jvm_main_conf_t *jmcf, ngx_uint_t job);
-static ngx_int_t ngx_http_jvm_vm_compile(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 static ngx_uint_t ngx_http_jvm_vm_mapped(ngx_http_jvm_main_conf_t *jmcf);
 static ngx_uint_t ngx_http_jvm_vm_version(ngx_http_jvm_main_conf_t *jmcf);
@@ -66,66 +46,20 @@ static ngx_int_t ngx_http_jvm_vm_buffer(jobject buf, jobject *ref,
 static ngx_int_t ngx_http_jvm_vm_response_buffer(ngx_log_t *log);
 static ngx_int_t ngx_http_jvm_vm_response(ngx_log_t *log, jint n,
     size_t *out, const char *what);
-static ngx_int_t ngx_http_jvm_vm_failed(ngx_log_t *log, const char *what);
 static ngx_int_t ngx_http_jvm_vm_call_string(ngx_cycle_t *cycle,
     jmethodID method, ngx_str_t *arg, const char *what);
 static void JNICALL ngx_http_jvm_vm_exit_hook(jint code);
-static void JNICALL ngx_http_jvm_wake(JNIEnv *env, jclass cls);
-static void JNICALL ngx_http_jvm_batch(JNIEnv *env, jclass cls);
-static jbyteArray JNICALL ngx_http_jvm_get_variable(JNIEnv *env, jclass cls,
-    jlong r, jbyteArray name);
-static void JNICALL ngx_http_jvm_set_variable(JNIEnv *env, jclass cls,
-    jlong r, jbyteArray name, jbyteArray value);
-static void JNICALL ngx_http_jvm_native_set_uri(JNIEnv *env, jclass cls,
-    jlong r, jbyteArray uri);
-static jstring JNICALL ngx_http_jvm_start_subrequest(JNIEnv *env,
-    jclass cls, jlong r, jint id, jbyteArray spec);
-static void JNICALL ngx_http_jvm_run_shutdown_hooks(JNIEnv *env,
-    jclass cls);
-static ngx_int_t ngx_http_jvm_vm_str(JNIEnv *env, ngx_http_request_t *r,
-    jbyteArray a, ngx_str_t *s);
-static void ngx_http_jvm_vm_throw(JNIEnv *env, const char *cls,
-    ngx_str_t *name, const char *text);
-static jlong JNICALL ngx_http_jvm_shm_dict(JNIEnv *env, jclass cls,
-    jbyteArray name);
-static jlong JNICALL ngx_http_jvm_shm_dict_capacity(JNIEnv *env, jclass cls,
-    jlong dict);
-static jbyteArray JNICALL ngx_http_jvm_shm_dict_get(JNIEnv *env, jclass cls,
-    jlong dict, jbyteArray key);
-static jint JNICALL ngx_http_jvm_shm_dict_set(JNIEnv *env, jclass cls,
-    jlong dict, jint op, jbyteArray key, jbyteArray value, jint type,
-    jlong ttl);
-static jint JNICALL ngx_http_jvm_shm_dict_incr(JNIEnv *env, jclass cls,
-    jlong dict, jbyteArray key, jlong delta, jlong init, jlong ttl,
-    jlongArray result);
-static jint JNICALL ngx_http_jvm_shm_dict_delete(JNIEnv *env, jclass cls,
-    jlong dict, jbyteArray key);
-static jbyteArray JNICALL ngx_http_jvm_shm_dict_keys(JNIEnv *env, jclass cls,
-    jlong dict, jint limit);
-static void JNICALL ngx_http_jvm_shm_dict_stats(JNIEnv *env, jclass cls,
-    jlong dict, jlongArray out);
-static void JNICALL ngx_http_jvm_shm_dict_clear(JNIEnv *env, jclass cls,
-    jlong dict);
-static jlong JNICALL ngx_http_jvm_shm_topic(JNIEnv *env, jclass cls,
-    jbyteArray name);
-static jlong JNICALL ngx_http_jvm_shm_topic_max(JNIEnv *env, jclass cls,
-    jlong topic);
-static jint JNICALL ngx_http_jvm_shm_topic_publish(JNIEnv *env, jclass cls,
-    jlong topic, jbyteArray data, jint type);
-static void JNICALL ngx_http_jvm_shm_topic_stats(JNIEnv *env, jclass cls,
-    jlong topic, jlongArray out);
-static void ngx_http_jvm_vm_block_signals(sigset_t *old);
 
 
 ngx_http_jvm_vm_t  ngx_http_jvm_vm;
 
 
 static JavaVM     *ngx_http_jvm_jvm;
-static JNIEnv     *ngx_http_jvm_env;
+JNIEnv            *ngx_http_jvm_env;
 static jclass      ngx_http_jvm_worker;       /* nginx.jvm.Worker */
 static jobject     ngx_http_jvm_req_ref;      /* the buffers, global refs */
 static jobject     ngx_http_jvm_resp_ref;
-static ngx_fd_t    ngx_http_jvm_notify_fd = -1;
+ngx_fd_t           ngx_http_jvm_notify_fd = -1;
 
 static jmethodID   ngx_http_jvm_request_buffer_mid;
 static jmethodID   ngx_http_jvm_response_buffer_mid;
@@ -190,37 +124,6 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
 };
 
 
-static JNINativeMethod  ngx_http_jvm_natives[] = {
-    { "wake", "()V", (void *) ngx_http_jvm_wake },
-    { "batch", "()V", (void *) ngx_http_jvm_batch },
-    { "getVariable", "(J[B)[B", (void *) ngx_http_jvm_get_variable },
-    { "setVariable", "(J[B[B)V", (void *) ngx_http_jvm_set_variable },
-    { "setUri", "(J[B)V", (void *) ngx_http_jvm_native_set_uri },
-    { "startSubrequest", "(JI[B)Ljava/lang/String;",
-      (void *) ngx_http_jvm_start_subrequest },
-    { "runShutdownHooks", "()V", (void *) ngx_http_jvm_run_shutdown_hooks },
-};
-
-
-/* nginx.jvm.Shm: shared memory, from any thread (ngx_http_jvm_shared.c). */
-
-static JNINativeMethod  ngx_http_jvm_shm_natives[] = {
-    { "dict", "([B)J", (void *) ngx_http_jvm_shm_dict },
-    { "dictCapacity", "(J)J", (void *) ngx_http_jvm_shm_dict_capacity },
-    { "dictGet", "(J[B)[B", (void *) ngx_http_jvm_shm_dict_get },
-    { "dictSet", "(JI[B[BIJ)I", (void *) ngx_http_jvm_shm_dict_set },
-    { "dictIncr", "(J[BJJJ[J)I", (void *) ngx_http_jvm_shm_dict_incr },
-    { "dictDelete", "(J[B)I", (void *) ngx_http_jvm_shm_dict_delete },
-    { "dictKeys", "(JI)[B", (void *) ngx_http_jvm_shm_dict_keys },
-    { "dictStats", "(J[J)V", (void *) ngx_http_jvm_shm_dict_stats },
-    { "dictClear", "(J)V", (void *) ngx_http_jvm_shm_dict_clear },
-    { "topic", "([B)J", (void *) ngx_http_jvm_shm_topic },
-    { "topicMax", "(J)J", (void *) ngx_http_jvm_shm_topic_max },
-    { "topicPublish", "(J[BI)I", (void *) ngx_http_jvm_shm_topic_publish },
-    { "topicStats", "(J[J)V", (void *) ngx_http_jvm_shm_topic_stats },
-};
-
-
 /*
  * The JVM ends the worker's process: System.exit() or Runtime.halt() from
  * handler code, which nothing can refuse on JDK 17 and later.  The runtime
@@ -274,7 +177,7 @@ ngx_http_jvm_vm_start(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
  * those signals are then always delivered to the event loop's thread.
  */
 
-static void
+void
 ngx_http_jvm_vm_block_signals(sigset_t *old)
 {
     sigset_t  set;
@@ -435,31 +338,14 @@ ngx_http_jvm_vm_version(ngx_http_jvm_main_conf_t *jmcf)
 }
 
 
-/* libjvm.so loaded, and the JVM's options from the configuration. */
+/* libjvm.so loaded, and its JNI_CreateJavaVM(). */
 
 static ngx_int_t
-ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
-    ngx_array_t *classpath, char **extra, void *exit_hook,
-    JavaVMInitArgs *args, ngx_http_jvm_create_pt *createp)
+ngx_http_jvm_vm_load(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
+    ngx_http_jvm_create_pt *createp)
 {
-    char                   **e;
-    u_char                  *p;
     void                    *lib;
-    size_t                   len;
-    ngx_str_t               *cp, *opt;
-    ngx_log_t               *log;
-    ngx_uint_t               i, n, workers, level;
-    JavaVMOption            *options;
-    ngx_core_conf_t         *ccf;
     ngx_http_jvm_create_pt   create;
-
-    static char  *initial[] = { "-Xms", "-XX:InitialHeapSize",
-                                "-XX:InitialRAMPercentage", NULL };
-    static char  *maximum[] = { "-Xmx", "-XX:MaxHeapSize",
-                                "-XX:MaxRAMPercentage", "-XX:MaxRAM", NULL };
-    static char  *trim[] = { "-XX:TrimNativeHeapInterval", NULL };
-    static char  *attach[] = { "-XX:+DisableAttachMechanism",
-                               "-XX:-DisableAttachMechanism", NULL };
 
     lib = dlopen((char *) jmcf->jvm_path.data, RTLD_NOW | RTLD_GLOBAL);
     if (lib == NULL) {
@@ -477,16 +363,21 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
         return NGX_ERROR;
     }
 
-    n = 13 + (jmcf->options ? jmcf->options->nelts : 0);
+    *createp = create;
 
-    for (e = extra; e && *e; e++) {
-        n++;
-    }
+    return NGX_OK;
+}
 
-    options = ngx_pcalloc(cycle->pool, n * sizeof(JavaVMOption));
-    if (options == NULL) {
-        return NGX_ERROR;
-    }
+
+/* -Djava.class.path=, the class path's entries joined with ":". */
+
+static char *
+ngx_http_jvm_vm_classpath(ngx_cycle_t *cycle, ngx_array_t *classpath)
+{
+    u_char      *p, *s;
+    size_t       len;
+    ngx_str_t   *cp;
+    ngx_uint_t   i;
 
     cp = classpath->elts;
     len = sizeof("-Djava.class.path=");
@@ -497,10 +388,10 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
 
     p = ngx_pnalloc(cycle->pool, len);
     if (p == NULL) {
-        return NGX_ERROR;
+        return NULL;
     }
 
-    options[0].optionString = (char *) p;
+    s = p;
     p = ngx_cpymem(p, "-Djava.class.path=", sizeof("-Djava.class.path=") - 1);
 
     for (i = 0; i < classpath->nelts; i++) {
@@ -513,20 +404,32 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
 
     *p = '\0';
 
-    /*
-     * -Xrs: the signals nginx uses (QUIT, TERM, HUP, INT, ...) stay nginx's,
-     * so that quit, reload and reopen work in a worker with a JVM.
-     */
+    return (char *) s;
+}
 
-    options[1].optionString = "-Xrs";
 
-    /*
-     * The JVM's own warnings (unified logging) go to stderr, which nginx
-     * points at the error log, instead of stdout, which a daemon has not.
-     */
+/*
+ * The options a worker's JVM gets unless jvm_options says otherwise: the
+ * collector, the heap, native memory given back, no attach listener.
+ */
 
-    options[2].optionString = "-Xlog:disable";
-    options[3].optionString = "-Xlog:all=warning:stderr";
+static ngx_int_t
+ngx_http_jvm_vm_defaults(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
+    JavaVMOption *options, ngx_uint_t *np)
+{
+    u_char           *p;
+    ngx_uint_t        n, workers;
+    ngx_core_conf_t  *ccf;
+
+    static char  *initial[] = { "-Xms", "-XX:InitialHeapSize",
+                                "-XX:InitialRAMPercentage", NULL };
+    static char  *maximum[] = { "-Xmx", "-XX:MaxHeapSize",
+                                "-XX:MaxRAMPercentage", "-XX:MaxRAM", NULL };
+    static char  *trim[] = { "-XX:TrimNativeHeapInterval", NULL };
+    static char  *attach[] = { "-XX:+DisableAttachMechanism",
+                               "-XX:-DisableAttachMechanism", NULL };
+
+    n = *np;
 
     /*
      * The serial collector, unless the options choose another: handlers of
@@ -534,8 +437,6 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
      * collector's threads and barriers cost CPU and memory for nothing.
      * Naming two collectors would stop the JVM, so it is only a default.
      */
-
-    n = 4;
 
     if (!ngx_http_jvm_vm_chooses_gc(jmcf)) {
         options[n++].optionString = "-XX:+UseSerialGC";
@@ -599,6 +500,67 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
         options[n++].optionString = "-XX:+DisableAttachMechanism";
     }
 
+    *np = n;
+
+    return NGX_OK;
+}
+
+
+/* libjvm.so loaded, and the JVM's options from the configuration. */
+
+ngx_int_t
+ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
+    ngx_array_t *classpath, char **extra, void *exit_hook,
+    JavaVMInitArgs *args, ngx_http_jvm_create_pt *createp)
+{
+    char          **e;
+    u_char         *p;
+    ngx_str_t      *opt;
+    ngx_log_t      *log;
+    ngx_uint_t      i, n, level;
+    JavaVMOption   *options;
+
+    if (ngx_http_jvm_vm_load(cycle, jmcf, createp) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    n = 13 + (jmcf->options ? jmcf->options->nelts : 0);
+
+    for (e = extra; e && *e; e++) {
+        n++;
+    }
+
+    options = ngx_pcalloc(cycle->pool, n * sizeof(JavaVMOption));
+    if (options == NULL) {
+        return NGX_ERROR;
+    }
+
+    options[0].optionString = ngx_http_jvm_vm_classpath(cycle, classpath);
+    if (options[0].optionString == NULL) {
+        return NGX_ERROR;
+    }
+
+    /*
+     * -Xrs: the signals nginx uses (QUIT, TERM, HUP, INT, ...) stay nginx's,
+     * so that quit, reload and reopen work in a worker with a JVM.
+     */
+
+    options[1].optionString = "-Xrs";
+
+    /*
+     * The JVM's own warnings (unified logging) go to stderr, which nginx
+     * points at the error log, instead of stdout, which a daemon has not.
+     */
+
+    options[2].optionString = "-Xlog:disable";
+    options[3].optionString = "-Xlog:all=warning:stderr";
+
+    n = 4;
+
+    if (ngx_http_jvm_vm_defaults(cycle, jmcf, options, &n) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     for (e = extra; e && *e; e++) {
         options[n++].optionString = *e;
     }
@@ -650,8 +612,6 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     args->nOptions = n;
     args->options = options;
     args->ignoreUnrecognized = JNI_FALSE;
-
-    *createp = create;
 
     return NGX_OK;
 }
@@ -788,417 +748,11 @@ ngx_http_jvm_vm_mapped(ngx_http_jvm_main_conf_t *jmcf)
 
 
 /*
- * For some bad options (a heap too small, say) the JVM does not fail
- * JNI_CreateJavaVM(): it exits the process, and the master would respawn the
- * worker to exit again at once, in a loop.  So the master, once for each
- * configuration it loads, starts the JVM in a child process with the same
- * options; if that fails, the workers do not try (and say so).  The master
- * itself never loads a JVM.  The same children build the class cache.
- */
-
-void
-ngx_http_jvm_vm_trial(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
-{
-    (void) ngx_http_jvm_vm_child(cycle, jmcf, NGX_HTTP_JVM_CHILD_TRIAL);
-}
-
-
-/*
- * The class cache, in jmcf->cache_entry (ngx_http_jvm_cache.c chose it):
- * a first JVM compiles the handlers' namespaces and copies the class path's
- * directories into jars (nginx.jvm.ClassCache); a second one, on the cache's
- * class path, loads the handlers as a worker does and archives every class
- * it loaded when it ends (a dynamic CDS archive).  The second one is also
- * the trial start.  NGX_DECLINED: no cache, but the JVM starts.
+ * The entry points of nginx.jvm.Worker and its buffers; the natives Java
+ * calls up are registered apart (ngx_http_jvm_natives.c).
  */
 
 ngx_int_t
-ngx_http_jvm_vm_build_cache(ngx_cycle_t *cycle,
-    ngx_http_jvm_main_conf_t *jmcf)
-{
-    ngx_int_t  rc;
-
-    rc = ngx_http_jvm_vm_child(cycle, jmcf, NGX_HTTP_JVM_CHILD_COMPILE);
-
-    if (rc == NGX_DECLINED) {
-        /* the JVM started but the cache was not built: a plain trial */
-        ngx_http_jvm_vm_trial(cycle, jmcf);
-        return NGX_DECLINED;
-    }
-
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    return ngx_http_jvm_vm_child(cycle, jmcf, NGX_HTTP_JVM_CHILD_ARCHIVE);
-}
-
-
-/*
- * A JVM in a child process; NGX_OK when it did its job, NGX_DECLINED when
- * it started but failed at the job, NGX_ERROR when it could not start (the
- * workers then do not try).  SIGCHLD stays blocked meanwhile, so that
- * nginx's handler does not reap the child before waitpid() does; a child
- * that runs past the bound (a handler's namespace that never finishes
- * loading) is killed.
- */
-
-static ngx_int_t
-ngx_http_jvm_vm_child(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
-    ngx_uint_t job)
-{
-    int                         status;
-    pid_t                       pid;
-    sigset_t                    old;
-    ngx_msec_t                  waited;
-    ngx_http_jvm_generation_t  *gen;
-
-    gen = jmcf->zone->data;
-    gen->jvm_failed = 0;
-
-    ngx_http_jvm_vm_block_signals(&old);
-
-    pid = fork();
-
-    if (pid == 0) {
-        /* the JVM says why it exits on stdout: into the error log with it */
-        (void) dup2(ngx_stderr, STDOUT_FILENO);
-        _exit(ngx_http_jvm_vm_child_job(cycle, jmcf, job));
-    }
-
-    status = 0;
-    waited = 0;
-
-    while (pid != -1) {
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            break;
-        }
-
-        if (waited >= NGX_HTTP_JVM_CHILD_LIMIT) {
-            ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
-                          "jvm: the master's %s JVM ran for over %M ms: "
-                          "killed", ngx_http_jvm_child_jobs[job],
-                          (ngx_msec_t) NGX_HTTP_JVM_CHILD_LIMIT);
-            (void) kill(pid, SIGKILL);
-
-            while (waitpid(pid, &status, 0) == -1
-                   && ngx_errno == NGX_EINTR)
-            {
-                /* void */
-            }
-
-            pthread_sigmask(SIG_SETMASK, &old, NULL);
-            return NGX_DECLINED;
-        }
-
-        ngx_msleep(10);
-        waited += 10;
-    }
-
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-
-    if (pid == -1) {
-        /* no trial is possible: the workers try all the same */
-        ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_errno,
-                      "jvm: fork() for a trial start of the JVM failed");
-        return NGX_DECLINED;
-    }
-
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-        return NGX_OK;
-    }
-
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 2) {
-        return NGX_DECLINED;
-    }
-
-    gen->jvm_failed = 1;
-
-    ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
-                  "jvm: the master's trial start of the JVM in a child "
-                  "process ended with %s %d (the JVM's reason is above); "
-                  "check \"jvm_options\"; the workers will not start it",
-                  WIFEXITED(status) ? "exit status" : "signal",
-                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-
-    return NGX_ERROR;
-}
-
-
-/* In the child: exit status 0 done, 1 the JVM did not start, 2 job failed. */
-
-/*
- * The master's JVMs load the application's namespaces (their top-level
- * code runs): as the workers' user, never as root, like the workers.
- */
-
-static ngx_int_t
-ngx_http_jvm_vm_child_user(ngx_cycle_t *cycle)
-{
-    ngx_core_conf_t  *ccf;
-
-    ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
-
-    if (geteuid() != 0 || ccf->user == (ngx_uid_t) NGX_CONF_UNSET_UINT) {
-        return NGX_OK;
-    }
-
-    if (setgid(ccf->group) == -1
-        || initgroups(ccf->username, ccf->group) == -1
-        || setuid(ccf->user) == -1)
-    {
-        ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_errno,
-                      "jvm: the master's JVM could not take the user "
-                      "\"%s\"", ccf->username);
-        return NGX_ERROR;
-    }
-
-    return NGX_OK;
-}
-
-
-static int
-ngx_http_jvm_vm_child_job(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
-    ngx_uint_t job)
-{
-    char                    *extra[3];
-    jclass                   cls;
-    JNIEnv                  *env;
-    JavaVM                  *vm;
-    jmethodID                exit;
-    ngx_str_t               *name, *classes;
-    ngx_uint_t               i;
-    ngx_array_t             *cp;
-    JavaVMInitArgs           args;
-    ngx_http_jvm_create_pt   create;
-
-    if (ngx_http_jvm_vm_child_user(cycle) != NGX_OK) {
-        return 2;
-    }
-
-    cp = jmcf->classpath;
-    extra[0] = NULL;
-
-    switch (job) {
-
-    case NGX_HTTP_JVM_CHILD_COMPILE:
-        /* Clojure's compiler wants its output directory on the class path */
-        cp = ngx_array_create(cycle->pool, jmcf->classpath->nelts + 1,
-                              sizeof(ngx_str_t));
-        if (cp == NULL) {
-            return 2;
-        }
-
-        classes = ngx_array_push(cp);
-        if (classes == NULL) {
-            return 2;
-        }
-
-        classes->len = jmcf->cache_entry.len + sizeof("/classes") - 1;
-        classes->data = ngx_pnalloc(cycle->pool, classes->len + 1);
-        if (classes->data == NULL) {
-            return 2;
-        }
-
-        ngx_sprintf(classes->data, "%V/classes%Z", &jmcf->cache_entry);
-
-        name = ngx_array_push_n(cp, jmcf->classpath->nelts);
-        if (name == NULL) {
-            return 2;
-        }
-
-        ngx_memcpy(name, jmcf->classpath->elts,
-                   jmcf->classpath->nelts * sizeof(ngx_str_t));
-        break;
-
-    case NGX_HTTP_JVM_CHILD_ARCHIVE:
-        /* the archiving warnings name each class left out: noise */
-        cp = jmcf->cache_classpath;
-        extra[0] = (char *) jmcf->cache_dump.data;
-        extra[1] = "-Xlog:cds*=error:stderr";
-        extra[2] = NULL;
-        break;
-    }
-
-    if (ngx_http_jvm_vm_args(cycle, jmcf, cp, extra, NULL, &args, &create)
-        != NGX_OK
-        || create(&vm, (void **) &env, &args) != JNI_OK)
-    {
-        return 1;
-    }
-
-    if (job == NGX_HTTP_JVM_CHILD_TRIAL) {
-        return 0;
-    }
-
-    ngx_http_jvm_env = env;
-
-    ngx_http_jvm_shared_init(jmcf);
-
-    if (job == NGX_HTTP_JVM_CHILD_COMPILE) {
-        return ngx_http_jvm_vm_bind_shm(cycle) == NGX_OK
-               && ngx_http_jvm_vm_compile(cycle, jmcf) == NGX_OK ? 0 : 2;
-    }
-
-    /* the classes a worker loads, archived as the JVM ends */
-
-    if (ngx_http_jvm_vm_bind(cycle) != NGX_OK) {
-        return 2;
-    }
-
-    name = jmcf->handlers.elts;
-
-    for (i = 0; i < jmcf->handlers.nelts; i++) {
-        if (ngx_http_jvm_vm_register(cycle, &name[i]) != NGX_OK) {
-            return 2;
-        }
-    }
-
-    /*
-     * System.exit() archives the classes, and unlike DestroyJavaVM() does
-     * not wait for threads that a handler's namespace started.
-     */
-
-    cls = (*env)->FindClass(env, "java/lang/System");
-    if (cls == NULL) {
-        return 2;
-    }
-
-    exit = (*env)->GetStaticMethodID(env, cls, "exit", "(I)V");
-    if (exit == NULL) {
-        return 2;
-    }
-
-    (*env)->CallStaticVoidMethod(env, cls, exit, (jint) 0);
-
-    return 2;
-}
-
-
-/*
- * The natives of nginx.jvm.Shm.  The master's compiling and archiving JVMs
- * bind them too: a namespace may look up a dictionary or a topic as it
- * loads, and the zones are already mapped there.
- */
-
-static ngx_int_t
-ngx_http_jvm_vm_bind_shm(ngx_cycle_t *cycle)
-{
-    jclass   cls;
-    JNIEnv  *env;
-
-    env = ngx_http_jvm_env;
-
-    cls = (*env)->FindClass(env, "nginx/jvm/Shm");
-
-    if (cls == NULL
-        || (*env)->RegisterNatives(env, cls, ngx_http_jvm_shm_natives,
-                                   sizeof(ngx_http_jvm_shm_natives)
-                                   / sizeof(JNINativeMethod))
-           != JNI_OK)
-    {
-        return ngx_http_jvm_vm_failed(cycle->log,
-                                      "RegisterNatives(nginx.jvm.Shm)");
-    }
-
-    (*env)->DeleteLocalRef(env, cls);
-
-    return NGX_OK;
-}
-
-
-/* nginx.jvm.ClassCache.build(entry, classpath, handler names) */
-
-static ngx_int_t
-ngx_http_jvm_vm_compile(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
-{
-    jclass        cls, string;
-    JNIEnv       *env;
-    jstring       dir, err;
-    jmethodID     build;
-    ngx_str_t    *cp, *name;
-    ngx_uint_t    i, n;
-    const char   *text;
-    jobjectArray  classpath, names;
-
-    env = ngx_http_jvm_env;
-
-    cls = (*env)->FindClass(env, "nginx/jvm/ClassCache");
-    string = (*env)->FindClass(env, "java/lang/String");
-
-    if (cls == NULL || string == NULL) {
-        return ngx_http_jvm_vm_failed(cycle->log, "ClassCache");
-    }
-
-    build = (*env)->GetStaticMethodID(env, cls, "build",
-                                      "(Ljava/lang/String;[Ljava/lang/String;"
-                                      "[Ljava/lang/String;)Ljava/lang/String;");
-    if (build == NULL) {
-        return ngx_http_jvm_vm_failed(cycle->log, "ClassCache.build");
-    }
-
-    cp = jmcf->classpath->elts;
-    classpath = (*env)->NewObjectArray(env, jmcf->classpath->nelts, string,
-                                       NULL);
-    if (classpath == NULL) {
-        return ngx_http_jvm_vm_failed(cycle->log, "ClassCache.build");
-    }
-
-    for (i = 0; i < jmcf->classpath->nelts; i++) {
-        (*env)->SetObjectArrayElement(env, classpath, i,
-                                      (*env)->NewStringUTF(env,
-                                                      (char *) cp[i].data));
-    }
-
-    n = jmcf->handlers.nelts + (jmcf->init.len ? 1 : 0);
-    names = (*env)->NewObjectArray(env, n, string, NULL);
-    if (names == NULL) {
-        return ngx_http_jvm_vm_failed(cycle->log, "ClassCache.build");
-    }
-
-    name = jmcf->handlers.elts;
-
-    for (i = 0; i < jmcf->handlers.nelts; i++) {
-        (*env)->SetObjectArrayElement(env, names, i,
-                                      (*env)->NewStringUTF(env,
-                                                    (char *) name[i].data));
-    }
-
-    if (jmcf->init.len) {
-        (*env)->SetObjectArrayElement(env, names, i,
-                                      (*env)->NewStringUTF(env,
-                                                   (char *) jmcf->init.data));
-    }
-
-    dir = (*env)->NewStringUTF(env, (char *) jmcf->cache_entry.data);
-    if ((*env)->ExceptionCheck(env)) {
-        return ngx_http_jvm_vm_failed(cycle->log, "ClassCache.build");
-    }
-
-    err = (*env)->CallStaticObjectMethod(env, cls, build, dir, classpath,
-                                         names);
-
-    if ((*env)->ExceptionCheck(env)) {
-        return ngx_http_jvm_vm_failed(cycle->log, "ClassCache.build");
-    }
-
-    if (err == NULL) {
-        return NGX_OK;
-    }
-
-    text = (*env)->GetStringUTFChars(env, err, NULL);
-
-    if (text) {
-        ngx_http_jvm_log_text(NGX_LOG_WARN, cycle->log, (u_char *) text,
-                              ngx_strlen(text));
-        (*env)->ReleaseStringUTFChars(env, err, text);
-    }
-
-    return NGX_ERROR;
-}
-
-
-static ngx_int_t
 ngx_http_jvm_vm_bind(ngx_cycle_t *cycle)
 {
     jint                    version;
@@ -1261,18 +815,6 @@ ngx_http_jvm_vm_bind(ngx_cycle_t *cycle)
                           "in version", m->name, m->signature);
             return NGX_ERROR;
         }
-    }
-
-    if ((*env)->RegisterNatives(env, ngx_http_jvm_worker, ngx_http_jvm_natives,
-                                sizeof(ngx_http_jvm_natives)
-                                / sizeof(JNINativeMethod))
-        != JNI_OK)
-    {
-        return ngx_http_jvm_vm_failed(cycle->log, "RegisterNatives()");
-    }
-
-    if (ngx_http_jvm_vm_bind_shm(cycle) != NGX_OK) {
-        return NGX_ERROR;
     }
 
     buf = (*env)->CallStaticObjectMethod(env, ngx_http_jvm_worker,
@@ -1428,7 +970,7 @@ ngx_http_jvm_vm_response(ngx_log_t *log, jint n, size_t *out,
  * nginx points at the error log.
  */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_jvm_vm_failed(ngx_log_t *log, const char *what)
 {
     JNIEnv  *env;
@@ -1575,160 +1117,6 @@ ngx_http_jvm_vm_configure(ngx_cycle_t *cycle, ngx_fd_t notify_fd,
 }
 
 
-/* Worker.wake(), on any JVM thread: the only thing they do to nginx. */
-
-static void JNICALL
-ngx_http_jvm_wake(JNIEnv *env, jclass cls)
-{
-    uint64_t  one = 1;
-
-    if (write(ngx_http_jvm_notify_fd, &one, sizeof(uint64_t)) == -1) {
-        /* EAGAIN: the counter is full, so the loop is being woken anyway */
-    }
-}
-
-
-/*
- * Worker.batch(), on a thread that runs handlers off the loop (a pool
- * thread, a virtual thread's carrier): the thread becomes SCHED_BATCH.
- * Woken by the loop's hand-off, a normal thread preempts the loop on the
- * spot, one context switch per request on a busy core; a batch thread runs
- * when the loop waits for events or its time slice ends, so the loop hands
- * off every ready request before the handlers run, and they answer them all
- * before the loop runs again.  Its share of the CPU is the same.
- */
-
-static void JNICALL
-ngx_http_jvm_batch(JNIEnv *env, jclass cls)
-{
-    struct sched_param  param;
-
-    static __thread ngx_uint_t  done;
-
-    if (done) {
-        return;
-    }
-
-    done = 1;
-    param.sched_priority = 0;
-
-    /* any thread may; on failure the thread merely stays as it was */
-    (void) sched_setscheduler(0, SCHED_BATCH, &param);
-}
-
-
-/*
- * The natives of nginx.jvm.Worker for a request's variables and URI.  Java
- * calls them on the event loop only, with the address of a request it knows
- * to be alive (Worker.handle() lasts, or the task is not cancelled); JVM
- * threads reach them through a hop to the loop (nginx.jvm.LoopCalls).
- */
-
-static jbyteArray JNICALL
-ngx_http_jvm_get_variable(JNIEnv *env, jclass cls, jlong req,
-    jbyteArray name)
-{
-    ngx_int_t            rc;
-    ngx_str_t            n, v;
-    jbyteArray           a;
-    ngx_http_request_t  *r;
-
-    r = (ngx_http_request_t *) (uintptr_t) req;
-
-    if (ngx_http_jvm_vm_str(env, r, name, &n) != NGX_OK) {
-        return NULL;
-    }
-
-    rc = ngx_http_jvm_variable_get(r, &n, &v);
-
-    if (rc == NGX_ABORT) {
-        ngx_http_jvm_vm_throw(env, "java/lang/IllegalArgumentException", &n,
-                              "unknown nginx variable");
-        return NULL;
-    }
-
-    if (rc != NGX_OK) {
-        return NULL;
-    }
-
-    a = (*env)->NewByteArray(env, (jsize) v.len);
-    if (a != NULL) {
-        (*env)->SetByteArrayRegion(env, a, 0, (jsize) v.len,
-                                   (jbyte *) v.data);
-    }
-
-    return a;
-}
-
-
-static void JNICALL
-ngx_http_jvm_set_variable(JNIEnv *env, jclass cls, jlong req,
-    jbyteArray name, jbyteArray value)
-{
-    ngx_str_t            n, v;
-    const char          *err;
-    ngx_http_request_t  *r;
-
-    r = (ngx_http_request_t *) (uintptr_t) req;
-
-    if (ngx_http_jvm_vm_str(env, r, name, &n) != NGX_OK
-        || ngx_http_jvm_vm_str(env, r, value, &v) != NGX_OK)
-    {
-        return;
-    }
-
-    err = NULL;
-
-    if (ngx_http_jvm_variable_set(r, &n, &v, &err) != NGX_OK) {
-        ngx_http_jvm_vm_throw(env, err ? "java/lang/IllegalArgumentException"
-                                       : "java/lang/OutOfMemoryError",
-                              &n, err ? err : "no memory for the variable");
-    }
-}
-
-
-static void JNICALL
-ngx_http_jvm_native_set_uri(JNIEnv *env, jclass cls, jlong req,
-    jbyteArray uri)
-{
-    ngx_str_t            u;
-    ngx_http_request_t  *r;
-
-    r = (ngx_http_request_t *) (uintptr_t) req;
-
-    if (ngx_http_jvm_vm_str(env, r, uri, &u) != NGX_OK) {
-        return;
-    }
-
-    if (ngx_http_jvm_set_uri(r, &u) != NGX_OK) {
-        ngx_http_jvm_vm_throw(env, "java/lang/IllegalArgumentException", &u,
-                              "invalid URI (it must start with \"/\")");
-    }
-}
-
-
-/* Starts a subrequest; null, or why it could not start. */
-
-static jstring JNICALL
-ngx_http_jvm_start_subrequest(JNIEnv *env, jclass cls, jlong req, jint id,
-    jbyteArray spec)
-{
-    ngx_str_t            s;
-    const char          *err;
-    ngx_http_request_t  *r;
-
-    r = (ngx_http_request_t *) (uintptr_t) req;
-
-    if (ngx_http_jvm_vm_str(env, r, spec, &s) != NGX_OK) {
-        return NULL;
-    }
-
-    err = ngx_http_jvm_subrequest_start(r, id, s.data, s.len);
-
-    return err ? (*env)->NewStringUTF(env, err) : NULL;
-}
-
-
 /*
  * Worker.subrequestDone(): subrequest id's answer is in the request
  * buffer; Java completes its future (on the loop).
@@ -1748,404 +1136,6 @@ ngx_http_jvm_vm_subrequest_done(ngx_log_t *log, ngx_int_t id, size_t len)
     if ((*env)->ExceptionCheck(env)) {
         (void) ngx_http_jvm_vm_failed(log, "Worker.subrequestDone()");
     }
-}
-
-
-/* A Java byte[] copied into the request's pool. */
-
-static ngx_int_t
-ngx_http_jvm_vm_str(JNIEnv *env, ngx_http_request_t *r, jbyteArray a,
-    ngx_str_t *s)
-{
-    s->len = (size_t) (*env)->GetArrayLength(env, a);
-    s->data = ngx_pnalloc(r->pool, s->len + 1);
-
-    if (s->data == NULL) {
-        (*env)->ThrowNew(env, (*env)->FindClass(env,
-                                                "java/lang/OutOfMemoryError"),
-                         "nginx: no memory in the request's pool");
-        return NGX_ERROR;
-    }
-
-    (*env)->GetByteArrayRegion(env, a, 0, (jsize) s->len, (jbyte *) s->data);
-    s->data[s->len] = '\0';
-
-    return NGX_OK;
-}
-
-
-static void
-ngx_http_jvm_vm_throw(JNIEnv *env, const char *cls, ngx_str_t *name,
-    const char *text)
-{
-    u_char   buf[512], *p;
-    jclass   c;
-
-    p = ngx_snprintf(buf, sizeof(buf) - 1, "%s: \"%V\"", text, name);
-    *p = '\0';
-
-    c = (*env)->FindClass(env, cls);
-    if (c != NULL) {
-        (*env)->ThrowNew(env, c, (char *) buf);
-    }
-}
-
-
-/*
- * The natives of nginx.jvm.Shm, on any thread: they copy between Java's
- * arrays and the zone, and never call into the JVM while the zone's mutex
- * is held (the ngx_http_jvm_dict_*() functions take and release it).  Java
- * checks the arguments first (nginx.jvm.SharedDict); a bad one here is
- * answered with a code, never a crash.
- */
-
-#define NGX_HTTP_JVM_SHM_STACK  1024
-
-
-/* Copies a Java byte[] into buf, or into malloc()'s memory if larger. */
-
-static u_char *
-ngx_http_jvm_shm_bytes(JNIEnv *env, jbyteArray a, u_char *buf, size_t cap,
-    size_t *len)
-{
-    u_char  *p;
-
-    *len = (size_t) (*env)->GetArrayLength(env, a);
-    p = (*len <= cap) ? buf : malloc(*len);
-
-    if (p != NULL) {
-        (*env)->GetByteArrayRegion(env, a, 0, (jsize) *len, (jbyte *) p);
-    }
-
-    return p;
-}
-
-
-static jlong JNICALL
-ngx_http_jvm_shm_dict(JNIEnv *env, jclass cls, jbyteArray name)
-{
-    u_char  buf[NGX_HTTP_JVM_DICT_NAME_MAX];
-    jsize   len;
-
-    len = (*env)->GetArrayLength(env, name);
-
-    if (len <= 0 || len > NGX_HTTP_JVM_DICT_NAME_MAX) {
-        return 0;
-    }
-
-    (*env)->GetByteArrayRegion(env, name, 0, len, (jbyte *) buf);
-
-    return (jlong) (uintptr_t) ngx_http_jvm_dict_find(buf, (size_t) len);
-}
-
-
-static jlong JNICALL
-ngx_http_jvm_shm_dict_capacity(JNIEnv *env, jclass cls, jlong dict)
-{
-    return (jlong) ((ngx_http_jvm_dict_t *) (uintptr_t) dict)->size;
-}
-
-
-/* The value of key: a byte[] of its type and its bytes, or null. */
-
-static jbyteArray JNICALL
-ngx_http_jvm_shm_dict_get(JNIEnv *env, jclass cls, jlong dict,
-    jbyteArray key)
-{
-    u_char      kbuf[NGX_HTTP_JVM_SHM_STACK], vbuf[4 * NGX_HTTP_JVM_SHM_STACK];
-    u_char     *k, *v, *p;
-    jbyte       t;
-    size_t      klen, cap, len;
-    ngx_int_t   rc;
-    ngx_uint_t  type;
-    jbyteArray  a;
-
-    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
-    if (k == NULL) {
-        return NULL;
-    }
-
-    v = vbuf;
-    cap = sizeof(vbuf);
-
-    for ( ;; ) {
-        rc = ngx_http_jvm_dict_get((ngx_http_jvm_dict_t *) (uintptr_t) dict,
-                                   k, klen, v, cap, &len, &type);
-
-        if (rc != NGX_HTTP_JVM_DICT_AGAIN) {
-            break;
-        }
-
-        /* larger than the buffer: again with one of its size */
-
-        p = malloc(len);
-        if (p == NULL) {
-            rc = NGX_HTTP_JVM_DICT_NO_MEMORY;
-            break;
-        }
-
-        if (v != vbuf) {
-            free(v);
-        }
-
-        v = p;
-        cap = len;
-    }
-
-    a = NULL;
-
-    if (rc == NGX_HTTP_JVM_DICT_OK) {
-        a = (*env)->NewByteArray(env, (jsize) (len + 1));
-
-        if (a != NULL) {
-            t = (jbyte) type;
-            (*env)->SetByteArrayRegion(env, a, 0, 1, &t);
-            (*env)->SetByteArrayRegion(env, a, 1, (jsize) len, (jbyte *) v);
-        }
-    }
-
-    if (v != vbuf) {
-        free(v);
-    }
-
-    if (k != kbuf) {
-        free(k);
-    }
-
-    return a;
-}
-
-
-static jint JNICALL
-ngx_http_jvm_shm_dict_set(JNIEnv *env, jclass cls, jlong dict, jint op,
-    jbyteArray key, jbyteArray value, jint type, jlong ttl)
-{
-    u_char               kbuf[NGX_HTTP_JVM_SHM_STACK];
-    u_char              *k, *v;
-    size_t               klen, vlen;
-    ngx_int_t            rc;
-    ngx_http_jvm_dict_t  *d;
-
-    d = (ngx_http_jvm_dict_t *) (uintptr_t) dict;
-
-    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
-    if (k == NULL) {
-        return NGX_HTTP_JVM_DICT_NO_MEMORY;
-    }
-
-    vlen = (size_t) (*env)->GetArrayLength(env, value);
-
-    if (!ngx_http_jvm_dict_fits(d, klen, vlen)) {
-        rc = NGX_HTTP_JVM_DICT_TOO_LARGE;
-        goto done;
-    }
-
-    /* no copy of a large value; nothing of the JVM's is called meanwhile */
-
-    v = (*env)->GetPrimitiveArrayCritical(env, value, NULL);
-    if (v == NULL) {
-        rc = NGX_HTTP_JVM_DICT_NO_MEMORY;
-        goto done;
-    }
-
-    rc = ngx_http_jvm_dict_set(d, (ngx_uint_t) op, k, klen, v, vlen,
-                               (ngx_uint_t) type, (int64_t) ttl);
-
-    (*env)->ReleasePrimitiveArrayCritical(env, value, v, JNI_ABORT);
-
-done:
-
-    if (k != kbuf) {
-        free(k);
-    }
-
-    return (jint) rc;
-}
-
-
-static jint JNICALL
-ngx_http_jvm_shm_dict_incr(JNIEnv *env, jclass cls, jlong dict,
-    jbyteArray key, jlong delta, jlong init, jlong ttl, jlongArray result)
-{
-    u_char               kbuf[NGX_HTTP_JVM_SHM_STACK];
-    u_char              *k;
-    size_t               klen;
-    int64_t              n;
-    ngx_int_t            rc;
-    ngx_http_jvm_dict_t  *d;
-
-    d = (ngx_http_jvm_dict_t *) (uintptr_t) dict;
-
-    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
-    if (k == NULL) {
-        return NGX_HTTP_JVM_DICT_NO_MEMORY;
-    }
-
-    if (!ngx_http_jvm_dict_fits(d, klen, sizeof(int64_t))) {
-        rc = NGX_HTTP_JVM_DICT_TOO_LARGE;
-
-    } else {
-        rc = ngx_http_jvm_dict_incr(d, k, klen, (int64_t) delta,
-                                    (int64_t) init, (int64_t) ttl, &n);
-    }
-
-    if (k != kbuf) {
-        free(k);
-    }
-
-    if (rc == NGX_HTTP_JVM_DICT_OK) {
-        (*env)->SetLongArrayRegion(env, result, 0, 1, (jlong *) &n);
-    }
-
-    return (jint) rc;
-}
-
-
-static jint JNICALL
-ngx_http_jvm_shm_dict_delete(JNIEnv *env, jclass cls, jlong dict,
-    jbyteArray key)
-{
-    u_char     kbuf[NGX_HTTP_JVM_SHM_STACK];
-    u_char    *k;
-    size_t     klen;
-    ngx_int_t  rc;
-
-    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
-    if (k == NULL) {
-        return NGX_HTTP_JVM_DICT_NO_MEMORY;
-    }
-
-    rc = ngx_http_jvm_dict_delete((ngx_http_jvm_dict_t *) (uintptr_t) dict,
-                                  k, klen);
-
-    if (k != kbuf) {
-        free(k);
-    }
-
-    return (jint) rc;
-}
-
-
-/* At most limit keys: each a 2-byte length (native order) and the bytes. */
-
-static jbyteArray JNICALL
-ngx_http_jvm_shm_dict_keys(JNIEnv *env, jclass cls, jlong dict, jint limit)
-{
-    u_char      *buf;
-    size_t       len;
-    jbyteArray   a;
-
-    if (ngx_http_jvm_dict_keys((ngx_http_jvm_dict_t *) (uintptr_t) dict,
-                               (ngx_uint_t) limit, &buf, &len)
-        != NGX_HTTP_JVM_DICT_OK)
-    {
-        return NULL;
-    }
-
-    a = (*env)->NewByteArray(env, (jsize) len);
-
-    if (a != NULL) {
-        (*env)->SetByteArrayRegion(env, a, 0, (jsize) len, (jbyte *) buf);
-    }
-
-    free(buf);
-
-    return a;
-}
-
-
-/* out: live entries, entries ever evicted to make room. */
-
-static void JNICALL
-ngx_http_jvm_shm_dict_stats(JNIEnv *env, jclass cls, jlong dict,
-    jlongArray out)
-{
-    jlong       v[2];
-    ngx_uint_t  evicted;
-
-    v[0] = (jlong) ngx_http_jvm_dict_size(
-                       (ngx_http_jvm_dict_t *) (uintptr_t) dict, &evicted);
-    v[1] = (jlong) evicted;
-
-    (*env)->SetLongArrayRegion(env, out, 0, 2, v);
-}
-
-
-static void JNICALL
-ngx_http_jvm_shm_dict_clear(JNIEnv *env, jclass cls, jlong dict)
-{
-    ngx_http_jvm_dict_clear((ngx_http_jvm_dict_t *) (uintptr_t) dict);
-}
-
-
-static jlong JNICALL
-ngx_http_jvm_shm_topic(JNIEnv *env, jclass cls, jbyteArray name)
-{
-    u_char  buf[NGX_HTTP_JVM_DICT_NAME_MAX];
-    jsize   len;
-
-    len = (*env)->GetArrayLength(env, name);
-
-    if (len <= 0 || len > NGX_HTTP_JVM_DICT_NAME_MAX) {
-        return 0;
-    }
-
-    (*env)->GetByteArrayRegion(env, name, 0, len, (jbyte *) buf);
-
-    return (jlong) (uintptr_t) ngx_http_jvm_topic_find(buf, (size_t) len);
-}
-
-
-static jlong JNICALL
-ngx_http_jvm_shm_topic_max(JNIEnv *env, jclass cls, jlong topic)
-{
-    return (jlong) ngx_http_jvm_topic_max(
-                       (ngx_http_jvm_topic_t *) (uintptr_t) topic);
-}
-
-
-static jint JNICALL
-ngx_http_jvm_shm_topic_publish(JNIEnv *env, jclass cls, jlong topic,
-    jbyteArray data, jint type)
-{
-    u_char     *p;
-    size_t      len;
-    ngx_int_t   rc;
-
-    len = (size_t) (*env)->GetArrayLength(env, data);
-
-    /* no copy; nothing of the JVM's is called while it is held */
-
-    p = (*env)->GetPrimitiveArrayCritical(env, data, NULL);
-    if (p == NULL) {
-        return NGX_HTTP_JVM_DICT_NO_MEMORY;
-    }
-
-    rc = ngx_http_jvm_topic_publish((ngx_http_jvm_topic_t *) (uintptr_t) topic,
-                                    p, len, (ngx_uint_t) type);
-
-    (*env)->ReleasePrimitiveArrayCritical(env, data, p, JNI_ABORT);
-
-    return (jint) rc;
-}
-
-
-/* out: messages published, messages refused (the ring was full). */
-
-static void JNICALL
-ngx_http_jvm_shm_topic_stats(JNIEnv *env, jclass cls, jlong topic,
-    jlongArray out)
-{
-    jlong     v[2];
-    uint64_t  published, overflows;
-
-    ngx_http_jvm_topic_stats((ngx_http_jvm_topic_t *) (uintptr_t) topic,
-                             &published, &overflows);
-
-    v[0] = (jlong) published;
-    v[1] = (jlong) overflows;
-
-    (*env)->SetLongArrayRegion(env, out, 0, 2, v);
 }
 
 
@@ -2728,36 +1718,6 @@ ngx_http_jvm_check_readable(ngx_cycle_t *cycle,
                           &cp[i], (int) geteuid());
         }
     }
-}
-
-
-/*
- * Worker.runShutdownHooks(), on the thread that runs jvm_exit: the hooks
- * the application added with Runtime.addShutdownHook, which the JVM runs
- * only from System.exit or DestroyJavaVM, neither of which a worker calls.
- * java.lang.ApplicationShutdownHooks is not open to Java code outside
- * java.base; JNI reaches it.  It runs each hook on its own thread and joins
- * them; Runtime.addShutdownHook refuses new hooks from then on.
- */
-
-static void JNICALL
-ngx_http_jvm_run_shutdown_hooks(JNIEnv *env, jclass cls)
-{
-    jclass     hooks;
-    jmethodID  run;
-
-    hooks = (*env)->FindClass(env, "java/lang/ApplicationShutdownHooks");
-    if (hooks == NULL) {
-        return;                         /* the exception goes to the caller */
-    }
-
-    run = (*env)->GetStaticMethodID(env, hooks, "runHooks", "()V");
-    if (run == NULL) {
-        return;
-    }
-
-    (*env)->CallStaticVoidMethod(env, hooks, run);
-    (*env)->DeleteLocalRef(env, hooks);
 }
 
 

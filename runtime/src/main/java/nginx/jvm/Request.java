@@ -127,7 +127,7 @@ public final class Request {
      */
     public String variable(String name) {
         byte[] n = variableName(name);
-        byte[] v = LoopCalls.call(() -> Worker.getVariable(live(), n));
+        byte[] v = LoopCalls.call(() -> Natives.getVariable(live(), n));
         return v == null ? null : new String(v, StandardCharsets.UTF_8);
     }
 
@@ -141,7 +141,7 @@ public final class Request {
             long r = live();
             byte[][] out = new byte[n.length][];
             for (int i = 0; i < n.length; i++) {
-                out[i] = Worker.getVariable(r, n[i]);
+                out[i] = Natives.getVariable(r, n[i]);
             }
             return out;
         });
@@ -166,7 +166,7 @@ public final class Request {
         }
         byte[] v = value.getBytes(StandardCharsets.UTF_8);
         LoopCalls.call(() -> {
-            Worker.setVariable(live(), n, v);
+            Natives.setVariable(live(), n, v);
             return null;
         });
     }
@@ -184,7 +184,7 @@ public final class Request {
         }
         byte[] u = uri.getBytes(StandardCharsets.UTF_8);
         LoopCalls.call(() -> {
-            Worker.setUri(live(), u);
+            Natives.setUri(live(), u);
             return null;
         });
     }

@@ -1,8 +1,9 @@
 package nginx.jvm;
 
 /**
- * The natives of nginx's shared memory (ngx_http_jvm_vm.c registers them
- * when the worker binds this runtime; ngx_http_jvm_shared.c does the work).
+ * The natives of nginx's shared memory (ngx_http_jvm_natives.c registers
+ * them when the worker starts; ngx_http_jvm_shared.c and
+ * ngx_http_jvm_topic.c do the work).
  * Callable from any thread: each takes the zone's lock for one operation
  * and never calls back into Java while it holds it.
  *

@@ -35,7 +35,7 @@ final class Subrequests {
                 int id = id();
                 pending.put(id, f);
                 request.subrequests.add(id);
-                String err = Worker.startSubrequest(r, id, spec);
+                String err = Natives.startSubrequest(r, id, spec);
                 if (err != null) {
                     pending.remove(id);
                     request.subrequests.remove((Integer) id);

@@ -10,7 +10,8 @@ import java.util.Map;
 
 /**
  * The entry points the C module calls (ngx_http_jvm_vm.c binds them by name
- * and signature), on the worker's event-loop thread only. Everything here is
+ * and signature), on the worker's event-loop thread only; the natives Java
+ * calls up are {@link Natives} and {@link Shm}. Everything here is
  * static because there is one JVM, one event loop and one set of buffers per
  * nginx worker process. What the values mean is the wire protocol
  * ({@link Wire}, docs/internals.md).
@@ -27,8 +28,8 @@ final class Worker {
     private static final int BUFFER_SIZE = 64 * 1024;
 
     private static final List<Object> handlers = new ArrayList<>();
-    private static final Tasks tasks = new Tasks(Worker::wake, Worker::batch);
-    private static final WebSockets sockets = new WebSockets(Worker::wake);
+    private static final Tasks tasks = new Tasks(Natives::wake, Natives::batch);
+    private static final WebSockets sockets = new WebSockets(Natives::wake);
     private static ByteBuffer requestBuffer =
             ByteBuffer.allocateDirect(BUFFER_SIZE).order(ByteOrder.nativeOrder());
     /** Bodies sent in pieces, by the id their response gave the C module. */
@@ -231,15 +232,6 @@ final class Worker {
         return new String(s, StandardCharsets.ISO_8859_1);
     }
 
-    /** nginx's variable {@code name} of request {@code r} (event loop), or null; unknown names throw. */
-    static native byte[] getVariable(long r, byte[] name);
-
-    /** Sets a changeable variable of request {@code r} (event loop); throws when it cannot. */
-    static native void setVariable(long r, byte[] name, byte[] value);
-
-    /** Starts subrequest {@code id} of request {@code r} (event loop); null, or why not. */
-    static native String startSubrequest(long r, int id, byte[] spec);
-
     /** Subrequest {@code id} is over: its answer is in the request buffer. */
     static void subrequestDone(int id, int length) {
         try {
@@ -248,9 +240,6 @@ final class Worker {
             System.err.println(Failure.describe("jvm: completing a subrequest failed", t));
         }
     }
-
-    /** Request {@code r} (event loop) routes on this URI from now on. */
-    static native void setUri(long r, byte[] uri);
 
     private static Request request(int length) {
         byte[] data = new byte[length];
@@ -275,9 +264,9 @@ final class Worker {
      */
     static String configure(int poolSize, int queueSize, boolean virtual, int wsSendQueue) {
         try {
-            LoopCalls.bind(Worker::wake);
+            LoopCalls.bind(Natives::wake);
             sockets.configure(wsSendQueue);
-            Timers.start(Worker::wake, 2);
+            Timers.start(Natives::wake, 2);
             ExitWatch.install();
             String error = tasks.configure(poolSize, queueSize, virtual);
             Metrics.start(tasks);
@@ -377,12 +366,6 @@ final class Worker {
             Metrics.inFlight.decrementAndGet();
         }
     }
-
-    /** Wakes the event loop (the C module's eventfd); any thread. */
-    private static native void wake();
-
-    /** Makes the calling thread SCHED_BATCH, once per OS thread (see the C module). */
-    private static native void batch();
 
     /** Keeps a body sent in pieces; returns the id the response gives the C module. */
     private static int stream(BodySource body) {
@@ -551,7 +534,7 @@ final class Worker {
                 }
             }
             try {
-                runShutdownHooks();
+                Natives.runShutdownHooks();
             } catch (Throwable e) {
                 Log.error("nginx.jvm", "the shutdown hooks failed", e);
             }
@@ -569,9 +552,6 @@ final class Worker {
                     + " ms): the worker exits without waiting for them");
         }
     }
-
-    /** Runs the hooks of Runtime.addShutdownHook (C: java.lang.ApplicationShutdownHooks). */
-    private static native void runShutdownHooks();
 
     /**
      * With the attach mechanism turned on (docs/security.md), the JVM's

@@ -1,0 +1,35 @@
+package nginx.jvm;
+
+/**
+ * The natives the worker's C module registers once its JVM is up
+ * (ngx_http_jvm_natives.c, called from the worker's start), beside those
+ * of {@link Shm}. Only declarations: Java calls up through them, the C
+ * module never calls this class. {@link Worker} holds the entry points the
+ * C module calls down; keeping the two apart means a public class that
+ * needs nginx (a {@link Request}'s variables) never reaches into Worker.
+ */
+final class Natives {
+    private Natives() {
+    }
+
+    /** Wakes the event loop (the C module's eventfd); any thread. */
+    static native void wake();
+
+    /** Makes the calling thread SCHED_BATCH, once per OS thread (see the C module). */
+    static native void batch();
+
+    /** nginx's variable {@code name} of request {@code r} (event loop), or null; unknown names throw. */
+    static native byte[] getVariable(long r, byte[] name);
+
+    /** Sets a changeable variable of request {@code r} (event loop); throws when it cannot. */
+    static native void setVariable(long r, byte[] name, byte[] value);
+
+    /** Request {@code r} (event loop) routes on this URI from now on. */
+    static native void setUri(long r, byte[] uri);
+
+    /** Starts subrequest {@code id} of request {@code r} (event loop); null, or why not. */
+    static native String startSubrequest(long r, int id, byte[] spec);
+
+    /** Runs the hooks of Runtime.addShutdownHook (C: java.lang.ApplicationShutdownHooks). */
+    static native void runShutdownHooks();
+}

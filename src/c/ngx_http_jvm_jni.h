@@ -1,0 +1,39 @@
+
+/*
+ * nginx-jvm: the JNI state the JVM's own files share.  Only
+ * ngx_http_jvm_vm.c (the worker's JVM, the calls down into Java),
+ * ngx_http_jvm_natives.c (the natives Java calls up) and
+ * ngx_http_jvm_child.c (the master's JVMs) include it, and with it jni.h:
+ * the feature files are plain C and reach the JVM through module.h.
+ */
+
+
+#ifndef _NGX_HTTP_JVM_JNI_H_INCLUDED_
+#define _NGX_HTTP_JVM_JNI_H_INCLUDED_
+
+
+#include "ngx_http_jvm_module.h"
+
+#include <jni.h>
+
+
+typedef jint (JNICALL *ngx_http_jvm_create_pt)(JavaVM **vm, void **env,
+    void *args);
+
+
+/* ngx_http_jvm_vm.c: the JVM of this process, its event loop's JNIEnv */
+extern JNIEnv    *ngx_http_jvm_env;
+extern ngx_fd_t   ngx_http_jvm_notify_fd;   /* what JVM threads wake */
+
+ngx_int_t ngx_http_jvm_vm_args(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf, ngx_array_t *classpath, char **extra,
+    void *exit_hook, JavaVMInitArgs *args, ngx_http_jvm_create_pt *createp);
+ngx_int_t ngx_http_jvm_vm_bind(ngx_cycle_t *cycle);
+ngx_int_t ngx_http_jvm_vm_failed(ngx_log_t *log, const char *what);
+void ngx_http_jvm_vm_block_signals(sigset_t *old);
+
+/* ngx_http_jvm_natives.c */
+ngx_int_t ngx_http_jvm_natives_shm(ngx_cycle_t *cycle);
+
+
+#endif /* _NGX_HTTP_JVM_JNI_H_INCLUDED_ */

@@ -1,0 +1,745 @@
+
+/*
+ * nginx-jvm: the natives Java calls up into the C module, registered once
+ * the JVM is up (the worker's start, ngx_http_jvm_init_process; the
+ * master's archiving JVM): those of nginx.jvm.Natives (wake-ups, a
+ * request's variables, URI and subrequests, the shutdown hooks) and of
+ * nginx.jvm.Shm (the shared dictionaries and topics).  They call the
+ * feature files below them; nothing below calls them but Java.
+ */
+
+
+#include "ngx_http_jvm_jni.h"
+
+#include <sched.h>
+
+
+static void JNICALL ngx_http_jvm_wake(JNIEnv *env, jclass cls);
+static void JNICALL ngx_http_jvm_batch(JNIEnv *env, jclass cls);
+static jbyteArray JNICALL ngx_http_jvm_get_variable(JNIEnv *env, jclass cls,
+    jlong r, jbyteArray name);
+static void JNICALL ngx_http_jvm_set_variable(JNIEnv *env, jclass cls,
+    jlong r, jbyteArray name, jbyteArray value);
+static void JNICALL ngx_http_jvm_native_set_uri(JNIEnv *env, jclass cls,
+    jlong r, jbyteArray uri);
+static jstring JNICALL ngx_http_jvm_start_subrequest(JNIEnv *env,
+    jclass cls, jlong r, jint id, jbyteArray spec);
+static void JNICALL ngx_http_jvm_run_shutdown_hooks(JNIEnv *env,
+    jclass cls);
+static ngx_int_t ngx_http_jvm_vm_str(JNIEnv *env, ngx_http_request_t *r,
+    jbyteArray a, ngx_str_t *s);
+static void ngx_http_jvm_vm_throw(JNIEnv *env, const char *cls,
+    ngx_str_t *name, const char *text);
+static jlong JNICALL ngx_http_jvm_shm_dict(JNIEnv *env, jclass cls,
+    jbyteArray name);
+static jlong JNICALL ngx_http_jvm_shm_dict_capacity(JNIEnv *env, jclass cls,
+    jlong dict);
+static jbyteArray JNICALL ngx_http_jvm_shm_dict_get(JNIEnv *env, jclass cls,
+    jlong dict, jbyteArray key);
+static jint JNICALL ngx_http_jvm_shm_dict_set(JNIEnv *env, jclass cls,
+    jlong dict, jint op, jbyteArray key, jbyteArray value, jint type,
+    jlong ttl);
+static jint JNICALL ngx_http_jvm_shm_dict_incr(JNIEnv *env, jclass cls,
+    jlong dict, jbyteArray key, jlong delta, jlong init, jlong ttl,
+    jlongArray result);
+static jint JNICALL ngx_http_jvm_shm_dict_delete(JNIEnv *env, jclass cls,
+    jlong dict, jbyteArray key);
+static jbyteArray JNICALL ngx_http_jvm_shm_dict_keys(JNIEnv *env, jclass cls,
+    jlong dict, jint limit);
+static void JNICALL ngx_http_jvm_shm_dict_stats(JNIEnv *env, jclass cls,
+    jlong dict, jlongArray out);
+static void JNICALL ngx_http_jvm_shm_dict_clear(JNIEnv *env, jclass cls,
+    jlong dict);
+static jlong JNICALL ngx_http_jvm_shm_topic(JNIEnv *env, jclass cls,
+    jbyteArray name);
+static jlong JNICALL ngx_http_jvm_shm_topic_max(JNIEnv *env, jclass cls,
+    jlong topic);
+static jint JNICALL ngx_http_jvm_shm_topic_publish(JNIEnv *env, jclass cls,
+    jlong topic, jbyteArray data, jint type);
+static void JNICALL ngx_http_jvm_shm_topic_stats(JNIEnv *env, jclass cls,
+    jlong topic, jlongArray out);
+
+
+/* nginx.jvm.Natives: wake-ups, a request on the loop, exit. */
+
+static JNINativeMethod  ngx_http_jvm_natives[] = {
+    { "wake", "()V", (void *) ngx_http_jvm_wake },
+    { "batch", "()V", (void *) ngx_http_jvm_batch },
+    { "getVariable", "(J[B)[B", (void *) ngx_http_jvm_get_variable },
+    { "setVariable", "(J[B[B)V", (void *) ngx_http_jvm_set_variable },
+    { "setUri", "(J[B)V", (void *) ngx_http_jvm_native_set_uri },
+    { "startSubrequest", "(JI[B)Ljava/lang/String;",
+      (void *) ngx_http_jvm_start_subrequest },
+    { "runShutdownHooks", "()V", (void *) ngx_http_jvm_run_shutdown_hooks },
+};
+
+
+/* nginx.jvm.Shm: shared memory, from any thread (ngx_http_jvm_shared.c). */
+
+static JNINativeMethod  ngx_http_jvm_shm_natives[] = {
+    { "dict", "([B)J", (void *) ngx_http_jvm_shm_dict },
+    { "dictCapacity", "(J)J", (void *) ngx_http_jvm_shm_dict_capacity },
+    { "dictGet", "(J[B)[B", (void *) ngx_http_jvm_shm_dict_get },
+    { "dictSet", "(JI[B[BIJ)I", (void *) ngx_http_jvm_shm_dict_set },
+    { "dictIncr", "(J[BJJJ[J)I", (void *) ngx_http_jvm_shm_dict_incr },
+    { "dictDelete", "(J[B)I", (void *) ngx_http_jvm_shm_dict_delete },
+    { "dictKeys", "(JI)[B", (void *) ngx_http_jvm_shm_dict_keys },
+    { "dictStats", "(J[J)V", (void *) ngx_http_jvm_shm_dict_stats },
+    { "dictClear", "(J)V", (void *) ngx_http_jvm_shm_dict_clear },
+    { "topic", "([B)J", (void *) ngx_http_jvm_shm_topic },
+    { "topicMax", "(J)J", (void *) ngx_http_jvm_shm_topic_max },
+    { "topicPublish", "(J[BI)I", (void *) ngx_http_jvm_shm_topic_publish },
+    { "topicStats", "(J[J)V", (void *) ngx_http_jvm_shm_topic_stats },
+};
+
+
+/*
+ * The natives of nginx.jvm.Natives, then those of nginx.jvm.Shm.  Without
+ * them the runtime cannot serve: the JVM locations answer 500 as if the
+ * JVM had not started.
+ */
+
+ngx_int_t
+ngx_http_jvm_natives_init(ngx_cycle_t *cycle)
+{
+    jclass   cls;
+    JNIEnv  *env;
+
+    env = ngx_http_jvm_env;
+
+    cls = (*env)->FindClass(env, "nginx/jvm/Natives");
+
+    if (cls == NULL
+        || (*env)->RegisterNatives(env, cls, ngx_http_jvm_natives,
+                                   sizeof(ngx_http_jvm_natives)
+                                   / sizeof(JNINativeMethod))
+           != JNI_OK)
+    {
+        ngx_http_jvm_vm.ready = 0;
+        return ngx_http_jvm_vm_failed(cycle->log,
+                                      "RegisterNatives(nginx.jvm.Natives)");
+    }
+
+    (*env)->DeleteLocalRef(env, cls);
+
+    if (ngx_http_jvm_natives_shm(cycle) != NGX_OK) {
+        ngx_http_jvm_vm.ready = 0;
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The natives of nginx.jvm.Shm.  The master's compiling and archiving JVMs
+ * bind them too: a namespace may look up a dictionary or a topic as it
+ * loads, and the zones are already mapped there.
+ */
+
+ngx_int_t
+ngx_http_jvm_natives_shm(ngx_cycle_t *cycle)
+{
+    jclass   cls;
+    JNIEnv  *env;
+
+    env = ngx_http_jvm_env;
+
+    cls = (*env)->FindClass(env, "nginx/jvm/Shm");
+
+    if (cls == NULL
+        || (*env)->RegisterNatives(env, cls, ngx_http_jvm_shm_natives,
+                                   sizeof(ngx_http_jvm_shm_natives)
+                                   / sizeof(JNINativeMethod))
+           != JNI_OK)
+    {
+        return ngx_http_jvm_vm_failed(cycle->log,
+                                      "RegisterNatives(nginx.jvm.Shm)");
+    }
+
+    (*env)->DeleteLocalRef(env, cls);
+
+    return NGX_OK;
+}
+
+
+/* Natives.wake(), on any JVM thread: the only thing they do to nginx. */
+
+static void JNICALL
+ngx_http_jvm_wake(JNIEnv *env, jclass cls)
+{
+    uint64_t  one = 1;
+
+    if (write(ngx_http_jvm_notify_fd, &one, sizeof(uint64_t)) == -1) {
+        /* EAGAIN: the counter is full, so the loop is being woken anyway */
+    }
+}
+
+
+/*
+ * Natives.batch(), on a thread that runs handlers off the loop (a pool
+ * thread, a virtual thread's carrier): the thread becomes SCHED_BATCH.
+ * Woken by the loop's hand-off, a normal thread preempts the loop on the
+ * spot, one context switch per request on a busy core; a batch thread runs
+ * when the loop waits for events or its time slice ends, so the loop hands
+ * off every ready request before the handlers run, and they answer them all
+ * before the loop runs again.  Its share of the CPU is the same.
+ */
+
+static void JNICALL
+ngx_http_jvm_batch(JNIEnv *env, jclass cls)
+{
+    struct sched_param  param;
+
+    static __thread ngx_uint_t  done;
+
+    if (done) {
+        return;
+    }
+
+    done = 1;
+    param.sched_priority = 0;
+
+    /* any thread may; on failure the thread merely stays as it was */
+    (void) sched_setscheduler(0, SCHED_BATCH, &param);
+}
+
+
+/*
+ * The natives of nginx.jvm.Natives for a request's variables and URI.  Java
+ * calls them on the event loop only, with the address of a request it knows
+ * to be alive (Worker.handle() lasts, or the task is not cancelled); JVM
+ * threads reach them through a hop to the loop (nginx.jvm.LoopCalls).
+ */
+
+static jbyteArray JNICALL
+ngx_http_jvm_get_variable(JNIEnv *env, jclass cls, jlong req,
+    jbyteArray name)
+{
+    ngx_int_t            rc;
+    ngx_str_t            n, v;
+    jbyteArray           a;
+    ngx_http_request_t  *r;
+
+    r = (ngx_http_request_t *) (uintptr_t) req;
+
+    if (ngx_http_jvm_vm_str(env, r, name, &n) != NGX_OK) {
+        return NULL;
+    }
+
+    rc = ngx_http_jvm_variable_get(r, &n, &v);
+
+    if (rc == NGX_ABORT) {
+        ngx_http_jvm_vm_throw(env, "java/lang/IllegalArgumentException", &n,
+                              "unknown nginx variable");
+        return NULL;
+    }
+
+    if (rc != NGX_OK) {
+        return NULL;
+    }
+
+    a = (*env)->NewByteArray(env, (jsize) v.len);
+    if (a != NULL) {
+        (*env)->SetByteArrayRegion(env, a, 0, (jsize) v.len,
+                                   (jbyte *) v.data);
+    }
+
+    return a;
+}
+
+
+static void JNICALL
+ngx_http_jvm_set_variable(JNIEnv *env, jclass cls, jlong req,
+    jbyteArray name, jbyteArray value)
+{
+    ngx_str_t            n, v;
+    const char          *err;
+    ngx_http_request_t  *r;
+
+    r = (ngx_http_request_t *) (uintptr_t) req;
+
+    if (ngx_http_jvm_vm_str(env, r, name, &n) != NGX_OK
+        || ngx_http_jvm_vm_str(env, r, value, &v) != NGX_OK)
+    {
+        return;
+    }
+
+    err = NULL;
+
+    if (ngx_http_jvm_variable_set(r, &n, &v, &err) != NGX_OK) {
+        ngx_http_jvm_vm_throw(env, err ? "java/lang/IllegalArgumentException"
+                                       : "java/lang/OutOfMemoryError",
+                              &n, err ? err : "no memory for the variable");
+    }
+}
+
+
+static void JNICALL
+ngx_http_jvm_native_set_uri(JNIEnv *env, jclass cls, jlong req,
+    jbyteArray uri)
+{
+    ngx_str_t            u;
+    ngx_http_request_t  *r;
+
+    r = (ngx_http_request_t *) (uintptr_t) req;
+
+    if (ngx_http_jvm_vm_str(env, r, uri, &u) != NGX_OK) {
+        return;
+    }
+
+    if (ngx_http_jvm_set_uri(r, &u) != NGX_OK) {
+        ngx_http_jvm_vm_throw(env, "java/lang/IllegalArgumentException", &u,
+                              "invalid URI (it must start with \"/\")");
+    }
+}
+
+
+/* Starts a subrequest; null, or why it could not start. */
+
+static jstring JNICALL
+ngx_http_jvm_start_subrequest(JNIEnv *env, jclass cls, jlong req, jint id,
+    jbyteArray spec)
+{
+    ngx_str_t            s;
+    const char          *err;
+    ngx_http_request_t  *r;
+
+    r = (ngx_http_request_t *) (uintptr_t) req;
+
+    if (ngx_http_jvm_vm_str(env, r, spec, &s) != NGX_OK) {
+        return NULL;
+    }
+
+    err = ngx_http_jvm_subrequest_start(r, id, s.data, s.len);
+
+    return err ? (*env)->NewStringUTF(env, err) : NULL;
+}
+
+
+/*
+ * Natives.runShutdownHooks(), on the thread that runs jvm_exit: the hooks
+ * the application added with Runtime.addShutdownHook, which the JVM runs
+ * only from System.exit or DestroyJavaVM, neither of which a worker calls.
+ * java.lang.ApplicationShutdownHooks is not open to Java code outside
+ * java.base; JNI reaches it.  It runs each hook on its own thread and joins
+ * them; Runtime.addShutdownHook refuses new hooks from then on.
+ */
+
+static void JNICALL
+ngx_http_jvm_run_shutdown_hooks(JNIEnv *env, jclass cls)
+{
+    jclass     hooks;
+    jmethodID  run;
+
+    hooks = (*env)->FindClass(env, "java/lang/ApplicationShutdownHooks");
+    if (hooks == NULL) {
+        return;                         /* the exception goes to the caller */
+    }
+
+    run = (*env)->GetStaticMethodID(env, hooks, "runHooks", "()V");
+    if (run == NULL) {
+        return;
+    }
+
+    (*env)->CallStaticVoidMethod(env, hooks, run);
+    (*env)->DeleteLocalRef(env, hooks);
+}
+
+
+/* A Java byte[] copied into the request's pool. */
+
+static ngx_int_t
+ngx_http_jvm_vm_str(JNIEnv *env, ngx_http_request_t *r, jbyteArray a,
+    ngx_str_t *s)
+{
+    s->len = (size_t) (*env)->GetArrayLength(env, a);
+    s->data = ngx_pnalloc(r->pool, s->len + 1);
+
+    if (s->data == NULL) {
+        (*env)->ThrowNew(env, (*env)->FindClass(env,
+                                                "java/lang/OutOfMemoryError"),
+                         "nginx: no memory in the request's pool");
+        return NGX_ERROR;
+    }
+
+    (*env)->GetByteArrayRegion(env, a, 0, (jsize) s->len, (jbyte *) s->data);
+    s->data[s->len] = '\0';
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_jvm_vm_throw(JNIEnv *env, const char *cls, ngx_str_t *name,
+    const char *text)
+{
+    u_char   buf[512], *p;
+    jclass   c;
+
+    p = ngx_snprintf(buf, sizeof(buf) - 1, "%s: \"%V\"", text, name);
+    *p = '\0';
+
+    c = (*env)->FindClass(env, cls);
+    if (c != NULL) {
+        (*env)->ThrowNew(env, c, (char *) buf);
+    }
+}
+
+
+/*
+ * The natives of nginx.jvm.Shm, on any thread: they copy between Java's
+ * arrays and the zone, and never call into the JVM while the zone's mutex
+ * is held (the ngx_http_jvm_dict_*() functions take and release it).  Java
+ * checks the arguments first (nginx.jvm.SharedDict); a bad one here is
+ * answered with a code, never a crash.
+ */
+
+#define NGX_HTTP_JVM_SHM_STACK  1024
+
+
+/* Copies a Java byte[] into buf, or into malloc()'s memory if larger. */
+
+static u_char *
+ngx_http_jvm_shm_bytes(JNIEnv *env, jbyteArray a, u_char *buf, size_t cap,
+    size_t *len)
+{
+    u_char  *p;
+
+    *len = (size_t) (*env)->GetArrayLength(env, a);
+    p = (*len <= cap) ? buf : malloc(*len);
+
+    if (p != NULL) {
+        (*env)->GetByteArrayRegion(env, a, 0, (jsize) *len, (jbyte *) p);
+    }
+
+    return p;
+}
+
+
+static jlong JNICALL
+ngx_http_jvm_shm_dict(JNIEnv *env, jclass cls, jbyteArray name)
+{
+    u_char  buf[NGX_HTTP_JVM_DICT_NAME_MAX];
+    jsize   len;
+
+    len = (*env)->GetArrayLength(env, name);
+
+    if (len <= 0 || len > NGX_HTTP_JVM_DICT_NAME_MAX) {
+        return 0;
+    }
+
+    (*env)->GetByteArrayRegion(env, name, 0, len, (jbyte *) buf);
+
+    return (jlong) (uintptr_t) ngx_http_jvm_dict_find(buf, (size_t) len);
+}
+
+
+static jlong JNICALL
+ngx_http_jvm_shm_dict_capacity(JNIEnv *env, jclass cls, jlong dict)
+{
+    return (jlong) ((ngx_http_jvm_dict_t *) (uintptr_t) dict)->size;
+}
+
+
+/* The value of key: a byte[] of its type and its bytes, or null. */
+
+static jbyteArray JNICALL
+ngx_http_jvm_shm_dict_get(JNIEnv *env, jclass cls, jlong dict,
+    jbyteArray key)
+{
+    u_char      kbuf[NGX_HTTP_JVM_SHM_STACK], vbuf[4 * NGX_HTTP_JVM_SHM_STACK];
+    u_char     *k, *v, *p;
+    jbyte       t;
+    size_t      klen, cap, len;
+    ngx_int_t   rc;
+    ngx_uint_t  type;
+    jbyteArray  a;
+
+    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
+    if (k == NULL) {
+        return NULL;
+    }
+
+    v = vbuf;
+    cap = sizeof(vbuf);
+
+    for ( ;; ) {
+        rc = ngx_http_jvm_dict_get((ngx_http_jvm_dict_t *) (uintptr_t) dict,
+                                   k, klen, v, cap, &len, &type);
+
+        if (rc != NGX_HTTP_JVM_DICT_AGAIN) {
+            break;
+        }
+
+        /* larger than the buffer: again with one of its size */
+
+        p = malloc(len);
+        if (p == NULL) {
+            rc = NGX_HTTP_JVM_DICT_NO_MEMORY;
+            break;
+        }
+
+        if (v != vbuf) {
+            free(v);
+        }
+
+        v = p;
+        cap = len;
+    }
+
+    a = NULL;
+
+    if (rc == NGX_HTTP_JVM_DICT_OK) {
+        a = (*env)->NewByteArray(env, (jsize) (len + 1));
+
+        if (a != NULL) {
+            t = (jbyte) type;
+            (*env)->SetByteArrayRegion(env, a, 0, 1, &t);
+            (*env)->SetByteArrayRegion(env, a, 1, (jsize) len, (jbyte *) v);
+        }
+    }
+
+    if (v != vbuf) {
+        free(v);
+    }
+
+    if (k != kbuf) {
+        free(k);
+    }
+
+    return a;
+}
+
+
+static jint JNICALL
+ngx_http_jvm_shm_dict_set(JNIEnv *env, jclass cls, jlong dict, jint op,
+    jbyteArray key, jbyteArray value, jint type, jlong ttl)
+{
+    u_char               kbuf[NGX_HTTP_JVM_SHM_STACK];
+    u_char              *k, *v;
+    size_t               klen, vlen;
+    ngx_int_t            rc;
+    ngx_http_jvm_dict_t  *d;
+
+    d = (ngx_http_jvm_dict_t *) (uintptr_t) dict;
+
+    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
+    if (k == NULL) {
+        return NGX_HTTP_JVM_DICT_NO_MEMORY;
+    }
+
+    vlen = (size_t) (*env)->GetArrayLength(env, value);
+
+    if (!ngx_http_jvm_dict_fits(d, klen, vlen)) {
+        rc = NGX_HTTP_JVM_DICT_TOO_LARGE;
+        goto done;
+    }
+
+    /* no copy of a large value; nothing of the JVM's is called meanwhile */
+
+    v = (*env)->GetPrimitiveArrayCritical(env, value, NULL);
+    if (v == NULL) {
+        rc = NGX_HTTP_JVM_DICT_NO_MEMORY;
+        goto done;
+    }
+
+    rc = ngx_http_jvm_dict_set(d, (ngx_uint_t) op, k, klen, v, vlen,
+                               (ngx_uint_t) type, (int64_t) ttl);
+
+    (*env)->ReleasePrimitiveArrayCritical(env, value, v, JNI_ABORT);
+
+done:
+
+    if (k != kbuf) {
+        free(k);
+    }
+
+    return (jint) rc;
+}
+
+
+static jint JNICALL
+ngx_http_jvm_shm_dict_incr(JNIEnv *env, jclass cls, jlong dict,
+    jbyteArray key, jlong delta, jlong init, jlong ttl, jlongArray result)
+{
+    u_char               kbuf[NGX_HTTP_JVM_SHM_STACK];
+    u_char              *k;
+    size_t               klen;
+    int64_t              n;
+    ngx_int_t            rc;
+    ngx_http_jvm_dict_t  *d;
+
+    d = (ngx_http_jvm_dict_t *) (uintptr_t) dict;
+
+    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
+    if (k == NULL) {
+        return NGX_HTTP_JVM_DICT_NO_MEMORY;
+    }
+
+    if (!ngx_http_jvm_dict_fits(d, klen, sizeof(int64_t))) {
+        rc = NGX_HTTP_JVM_DICT_TOO_LARGE;
+
+    } else {
+        rc = ngx_http_jvm_dict_incr(d, k, klen, (int64_t) delta,
+                                    (int64_t) init, (int64_t) ttl, &n);
+    }
+
+    if (k != kbuf) {
+        free(k);
+    }
+
+    if (rc == NGX_HTTP_JVM_DICT_OK) {
+        (*env)->SetLongArrayRegion(env, result, 0, 1, (jlong *) &n);
+    }
+
+    return (jint) rc;
+}
+
+
+static jint JNICALL
+ngx_http_jvm_shm_dict_delete(JNIEnv *env, jclass cls, jlong dict,
+    jbyteArray key)
+{
+    u_char     kbuf[NGX_HTTP_JVM_SHM_STACK];
+    u_char    *k;
+    size_t     klen;
+    ngx_int_t  rc;
+
+    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
+    if (k == NULL) {
+        return NGX_HTTP_JVM_DICT_NO_MEMORY;
+    }
+
+    rc = ngx_http_jvm_dict_delete((ngx_http_jvm_dict_t *) (uintptr_t) dict,
+                                  k, klen);
+
+    if (k != kbuf) {
+        free(k);
+    }
+
+    return (jint) rc;
+}
+
+
+/* At most limit keys: each a 2-byte length (native order) and the bytes. */
+
+static jbyteArray JNICALL
+ngx_http_jvm_shm_dict_keys(JNIEnv *env, jclass cls, jlong dict, jint limit)
+{
+    u_char      *buf;
+    size_t       len;
+    jbyteArray   a;
+
+    if (ngx_http_jvm_dict_keys((ngx_http_jvm_dict_t *) (uintptr_t) dict,
+                               (ngx_uint_t) limit, &buf, &len)
+        != NGX_HTTP_JVM_DICT_OK)
+    {
+        return NULL;
+    }
+
+    a = (*env)->NewByteArray(env, (jsize) len);
+
+    if (a != NULL) {
+        (*env)->SetByteArrayRegion(env, a, 0, (jsize) len, (jbyte *) buf);
+    }
+
+    free(buf);
+
+    return a;
+}
+
+
+/* out: live entries, entries ever evicted to make room. */
+
+static void JNICALL
+ngx_http_jvm_shm_dict_stats(JNIEnv *env, jclass cls, jlong dict,
+    jlongArray out)
+{
+    jlong       v[2];
+    ngx_uint_t  evicted;
+
+    v[0] = (jlong) ngx_http_jvm_dict_size(
+                       (ngx_http_jvm_dict_t *) (uintptr_t) dict, &evicted);
+    v[1] = (jlong) evicted;
+
+    (*env)->SetLongArrayRegion(env, out, 0, 2, v);
+}
+
+
+static void JNICALL
+ngx_http_jvm_shm_dict_clear(JNIEnv *env, jclass cls, jlong dict)
+{
+    ngx_http_jvm_dict_clear((ngx_http_jvm_dict_t *) (uintptr_t) dict);
+}
+
+
+static jlong JNICALL
+ngx_http_jvm_shm_topic(JNIEnv *env, jclass cls, jbyteArray name)
+{
+    u_char  buf[NGX_HTTP_JVM_DICT_NAME_MAX];
+    jsize   len;
+
+    len = (*env)->GetArrayLength(env, name);
+
+    if (len <= 0 || len > NGX_HTTP_JVM_DICT_NAME_MAX) {
+        return 0;
+    }
+
+    (*env)->GetByteArrayRegion(env, name, 0, len, (jbyte *) buf);
+
+    return (jlong) (uintptr_t) ngx_http_jvm_topic_find(buf, (size_t) len);
+}
+
+
+static jlong JNICALL
+ngx_http_jvm_shm_topic_max(JNIEnv *env, jclass cls, jlong topic)
+{
+    return (jlong) ngx_http_jvm_topic_max(
+                       (ngx_http_jvm_topic_t *) (uintptr_t) topic);
+}
+
+
+static jint JNICALL
+ngx_http_jvm_shm_topic_publish(JNIEnv *env, jclass cls, jlong topic,
+    jbyteArray data, jint type)
+{
+    u_char     *p;
+    size_t      len;
+    ngx_int_t   rc;
+
+    len = (size_t) (*env)->GetArrayLength(env, data);
+
+    /* no copy; nothing of the JVM's is called while it is held */
+
+    p = (*env)->GetPrimitiveArrayCritical(env, data, NULL);
+    if (p == NULL) {
+        return NGX_HTTP_JVM_DICT_NO_MEMORY;
+    }
+
+    rc = ngx_http_jvm_topic_publish((ngx_http_jvm_topic_t *) (uintptr_t) topic,
+                                    p, len, (ngx_uint_t) type);
+
+    (*env)->ReleasePrimitiveArrayCritical(env, data, p, JNI_ABORT);
+
+    return (jint) rc;
+}
+
+
+/* out: messages published, messages refused (the ring was full). */
+
+static void JNICALL
+ngx_http_jvm_shm_topic_stats(JNIEnv *env, jclass cls, jlong topic,
+    jlongArray out)
+{
+    jlong     v[2];
+    uint64_t  published, overflows;
+
+    ngx_http_jvm_topic_stats((ngx_http_jvm_topic_t *) (uintptr_t) topic,
+                             &published, &overflows);
+
+    v[0] = (jlong) published;
+    v[1] = (jlong) overflows;
+
+    (*env)->SetLongArrayRegion(env, out, 0, 2, v);
+}
