@@ -2,30 +2,37 @@
 /*
  * nginx-jvm: JVM web applications served from inside nginx workers.
  *
- * The module is split by concern, in layers that only call downward:
+ * The module is split by concern, in layers that only call downward
+ * (tests/test_layers.py checks it: no file calls back into one that
+ * calls it; only module.c's process hooks drive every layer in turn):
  *
  *   ngx_http_jvm_module.c    directives, configuration, process hooks
+ *   ngx_http_jvm_cache.c     the class cache, in the master
+ *   ngx_http_jvm_child.c     the master's JVMs in child processes: the
+ *                            trial start, the cache's build
  *   ngx_http_jvm_reload.c    reloads: old workers serve until new are ready
- *   ngx_http_jvm_request.c   content handler: the request described to Java
+ *   ngx_http_jvm_natives.c   the natives Java calls up, registered at the
+ *                            worker's start
  *   ngx_http_jvm_phase.c     rewrite, access, header filter, log, jvm_set
+ *   ngx_http_jvm_request.c   content handler: the request described to Java
+ *   ngx_http_jvm_handler.c   the handlers directives name, by id
+ *   ngx_http_jvm_subrequest.c subrequests answered in memory (loop only)
+ *   ngx_http_jvm_variable.c  variables read and set for Java (loop only)
+ *   ngx_http_jvm_topic.c     publish and subscribe across workers
+ *                            (jvm_topic); publishing from any thread
  *   ngx_http_jvm_task.c      handlers off the event loop: eventfd, tasks,
  *                            response timeouts
  *   ngx_http_jvm_response.c  an encoded response into headers_out and the
  *                            output chain: inline and file bodies
+ *   ngx_http_jvm_shared.c    shared dictionaries (jvm_shared_dict), from
+ *                            any thread
+ *   ngx_http_jvm_wire.c      a response's header fields encoded for Java
  *   ngx_http_jvm_websocket.c WebSocket handshake, frames, close (RFC 6455)
  *   ngx_http_jvm_stream.c    the request's context; bodies sent in pieces
- *   ngx_http_jvm_vm.c        the worker's JVM: the only file that calls JNI
+ *   ngx_http_jvm_vm.c        the worker's JVM and every call down into it
  *
- * Beside them, on the event loop, for vm.c's natives:
- *
- *   ngx_http_jvm_variable.c  variables read and set for Java
- *   ngx_http_jvm_subrequest.c subrequests answered in memory
- *
- * And called by vm.c's natives from any thread:
- *
- *   ngx_http_jvm_shared.c    shared dictionaries (jvm_shared_dict)
- *   ngx_http_jvm_topic.c     publish and subscribe across workers
- *                            (jvm_topic); its timer delivers through vm.c
+ * Only vm.c, natives.c and child.c include jni.h (through
+ * ngx_http_jvm_jni.h, the JNI state they share).
  *
  * The bytes that cross between C and Java, and the codes Java answers with,
  * are described once, in docs/internals.md; the constants below are the C
@@ -231,9 +238,10 @@ ngx_int_t ngx_http_jvm_topic_publish(ngx_http_jvm_topic_t *topic,
 void ngx_http_jvm_topic_stats(ngx_http_jvm_topic_t *topic,
     uint64_t *published, uint64_t *overflows);
 
-/* ngx_http_jvm_module.c */
+/* ngx_http_jvm_handler.c: the handlers directives name */
 ngx_int_t ngx_http_jvm_handler_index(ngx_conf_t *cf, ngx_str_t *name,
     const char *directive);
+ngx_int_t ngx_http_jvm_valid_handler_name(ngx_str_t *name);
 
 /* ngx_http_jvm_request.c */
 ngx_int_t ngx_http_jvm_content_handler(ngx_http_request_t *r);
