@@ -48,13 +48,15 @@ public final class Log {
 
     /**
      * Sets up the worker's logging from {@code -Dnginx.jvm.log}: System.out
-     * and System.err line by line, java.util.logging. Called once, before
-     * any handler loads.
+     * and System.err line by line. Called once, before any handler loads;
+     * true when it set them up (then {@link JulHandler} takes
+     * java.util.logging: Worker installs it, so this public class never
+     * reaches into a package-private one that calls back).
      */
-    static void install() {
+    static boolean install() {
         String level = System.getProperty("nginx.jvm.log");
         if (level == null || threshold != 0) {
-            return;
+            return false;
         }
         try {
             threshold = Math.max(EMERG, Math.min(DEBUG, Integer.parseInt(level)));
@@ -63,7 +65,7 @@ public final class Log {
         }
         System.setOut(new PrintStream(new Lines(NOTICE, "stdout"), true, StandardCharsets.UTF_8));
         System.setErr(new PrintStream(new Lines(WARN, "stderr"), true, StandardCharsets.UTF_8));
-        JulHandler.install(threshold);
+        return true;
     }
 
     /** Whether entries of {@code level} are written at all. */

@@ -234,7 +234,26 @@ public final class Request {
         if (uri == null || !uri.startsWith("/")) {
             throw new IllegalArgumentException("a subrequest's URI must start with \"/\": " + uri);
         }
-        return Subrequests.start(this, Subrequests.spec(method, uri, args, headers, body));
+        byte[] spec = Subrequests.spec(method, uri, args, headers, body);
+        java.util.concurrent.CompletableFuture<Response> f = new java.util.concurrent.CompletableFuture<>();
+        Runnable start = () -> {
+            try {
+                long r = live();
+                if (!suspended) {
+                    throw new IllegalStateException("a subrequest needs a request that can wait for it:"
+                            + " a handler with jvm_async on, or in jvm_mode pool or virtual");
+                }
+                subrequests.add(Subrequests.start(r, spec, f));
+            } catch (Throwable t) {
+                f.completeExceptionally(t);
+            }
+        };
+        if (LoopCalls.onLoop()) {
+            start.run();
+        } else {
+            LoopCalls.post(start);
+        }
+        return f;
     }
 
     /** Event loop: the request's address, if it still lives. */

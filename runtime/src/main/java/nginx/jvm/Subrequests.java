@@ -5,6 +5,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 
@@ -23,34 +24,20 @@ final class Subrequests {
     private Subrequests() {
     }
 
-    static CompletableFuture<Response> start(Request request, byte[] spec) {
-        CompletableFuture<Response> f = new CompletableFuture<>();
-        Runnable start = () -> {
-            try {
-                long r = request.live();
-                if (!request.suspended) {
-                    throw new IllegalStateException("a subrequest needs a request that can wait for it:"
-                            + " a handler with jvm_async on, or in jvm_mode pool or virtual");
-                }
-                int id = id();
-                pending.put(id, f);
-                request.subrequests.add(id);
-                String err = Natives.startSubrequest(r, id, spec);
-                if (err != null) {
-                    pending.remove(id);
-                    request.subrequests.remove((Integer) id);
-                    throw new IllegalStateException("the subrequest cannot start: " + err);
-                }
-            } catch (Throwable t) {
-                f.completeExceptionally(t);
-            }
-        };
-        if (LoopCalls.onLoop()) {
-            start.run();
-        } else {
-            LoopCalls.post(start);
+    /**
+     * Event loop: starts a subrequest of nginx's request {@code r} as
+     * {@code spec} says; {@code f} completes with its answer. Returns its
+     * id; throws when it cannot start.
+     */
+    static int start(long r, byte[] spec, CompletableFuture<Response> f) {
+        int id = id();
+        pending.put(id, f);
+        String err = Natives.startSubrequest(r, id, spec);
+        if (err != null) {
+            pending.remove(id);
+            throw new IllegalStateException("the subrequest cannot start: " + err);
         }
-        return f;
+        return id;
     }
 
     private static int id() {
@@ -92,15 +79,18 @@ final class Subrequests {
         f.complete(r);
     }
 
-    /** The request is over: what it still waits for fails (nginx normally finishes them first). */
-    static void abandon(Request request) {
-        for (Integer id : new ArrayList<>(request.subrequests)) {
+    /**
+     * A request is over: what it still waits for (the ids of its
+     * subrequests in flight) fails; nginx normally finishes them first.
+     */
+    static void abandon(List<Integer> ids) {
+        for (Integer id : new ArrayList<>(ids)) {
             CompletableFuture<Response> f = pending.remove(id);
             if (f != null) {
                 f.completeExceptionally(new IOException("the request is over"));
             }
         }
-        request.subrequests.clear();
+        ids.clear();
     }
 
     private static String string(ByteBuffer b, int at) {

@@ -229,7 +229,7 @@ final class Tasks {
         if (t != null) {
             t.cancelled = true;
             t.request.handle = 0;
-            Subrequests.abandon(t.request);
+            Subrequests.abandon(t.request.subrequests);
             t.closeBody();
             t.request.end();
             if (!t.taken && t.mode == POOL) {

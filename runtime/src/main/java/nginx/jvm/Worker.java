@@ -22,7 +22,9 @@ import java.util.Map;
 final class Worker {
     static {
         // first: a handler's namespace may print or log as it loads
-        Log.install();
+        if (Log.install()) {
+            JulHandler.install(Log.threshold());
+        }
     }
 
     private static final int BUFFER_SIZE = 64 * 1024;
