@@ -311,3 +311,12 @@ def test_no_public_class_reaches_into_a_private_one_and_back():
                     knots.append(" -> ".join([c] + back))
     assert not knots, "public classes reached back through the core: %s" \
         % knots
+
+
+def test_internals_md_draws_every_c_file():
+    """docs/internals.md's picture of the layers names every C file."""
+    doc = (ROOT / "docs" / "internals.md").read_text()
+    layers = doc[doc.index("## Layers"):]
+    layers = layers[:layers.index("\n## ", 1)]
+    missing = sorted(f for f in sources() if f not in layers)
+    assert not missing, "docs/internals.md's layers lack: %s" % missing
