@@ -142,20 +142,23 @@ NGINX_JVM = {
 LAUNCHER = ROOT / "bin" / "nginx-jvm"
 
 
-def writer_conf(prefix, port, handler, classpath, options):
+def writer_conf(prefix, port, handler, classpath, options, workers=2):
     """The nginx.conf of an nginx-jvm server whose prefix is `prefix`, from
     the one writer of it, `bin/nginx-jvm config` (the launcher's and
     run-server's): as root, no class cache, the error log in
-    prefix/logs/error.log."""
+    prefix/logs/error.log. bench/websocket.py, phases.py and shared.py
+    take theirs from here too."""
     return subprocess.run(
         [str(LAUNCHER), "config", "--prefix", str(prefix), "--port",
          str(port), "--handler", handler, "--classpath",
-         ":".join(map(str, classpath)), "--workers", "2", "--user", "root",
+         ":".join(map(str, classpath)), "--workers", str(workers),
+         "--user", "root",
          "--cache", "off", "--error-log", str(Path(prefix) / "logs" /
                                                "error.log"),
          "--error-level", "warn"] + list(options),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         check=True).stdout
+
 
 # Jetty's class path: Debian's libring-jetty-adapter-clojure and what it
 # depends on (dpkg -L libring-jetty-adapter-clojure libring-servlet-clojure
