@@ -2,6 +2,7 @@
 nginx-jvm servers' from the one writer (bin/nginx-jvm config), and
 nginx-jetty's nginx with the writer's settings.  Nothing is started."""
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -10,6 +11,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import phases  # noqa: E402
+import reload  # noqa: E402
 import shared  # noqa: E402
 import websocket  # noqa: E402
 from benchsuite import servers  # noqa: E402
@@ -69,6 +71,17 @@ def test_shared_server(tmp_path, monkeypatch):
     assert 'jvm_content "bench.SharedBench";' in conf      # /bench
     assert "location /pool/bench { jvm_mode pool;" in conf
     assert "location /roundtrip { jvm_mode pool;" in conf
+
+
+def test_reload_plain_nginx_keeps_the_launchers_settings():
+    # nginx-jvm is `bin/nginx-jvm run`: its config, printed
+    r = subprocess.run(
+        [str(servers.LAUNCHER), "run", "--handler", "a.B", "--classpath",
+         "/tmp", "--port", "1", "--workers", "2", "--print-config"]
+        + reload.RUN_OPTIONS, stdout=subprocess.PIPE, text=True, check=True)
+    plain = reload.plain_conf(1)
+    assert settings(plain) == settings(r.stdout)
+    assert 'return 200 "Hello, nginx!";' in plain
 
 
 def test_the_writer_is_called_once_per_server_kind():
