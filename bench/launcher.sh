@@ -40,45 +40,28 @@ trap bench_cleanup EXIT
 bench_file "$work/index.html"
 
 
-start() {  # name conf-file
-    local dir=$work/$1
-    mkdir -p "$dir/tmp"
-    sed "s|/tmp/nginx-jvm.XXXXXX|$dir|g; s|error_log stderr notice;|error_log $dir/error.log warn;|" "$2" > "$dir/nginx.conf"
-    # the launcher finds the JVM the module loads through JAVA_HOME
-    if [ "$1" = virtual ]; then
-        JAVA_HOME=$jdk25 nginx -p "$dir" -c "$dir/nginx.conf"
-    else
-        nginx -p "$dir" -c "$dir/nginx.conf"
-    fi
-    pids+=("$(cat "$dir/nginx.pid")")
-}
-
-launcher_conf() {  # port mode
-    local java_home=${JAVA_HOME:-}
-    [ "$2" != virtual ] || java_home=$jdk25
-    JAVA_HOME=$java_home "$top/bin/nginx-jvm" run --handler bench.core/handler \
-        --classpath "$top/bench/app" --port "$1" --workers 2 --mode "$2" \
-        --jvm-option "-Dbench.file=$work/index.html" --print-config
-}
-
+# The launcher's own options for the bench app (its user: nobody when root,
+# its class cache); plain nginx is the same config without the JVM
+# (common.sh's plain_conf), so it keeps the launcher's settings.
+launcher_args=(--handler bench.core/handler --classpath "$top/bench/app" --workers 2
+               --jvm-option "-Dbench.file=$work/index.html")
 declare -A port
 names=(plain)
 port[plain]=$(free_port)
+plain_conf "$work/plain" "$work/index.html" "${launcher_args[@]}" --port "${port[plain]}"
 IFS=, read -ra mode_list <<<"$modes"
 for m in "${mode_list[@]}"; do
     port[$m]=$(free_port)
-    launcher_conf "${port[$m]}" "$m" > "$work/$m.conf"
+    jvm_conf "$work/$m" "${launcher_args[@]}" --port "${port[$m]}" --mode "$m"
     names+=("$m")
 done
-# plain nginx with the launcher's settings
-sed -e '/load_module/d' -e '/jvm_classpath/,/;/d' -e '/jvm_options/d' -e '/jvm_cache/d' \
-    -e '/jvm_path/d' -e '/jvm_mode/d' -e '/jvm_pool_size/d' -e '/jvm_queue/d' \
-    -e "s|jvm_content .*|return 200 'Hello, Clojure!';|" \
-    -e "s|listen 127.0.0.1:${port[${mode_list[0]}]}|listen 127.0.0.1:${port[plain]}|" \
-    -e "s|        location / {|        location = /file { default_type text/html; alias $work/index.html; }\n        location / { default_type text/plain;|" \
-    "$work/${mode_list[0]}.conf" > "$work/plain.conf"
+# the module finds the JVM through JAVA_HOME, at nginx's start
 for n in "${names[@]}"; do
-    start "$n" "$work/$n.conf"
+    if [ "$n" = virtual ]; then
+        JAVA_HOME=$jdk25 start_conf "$work/$n"
+    else
+        start_conf "$work/$n"
+    fi
 done
 
 IFS=, read -ra route_list <<<"$routes"

@@ -27,39 +27,24 @@ pids=()
 trap bench_cleanup EXIT
 
 
-common="user root;
-worker_processes 2;
-error_log logs/error.log warn;
-pid logs/nginx.pid;
-events { worker_connections 4096; }"
-http_common="access_log off; keepalive_requests 1000000;
-    client_body_temp_path tmp/body; proxy_temp_path tmp/proxy;
-    fastcgi_temp_path tmp/fastcgi; uwsgi_temp_path tmp/uwsgi; scgi_temp_path tmp/scgi;"
-
-start() {  # name conf
-    local dir=$work/$1
-    mkdir -p "$dir/logs" "$dir/tmp"
-    printf '%s\n' "$2" > "$dir/nginx.conf"
-    nginx -p "$dir" -c "$dir/nginx.conf"
-    pids+=("$(cat "$dir/logs/nginx.pid")")
-}
+# The configs come from the one writer (common.sh's jvm_conf: bin/nginx-jvm
+# config), 2 workers as root, no class cache; plain nginx is the same
+# config without the JVM (plain_conf), so it keeps the same settings.
+jvm_args=(--handler bench.core/handler --classpath "$top/bench/app" --workers 2
+          --user root --cache off)
 
 jvm() {  # name port tree [extra locations]
-    start "$1" "load_module $3/build/ngx_http_jvm_module.so;
-$common
-http { $http_common
-  jvm_classpath $3/build/nginx-jvm.jar $3/build/lib/* $top/bench/app;
-  server { listen 127.0.0.1:$2;
-    location / { jvm_content bench.core/handler; }
-    ${4:-} } }"
+    jvm_conf "$work/$1" "${jvm_args[@]}" --port "$2" --module "$3/build/ngx_http_jvm_module.so" \
+        ${4:+--server "$4"}
+    # the base tree's runtime jar, in place of this tree's
+    sed -i "s|\"$top/build/nginx-jvm.jar\"|\"$3/build/nginx-jvm.jar\"|" "$work/$1/nginx.conf"
+    start_conf "$work/$1"
 }
 
 declare -A port
 port[nginx]=$(free_port)
-start nginx "$common
-http { $http_common
-  server { listen 127.0.0.1:${port[nginx]};
-    location = /hello { default_type text/plain; return 200 'Hello, Clojure!'; } } }"
+plain_conf "$work/nginx" /dev/null "${jvm_args[@]}" --port "${port[nginx]}"
+start_conf "$work/nginx"
 port[jvm]=$(free_port)
 jvm jvm "${port[jvm]}" "$top"
 port[status]=$(free_port)
@@ -84,7 +69,7 @@ declare -A results cpus
 hz=$(getconf CLK_TCK)
 for r in $(seq 1 "$rounds"); do
     for n in "${names[@]}"; do
-        master=$(cat "$work/$n/logs/nginx.pid")
+        master=$(cat "$work/$n/nginx.pid")
         before=$(workers_cpu "$master")
         rps=$(rate "http://127.0.0.1:${port[$n]}/hello")
         after=$(workers_cpu "$master")

@@ -38,12 +38,14 @@ JAVA_HOME = os.environ.get("JAVA_HOME") or "/usr/lib/jvm/java-17-openjdk-amd64"
 RESULTS = ROOT / "bench" / "results"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchsuite import servers                                # noqa: E402
 from benchsuite.load import wrk                               # noqa: E402
 from benchsuite.servers import free_port                      # noqa: E402
 
+# the upstream: plain nginx of its own, not measured
 UPSTREAM = """\
 worker_processes 1;
-error_log {prefix}/error.log warn;
+error_log {prefix}/logs/error.log warn;
 pid {prefix}/nginx.pid;
 events {{ worker_connections 1024; }}
 http {{
@@ -55,39 +57,28 @@ http {{
 }}
 """
 
-JVM = """\
-load_module {build}/ngx_http_jvm_module.so;
-user root;
-worker_processes 1;
-error_log {prefix}/error.log warn;
-pid {prefix}/nginx.pid;
-events {{ worker_connections 1024; }}
-http {{
-    access_log off;
-    client_body_temp_path {prefix}/tmp;
-    jvm_classpath {build}/nginx-jvm.jar {classes};
-    upstream up {{ server 127.0.0.1:{up}; keepalive 32; }}
-    server {{
-        listen 127.0.0.1:{port};
-        root {prefix}/html;
-        location /static/ {{ }}
-        location /checked/ {{ jvm_access bench.PhaseBench$Check;
-                             alias {prefix}/html/static/; }}
-        location /checked-pool/ {{ jvm_mode pool;
-                                  jvm_access bench.PhaseBench$Check;
-                                  alias {prefix}/html/static/; }}
-        location /proxy/ {{ proxy_http_version 1.1;
-                           proxy_set_header Connection "";
-                           proxy_pass http://up/; }}
-        location /internal/ {{ internal;
-                              proxy_http_version 1.1;
-                              proxy_set_header Connection "";
-                              proxy_pass http://up/; }}
-        location = /subrequest {{ jvm_async on;
-                                 jvm_content bench.PhaseBench$OneCall; }}
-    }}
-}}
-"""
+
+def jvm_conf(prefix, port, classes, up):
+    """The measured nginx's config, from the one writer (bin/nginx-jvm
+    config, through benchsuite.servers.writer_conf), one worker: the
+    subrequest's handler is its handler (location /), the static file is
+    --static, and the other routes are locations of --server."""
+    static = "%s/html/static/" % prefix
+    return servers.writer_conf(
+        prefix, port, "bench.PhaseBench$OneCall", [classes], [
+            "--async", "--static", "/static/=%s" % static,
+            "--http", "upstream up { server 127.0.0.1:%d; keepalive 32; }"
+            % up,
+            "--server", "location /checked/ { jvm_access bench.PhaseBench$Check;"
+            " alias %s; }" % static,
+            "--server", "location /checked-pool/ { jvm_mode pool;"
+            " jvm_access bench.PhaseBench$Check; alias %s; }" % static,
+            "--server", "location /proxy/ { proxy_http_version 1.1;"
+            " proxy_set_header Connection \"\"; proxy_pass http://up/; }",
+            "--server", "location /internal/ { internal;"
+            " proxy_http_version 1.1; proxy_set_header Connection \"\";"
+            " proxy_pass http://up/; }"], workers=1)
+
 
 ROUTES = [("static", "/static/a.txt"), ("access+static", "/checked/a.txt"),
           ("access(pool)+static", "/checked-pool/a.txt"),
@@ -95,18 +86,20 @@ ROUTES = [("static", "/static/a.txt"), ("access+static", "/checked/a.txt"),
 
 
 class Server:
-    def __init__(self, template, **kw):
+    """An nginx in a prefix of its own, on a free port; conf(prefix, port)
+    is its nginx.conf."""
+
+    def __init__(self, conf):
         self.prefix = tempfile.mkdtemp(prefix="nginx-jvm-bench-phases-")
-        for d in ("tmp", "html/static"):
+        for d in ("logs", "tmp", "html/static"):
             os.makedirs(os.path.join(self.prefix, d))
         with open(os.path.join(self.prefix, "html/static/a.txt"), "w") as f:
             f.write("a small static file 0123456789\n")
         self.port = free_port()
-        conf = os.path.join(self.prefix, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write(template.format(prefix=self.prefix, port=self.port,
-                                    build=BUILD, **kw))
-        self.proc = subprocess.Popen([NGINX, "-p", self.prefix, "-c", conf,
+        path = os.path.join(self.prefix, "nginx.conf")
+        with open(path, "w") as f:
+            f.write(conf(self.prefix, self.port))
+        self.proc = subprocess.Popen([NGINX, "-p", self.prefix, "-c", path,
                                       "-g", "daemon off;"])
 
     def url(self, path):
@@ -151,8 +144,10 @@ def main():
     subprocess.run([JAVA_HOME + "/bin/javac", "--release", "17", "-cp",
                     str(BUILD / "nginx-jvm.jar"), "-d", classes,
                     str(ROOT / "bench/java/bench/PhaseBench.java")], check=True)
-    up = Server(UPSTREAM)
-    jvm = Server(JVM, classes=classes, up=up.port)
+    up = Server(lambda prefix, port: UPSTREAM.format(prefix=prefix,
+                                                     port=port))
+    jvm = Server(lambda prefix, port: jvm_conf(prefix, port, classes,
+                                               up.port))
     headers = [("X-Token", "secret")]
     rps = {name: [] for name, _ in ROUTES}
     try:

@@ -4,6 +4,10 @@
 # with its ratio to plain nginx.  Absolute numbers drift on a shared machine;
 # the ratios, taken in one run, are what to compare.
 #
+# nginx-jvm is measured with the nginx.conf the launcher writes, and again
+# started by nginx.jvm.server/run-server (hello and file): its config is
+# the launcher's, so its ratio should match.
+#
 #   bench/quick.sh [-d SECONDS] [-r ROUNDS] [-c CONNECTIONS]
 set -euo pipefail
 
@@ -22,52 +26,34 @@ done
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/nginx-jvm-bench.XXXXXX)
-pids=()
+pids=() jpids=()
 trap bench_cleanup EXIT
 
 bench_file "$work/index.html"
 
 
-# workers as root: the work directory is private to this user
-common="user root;
-worker_processes 2;
-error_log logs/error.log warn;
-pid logs/nginx.pid;
-events { worker_connections 4096; }"
-http_common="access_log off; keepalive_requests 1000000; sendfile on;
-    client_body_temp_path tmp/body; proxy_temp_path tmp/proxy;
-    fastcgi_temp_path tmp/fastcgi; uwsgi_temp_path tmp/uwsgi; scgi_temp_path tmp/scgi;"
-
-start() {  # name conf
-    local dir=$work/$1
-    mkdir -p "$dir/logs" "$dir/tmp"
-    printf '%s\n' "$2" > "$dir/nginx.conf"
-    nginx -p "$dir" -c "$dir/nginx.conf"
-    pids+=("$(cat "$dir/logs/nginx.pid")")
-}
+# Every server's nginx.conf comes from the one writer, bin/nginx-jvm config
+# (bench/common.sh's jvm_conf): 2 workers, as root (the work directory is
+# private to this user), no class cache (as before; run-server has none).
+# Plain nginx is the same config without the JVM (plain_conf), so it keeps
+# the launcher's settings, whatever they become.
+jdk_home=${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
+jvm_args=(--handler bench.core/handler --classpath "$top/bench/app" --workers 2
+          --user root --cache off --jvm-option "-Dbench.file=$work/index.html")
+for o in ${BENCH_JVM_OPTIONS:-}; do jvm_args+=(--jvm-option "$o"); done
 
 nginx_port=$(free_port)
-start nginx "$common
-http { $http_common
-  server { listen 127.0.0.1:$nginx_port;
-    location = /hello { default_type text/plain; return 200 'Hello, Clojure!'; }
-    location = /file { default_type text/html; alias $work/index.html; } } }"
+plain_conf "$work/nginx" "$work/index.html" "${jvm_args[@]}" --port "$nginx_port"
+start_conf "$work/nginx"
 
 jvm_server() {  # name port libjvm [extra locations]
-    start "$1" "load_module $top/build/ngx_http_jvm_module.so;
-$common
-http { $http_common
-  jvm_path $3;
-  jvm_classpath $top/build/nginx-jvm.jar $top/build/lib/* $top/bench/app;
-  jvm_options -Dbench.file=$work/index.html ${BENCH_JVM_OPTIONS:-};
-  server { listen 127.0.0.1:$2;
-    location / { jvm_content bench.core/handler; }
-    location /pool/ { jvm_mode pool; jvm_content bench.core/handler; }
-    ${4:-} } }"
+    jvm_conf "$work/$1" "${jvm_args[@]}" --port "$2" --jvm-path "$3" \
+        --server "location /pool/ { jvm_mode pool; jvm_content bench.core/handler; }" \
+        ${4:+--server "$4"}
+    start_conf "$work/$1"
 }
 
 # the JDK users get from Debian (17), and one with virtual threads if present
-jdk_home=${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
 jvm_port=$(free_port)
 jvm_server jvm "$jvm_port" "$jdk_home/lib/server/libjvm.so"
 vt_port=
@@ -82,51 +68,77 @@ for home in /usr/lib/jvm/*; do
     fi
 done
 
+# nginx.jvm.server/run-server from a clojure.main process, with the same
+# options: its nginx.conf is the launcher's too, and this measures it
+rs_port=$(free_port)
+mkdir -p "$work/run-server"
+"$jdk_home/bin/java" -cp "$top/build/nginx-jvm.jar:$top/build/lib/*:$top/bench/app" \
+    clojure.main -e "(require 'nginx.jvm.server 'bench.core)
+(nginx.jvm.server/run-server #'bench.core/handler
+  {:port $rs_port :workers 2 :jvm-path \"$jdk_home/lib/server/libjvm.so\"
+   :jvm-options [\"-Dbench.file=$work/index.html\" $(for o in ${BENCH_JVM_OPTIONS:-}; do printf '"%s" ' "$o"; done)]
+   :error-log \"$work/run-server/error.log\" :error-level \"warn\"})
+@(promise)" > "$work/run-server/stdout.log" 2>&1 &
+jpids+=($!)
+
 # wait for both, and warm the JVMs up
-for port in $nginx_port $jvm_port $vt_port; do
-    for _ in $(seq 1 100); do
+for port in $nginx_port $jvm_port $vt_port $rs_port; do
+    for _ in $(seq 1 150); do
         curl -fs -o /dev/null "http://127.0.0.1:$port/hello" && break
         sleep 0.2
     done
 done
 warm=("http://127.0.0.1:$jvm_port/hello" "http://127.0.0.1:$jvm_port/file"
-      "http://127.0.0.1:$jvm_port/pool/hello")
+      "http://127.0.0.1:$jvm_port/pool/hello" "http://127.0.0.1:$rs_port/hello"
+      "http://127.0.0.1:$rs_port/file")
 [ -n "$vt_port" ] && warm+=("http://127.0.0.1:$vt_port/virtual/hello")
 for url in "${warm[@]}"; do
     wrk -t1 -c"$conns" -d3s "$url" >/dev/null
 done
 
-rate() {  # url -> requests/s
-    wrk -t1 -c"$conns" -d"${duration}s" "$1" | awk '/^Requests\/sec/ {print $2}'
+rate() {  # url -> requests/s; a run with any error answer is no measurement
+    local out
+    out=$(wrk -t1 -c"$conns" -d"${duration}s" "$1")
+    if grep -q 'Non-2xx' <<<"$out"; then echo "$1: error answers" >&2; echo "$out" >&2; exit 1; fi
+    awk '/^Requests\/sec/ {print $2}' <<<"$out"
 }
 
-# case name, plain nginx's route, nginx-jvm's url, target ratio
-cases=("hello|hello|http://127.0.0.1:$jvm_port/hello|0.92"
-       "file|file|http://127.0.0.1:$jvm_port/file|0.98"
-       "pool-hello|hello|http://127.0.0.1:$jvm_port/pool/hello|0.75")
-[ -n "$vt_port" ] && cases+=("virtual-hello|hello|http://127.0.0.1:$vt_port/virtual/hello|0.75")
+# case name, plain nginx's route, nginx-jvm's url, run-server's url (if
+# measured), target ratio
+cases=("hello|hello|http://127.0.0.1:$jvm_port/hello|http://127.0.0.1:$rs_port/hello|0.92"
+       "file|file|http://127.0.0.1:$jvm_port/file|http://127.0.0.1:$rs_port/file|0.98"
+       "pool-hello|hello|http://127.0.0.1:$jvm_port/pool/hello||0.75")
+[ -n "$vt_port" ] && cases+=("virtual-hello|hello|http://127.0.0.1:$vt_port/virtual/hello||0.75")
 
 declare -A results
 for c in "${cases[@]}"; do
-    IFS='|' read -r name route url target <<<"$c"
+    IFS='|' read -r name route url rs_url target <<<"$c"
     for r in $(seq 1 "$rounds"); do
         results[nginx,$name]+="$(rate "http://127.0.0.1:$nginx_port/$route") "
         results[jvm,$name]+="$(rate "$url") "
+        [ -z "$rs_url" ] || results[rs,$name]+="$(rate "$rs_url") "
     done
 done
 
 
 echo "nginx-jvm bench-quick: wrk -t1 -c$conns -d${duration}s, $rounds interleaved rounds, median"
 echo "JDK: $jdk_home${vt_port:+ (virtual threads: $vt_jdk)}"
-printf '%-14s %12s %12s %8s %8s\n' case "nginx req/s" "nginx-jvm" ratio target
+echo "nginx-jvm: the launcher's nginx.conf; run-server: nginx.jvm.server/run-server (the same writer)"
+printf '%-14s %12s %12s %8s %8s %12s %8s\n' case "nginx req/s" "nginx-jvm" ratio target \
+    run-server ratio
 for c in "${cases[@]}"; do
-    IFS='|' read -r name route url target <<<"$c"
+    IFS='|' read -r name route url rs_url target <<<"$c"
     n=$(echo "${results[nginx,$name]}" | median)
     j=$(echo "${results[jvm,$name]}" | median)
-    printf '%-14s %12.0f %12.0f %8.3f %8s\n' "$name" "$n" "$j" \
+    printf '%-14s %12.0f %12.0f %8.3f %8s' "$name" "$n" "$j" \
         "$(echo "$j / $n" | bc -l)" "$target"
+    if [ -n "$rs_url" ]; then
+        s=$(echo "${results[rs,$name]}" | median)
+        printf ' %12.0f %8.3f' "$s" "$(echo "$s / $n" | bc -l)"
+    fi
+    printf '\n'
 done
-if grep -E '\[(alert|crit|error|emerg)\]' "$work"/*/logs/error.log; then
+if grep -E '\[(alert|crit|error|emerg)\]' "$work"/*/error.log; then
     echo "bench-quick: errors in the servers' logs (above)" >&2
     exit 1
 fi

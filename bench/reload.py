@@ -27,6 +27,21 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from start import APPS, TOP, free_port  # noqa: E402
 from memory import children, workers_of  # noqa: E402
+from benchsuite import servers  # noqa: E402
+
+# nginx-jvm is the launcher's `run` (its config the one writer's) with
+# these options, and plain nginx has the same settings written out: the
+# bench suite's (servers.py's MAIN_CONF and HTTP_CONF, 2 workers), which
+# bench/tests/test_bench_configs.py checks against the writer's
+RUN_OPTIONS = servers.IDLE
+
+
+def plain_conf(port):
+    """Plain nginx's config, for a prefix with logs/ and tmp/."""
+    return ("%shttp {\n%s    server {\n"
+            "        listen 127.0.0.1:%d backlog=4096;\n"
+            "        location / { return 200 \"Hello, nginx!\"; }\n"
+            "    }\n}\n" % (servers.MAIN_CONF, servers.HTTP_CONF, port))
 
 
 def wrk(url, seconds, conns, actions=()):
@@ -56,37 +71,26 @@ def wrk(url, seconds, conns, actions=()):
 
 
 class Server:
-    def __init__(self, kind, workers=2):
+    def __init__(self, kind):
         self.kind = kind
         self.port = free_port()
-        self.workers = workers
+        self.workers = workers = 2              # as MAIN_CONF's
         if kind == "nginx-jvm":
             handler, classpath, self.path = APPS["compojure"]
             self.proc = subprocess.Popen(
                 [os.path.join(TOP, "bin/nginx-jvm"), "run", "--handler",
                  handler, "--classpath", classpath, "--port", str(self.port),
-                 "--workers", str(workers)],
+                 "--workers", str(workers)] + RUN_OPTIONS,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True)
             self.top = self.proc.pid
         else:
             self.path = "/"
             self.dir = tempfile.mkdtemp(prefix="nginx-reload-")
+            for d in ("logs", "tmp"):
+                os.mkdir(os.path.join(self.dir, d))
             with open(os.path.join(self.dir, "nginx.conf"), "w") as f:
-                f.write("""worker_processes %d;
-error_log %s/error.log warn;
-pid %s/nginx.pid;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    keepalive_requests 100000;
-    client_body_temp_path %s;
-    server {
-        listen 127.0.0.1:%d backlog=4096;
-        location / { return 200 "Hello, nginx!"; }
-    }
-}
-""" % (workers, self.dir, self.dir, self.dir, self.port))
+                f.write(plain_conf(self.port))
             self.proc = subprocess.Popen(
                 ["nginx", "-p", self.dir, "-c",
                  os.path.join(self.dir, "nginx.conf"), "-g", "daemon off;"],

@@ -43,31 +43,26 @@ NGINX = os.environ.get("NGINX", "/usr/sbin/nginx")
 JAVA_HOME = os.environ.get("JAVA_HOME") or "/usr/lib/jvm/java-17-openjdk-amd64"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchsuite import servers                                # noqa: E402
 from benchsuite.servers import free_port                      # noqa: E402
 
-CONF = """\
-load_module {build}/ngx_http_jvm_module.so;
-user root;
-worker_processes {workers};
-error_log {prefix}/error.log warn;
-pid {prefix}/nginx.pid;
-events {{ worker_connections 1024; }}
-http {{
-    access_log off;
-    client_body_temp_path {prefix}/tmp;
-    jvm_classpath {build}/nginx-jvm.jar {classes} {build}/bench-lib/*;
-    jvm_options -Dbench.redis={redis};
-    jvm_shared_dict bench 16m;
-    jvm_topic bench 1m;
-    jvm_init bench.TopicBench;
-    server {{
-        listen 127.0.0.1:{port} reuseport;
-        location /bench {{ jvm_content bench.SharedBench; }}
-        location /pool/bench {{ jvm_mode pool; jvm_content bench.SharedBench; }}
-        location /roundtrip {{ jvm_mode pool; jvm_content bench.TopicBench; }}
-    }}
-}}
-"""
+
+def conf(prefix, port, workers, classes, redis):
+    """The server's nginx.conf, from the one writer (bin/nginx-jvm config,
+    through benchsuite.servers.writer_conf): bench.SharedBench on the loop
+    is its handler (location /, so /bench), the pool's and the topic's
+    round trip locations of --server; every worker its own socket
+    (--reuseport), so that two requests at once may reach both."""
+    return servers.writer_conf(
+        prefix, port, "bench.SharedBench", [classes, BENCH_LIB / "*"], [
+            "--reuseport",
+            "--jvm-option", "-Dbench.redis=%d" % redis,
+            "--shared-dict", "bench:16m", "--topic", "bench:1m",
+            "--http", "jvm_init bench.TopicBench;",
+            "--server", "location /pool/bench { jvm_mode pool;"
+            " jvm_content bench.SharedBench; }",
+            "--server", "location /roundtrip { jvm_mode pool;"
+            " jvm_content bench.TopicBench; }"], workers=workers)
 
 
 def compile_handler(out):
@@ -108,15 +103,14 @@ class Redis:
 class Server:
     def __init__(self, workers, classes, redis):
         self.prefix = tempfile.mkdtemp(prefix="nginx-jvm-bench-shared-")
-        os.mkdir(os.path.join(self.prefix, "tmp"))
         self.port = free_port()
         self.workers = workers
-        conf = os.path.join(self.prefix, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write(CONF.format(build=BUILD, workers=workers,
-                                prefix=self.prefix, classes=classes,
-                                port=self.port, redis=redis))
-        self.proc = subprocess.Popen([NGINX, "-p", self.prefix, "-c", conf,
+        for d in ("logs", "tmp"):
+            os.mkdir(os.path.join(self.prefix, d))
+        path = os.path.join(self.prefix, "nginx.conf")
+        with open(path, "w") as f:
+            f.write(conf(self.prefix, self.port, workers, classes, redis))
+        self.proc = subprocess.Popen([NGINX, "-p", self.prefix, "-c", path,
                                       "-g", "daemon off;"])
         deadline = time.monotonic() + 60
         while True:

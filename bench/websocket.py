@@ -44,12 +44,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchsuite.load import rss_kb                            # noqa: E402
+from benchsuite import servers                                # noqa: E402
 from benchsuite.servers import children, free_port            # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build"
 WS = ROOT / "bench" / "ws"
-MODULE = BUILD / "ngx_http_jvm_module.so"
 JAR = BUILD / "nginx-jvm.jar"
 NGINX = os.environ.get("NGINX", "/usr/sbin/nginx")
 JDK17 = os.environ.get("BENCH_JDK17", "/usr/lib/jvm/java-17-openjdk-amd64")
@@ -63,34 +63,34 @@ SERVERS = {
     "jetty": "Jetty 12.0.16 WebSocket server (annotated echo endpoint), JDK 17, default flags",
     "nginx-jetty": "nginx `proxy_pass` (HTTP/1.1, Upgrade/Connection) to a Jetty like the one above",
 }
-# nginx-jvm servers: name -> location directives
-LOCATIONS = {
-    "jvm-ring": "jvm_content wsbench.echo/handler;",
-    "jvm-java": "jvm_content wsbench.JavaEcho;",
-    "jvm-pool": "jvm_mode pool; jvm_content wsbench.echo/handler;",
+# nginx-jvm servers: name -> (handler, the writer's options for it)
+NGINX_JVM = {
+    "jvm-ring": ("wsbench.echo/handler", []),
+    "jvm-java": ("wsbench.JavaEcho", []),
+    "jvm-pool": ("wsbench.echo/handler", ["--mode", "pool"]),
 }
 # every JVM gets these, so that jcmd can read its heap without a signal
 # (nginx-jvm's JVMs run with -Xrs, and SIGQUIT would make a worker quit),
 # and whose full GC (only jcmd's) leaves no dead objects behind as fillers
 ATTACH = ["-XX:+StartAttachListener", "-XX:MarkSweepDeadRatio=0"]
 
-MAIN_CONF = """user root;
-worker_processes 2;
 # 10,000 proxied WebSockets are 20,000 descriptors, and one worker may get
 # most of them: as many as this sandbox's hard limit allows
-worker_rlimit_nofile 20000;
-error_log logs/error.log warn;
-pid logs/nginx.pid;
-events { worker_connections 20000; }
-"""
-
-HTTP_CONF = """    access_log off;
-    client_body_temp_path tmp/body;
-    proxy_temp_path tmp/proxy;
-    fastcgi_temp_path tmp/fastcgi;
-    uwsgi_temp_path tmp/uwsgi;
-    scgi_temp_path tmp/scgi;
-"""
+CONNECTIONS = 20000
+# the nginx-jvm servers' configs come from the one writer (bin/nginx-jvm
+# config, through benchsuite.servers.writer_conf) with these options;
+# nginx-jetty's nginx has the same settings, written out as the bench
+# suite's plain nginx has them (servers.MAIN_CONF, HTTP_CONF), but for
+# worker_connections; bench/tests/test_bench_configs.py checks they match
+OPTIONS = ["--connections", str(CONNECTIONS),
+           "--main", "worker_rlimit_nofile 20000;",
+           "--http", "keepalive_timeout 300s;",
+           "--jvm-path", "%s/lib/server/libjvm.so" % JDK17] + [
+               x for o in ATTACH for x in ("--jvm-option", o)]
+MAIN_CONF = servers.MAIN_CONF.replace(
+    "worker_connections 16384;", "worker_connections %d;" % CONNECTIONS)
+assert "worker_connections %d;" % CONNECTIONS in MAIN_CONF
+HTTP_CONF = servers.HTTP_CONF
 
 
 def log(*a):
@@ -98,28 +98,26 @@ def log(*a):
 
 
 def nginx_conf(name, port, work, jetty_port=None):
-    head, http = MAIN_CONF, HTTP_CONF
-    if name == "nginx-jetty":
-        locations = (
-            "        location / {\n"
-            "            proxy_pass http://%s:%d;\n"
-            "            proxy_http_version 1.1;\n"
-            "            proxy_set_header Upgrade $http_upgrade;\n"
-            "            proxy_set_header Connection \"upgrade\";\n"
-            "            proxy_read_timeout 600s;\n"
-            "            proxy_send_timeout 600s;\n"
-            "        }\n" % (HOST, jetty_port))
-    else:
-        head = "load_module %s;\n%s" % (MODULE, head)
-        classpath = ([JAR, BUILT / "java-classes"] if name == "jvm-java"
-                     else [JAR, BUILD / "lib" / "*", WS / "ring"])
-        http += ("    jvm_path %s/lib/server/libjvm.so;\n"
-                 "    jvm_classpath %s;\n"
-                 "    jvm_options %s;\n"
-                 % (JDK17, " ".join(map(str, classpath)), " ".join(ATTACH)))
-        locations = "        location / { %s }\n" % LOCATIONS[name]
-    return ("%shttp {\n%s    server {\n        listen %s:%d;\n%s    }\n}\n"
-            % (head, http, HOST, port, locations))
+    """The nginx.conf of server `name` (jvm-* or nginx-jetty), whose prefix
+    is work/name."""
+    if name in NGINX_JVM:
+        handler, options = NGINX_JVM[name]
+        # the writer adds nginx-jvm.jar, and Clojure for a Ring handler
+        classpath = ([BUILT / "java-classes"] if name == "jvm-java"
+                     else [WS / "ring"])
+        return servers.writer_conf(Path(work) / name, port, handler,
+                                   classpath, options + OPTIONS)
+    locations = (
+        "        location / {\n"
+        "            proxy_pass http://%s:%d;\n"
+        "            proxy_http_version 1.1;\n"
+        "            proxy_set_header Upgrade $http_upgrade;\n"
+        "            proxy_set_header Connection \"upgrade\";\n"
+        "            proxy_read_timeout 600s;\n"
+        "            proxy_send_timeout 600s;\n"
+        "        }\n" % (HOST, jetty_port))
+    return ("%shttp {\n%s    server {\n        listen %s:%d backlog=4096;\n"
+            "%s    }\n}\n" % (MAIN_CONF, HTTP_CONF, HOST, port, locations))
 
 
 # --- building what is measured ---------------------------------------------

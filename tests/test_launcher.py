@@ -118,6 +118,25 @@ def test_static_locations(tmp_path):
     assert "alias" not in r.stdout and "mime.types" not in r.stdout
 
 
+def test_reuseport_gives_each_worker_its_socket():
+    args = ["--handler", "testapp.ring/pid", "--classpath",
+            ":".join([str(CLJ_APPS), java_classes()] + RING_JARS),
+            "--workers", "2"]
+    r = run("run", *args, "--print-config")
+    assert "listen 127.0.0.1:8080 backlog=4096;" in r.stdout
+    r = run("run", *args, "--reuseport", "--print-config")
+    assert "listen 127.0.0.1:8080 backlog=4096 reuseport;" in r.stdout
+    with launched(args + ["--reuseport"], "/pid") as (proc, port, first):
+        assert first.status == 200, first
+        # the kernel spreads new connections over both workers' sockets
+        seen = set()
+
+        def both():
+            seen.add(request(port, "GET", "/pid").text)
+            return len(seen) == 2
+        assert wait_for(both, 60), seen
+
+
 def test_print_config_for_a_java_handler_has_no_clojure():
     r = run("run", "--handler", "testapp.Echo", "--classpath",
             java_classes(), "--print-config")

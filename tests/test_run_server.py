@@ -1,15 +1,17 @@
 """nginx.jvm.server/run-server from a clojure.main process: it serves a
-handler var through nginx on the REPL's class path, reload picks up an
+handler var through nginx on the REPL's class path, with the nginx.conf the
+launcher writes (bin/nginx-jvm config, the one writer), reload picks up an
 edited namespace in the worker through jvm_repl, and the function it
 returns stops nginx and removes its prefix."""
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 
-from harness import (BUILD, JAVA_HOME, free_port, free_port_range, nginx_env,
-                     read_edn)
+from harness import (BUILD, JAVA_HOME, LAUNCHER, free_port, free_port_range,
+                     nginx_env, read_edn)
 
 APP_V1 = """(ns runsrv.app)
 (defn handler [req]
@@ -27,6 +29,7 @@ SCRIPT = """
                              {:port port :repl %(repl)d :workers 1
                               :error-log "%(log)s"}))
 (def m (meta stop))
+(def served-config (:config m))
 (def pid (.pid ^Process (:process m)))
 (def first-answer (get-text port "/a"))
 ;; the file changes on disk; the worker reloads it through its REPL
@@ -52,10 +55,19 @@ SCRIPT = """
                               {:port 9999 :workers 3 :mode :pool :queue 7
                                :jvm-path "/x/libjvm.so" :jvm-options ["-Xmx64m"]}
                               "/p")
+      :served-config served-config
+      :no-launcher (try (server/config #'runsrv.app/handler
+                                       {:launcher "/nonexistent/nginx-jvm"} "/p")
+                        nil
+                        (catch clojure.lang.ExceptionInfo e (.getMessage e)))
       :not-a-var (try (server/run-server runsrv.app/handler {:port port}) nil
                       (catch IllegalArgumentException e (.getMessage e)))})
 (shutdown-agents)
 """
+
+
+def without_classpath(conf):
+    return re.sub(r"jvm_classpath[^;]*;", "jvm_classpath ...;", conf)
 
 
 def test_run_server_reload_and_stop():
@@ -92,10 +104,31 @@ def test_run_server_reload_and_stop():
         conf = r[":options"]
         for line in ('worker_processes 3;', 'jvm_mode pool;', 'jvm_queue 7;',
                      'jvm_path "/x/libjvm.so";', 'jvm_options "-Xmx64m";',
-                     'listen 127.0.0.1:9999;',
+                     'listen 127.0.0.1:9999 backlog=4096;',
                      'jvm_content "runsrv.app/handler";'):
             assert line in conf, conf
         assert "jvm_repl" not in conf
+        # the launcher's config for the same options, but for the class
+        # path (the REPL's, its wildcards expanded, against the launcher's)
+        launcher = subprocess.run(
+            [LAUNCHER, "config", "--prefix", "/p", "--handler",
+             "runsrv.app/handler", "--classpath", src, "--port", "9999",
+             "--workers", "3", "--mode", "pool", "--queue", "7",
+             "--jvm-path", "/x/libjvm.so", "--jvm-option", "-Xmx64m",
+             "--cache", "off"] + (["--user", "root"] if os.geteuid() == 0
+                                  else []),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            check=True).stdout
+        assert without_classpath(conf) == without_classpath(launcher)
+        # it served through the launcher's config, the tuned settings too
+        served = r[":served-config"]
+        for line in ("sendfile on;", "tcp_nopush on;",
+                     "keepalive_requests 100000;",
+                     "listen 127.0.0.1:%d backlog=4096;" % port,
+                     "worker_connections 4096;", "jvm_repl %d;" % repl,
+                     'error_log "%s" notice;' % log):
+            assert line in served, served
+        assert "not found: give :launcher" in r[":no-launcher"]
         text = open(log).read()
         assert "Clojure socket REPL listening on 127.0.0.1:%d" % repl in text
         for level in ("[alert]", "[crit]", "[error]", "[emerg]"):

@@ -129,17 +129,36 @@ def peer_status(name, peers_dir=None):
     return None, ("not built: `make bench-peers` builds it from its source "
                   "(PEERS_SRC, bench/README.md)")
 
-# nginx-jvm servers: name -> (location directives, jvm_path JDK, Java handler?)
+# nginx-jvm servers: name -> (handler, the writer's options for it, JDK,
+# Java handler?)
 NGINX_JVM = {
-    "jvm-loop": ("jvm_content bench.routes/handler;", JDK17, False),
-    "jvm-pool": ("jvm_mode pool; jvm_content bench.routes/handler;", JDK17,
-                 False),
-    "jvm-virtual": ("jvm_mode virtual; jvm_content bench.routes/handler;",
-                    JDK25, False),
-    "jvm-async": ("jvm_async on; jvm_content bench.routes/handler;", JDK17,
-                  False),
-    "jvm-java": ("jvm_content bench.JavaRoutes;", JDK17, True),
+    "jvm-loop": ("bench.routes/handler", [], JDK17, False),
+    "jvm-pool": ("bench.routes/handler", ["--mode", "pool"], JDK17, False),
+    "jvm-virtual": ("bench.routes/handler", ["--mode", "virtual"], JDK25,
+                    False),
+    "jvm-async": ("bench.routes/handler", ["--async"], JDK17, False),
+    "jvm-java": ("bench.JavaRoutes", [], JDK17, True),
 }
+LAUNCHER = ROOT / "bin" / "nginx-jvm"
+
+
+def writer_conf(prefix, port, handler, classpath, options, workers=2):
+    """The nginx.conf of an nginx-jvm server whose prefix is `prefix`, from
+    the one writer of it, `bin/nginx-jvm config` (the launcher's and
+    run-server's): as root, no class cache, the error log in
+    prefix/logs/error.log. bench/websocket.py, phases.py and shared.py
+    take theirs from here too."""
+    return subprocess.run(
+        [str(LAUNCHER), "config", "--prefix", str(prefix), "--port",
+         str(port), "--handler", handler, "--classpath",
+         ":".join(map(str, classpath)), "--workers", str(workers),
+         "--user", "root",
+         "--cache", "off", "--error-log", str(Path(prefix) / "logs" /
+                                               "error.log"),
+         "--error-level", "warn"] + list(options),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        check=True).stdout
+
 
 # Jetty's class path: Debian's libring-jetty-adapter-clojure and what it
 # depends on (dpkg -L libring-jetty-adapter-clojure libring-servlet-clojure
@@ -154,19 +173,31 @@ JETTY_JARS = ["/usr/share/java/%s.jar" % j for j in (
     "ring-jetty-adapter", "ring-servlet", "servlet-api", "jetty9-server",
     "jetty9-http", "jetty9-io", "jetty9-util")] + RING_JARS
 
+# 10,000 idle connections may all land on one worker; they stay open
+# during the measurement
+IDLE = ["--connections", "16384", "--main", "worker_rlimit_nofile 20000;",
+        "--http", "keepalive_timeout 300s;"]
+
+# The other nginx servers (plain, nginx-jetty, nginx-clojure): the
+# settings of the writer's config (bin/nginx-jvm config: sendfile,
+# tcp_nopush, keepalive_requests, the listen backlog, worker_connections)
+# written out, so that a ratio to them measures the JVM, not the settings;
+# bench/tests/test_bench_servers.py checks they keep matching.
 MAIN_CONF = """user root;
 worker_processes 2;
-# 10,000 idle connections may all land on one worker
 worker_rlimit_nofile 20000;
 error_log logs/error.log warn;
 pid logs/nginx.pid;
-events { worker_connections 16384; }
+events {
+    worker_connections 16384;
+}
 """
 
 HTTP_CONF = """    access_log off;
-    keepalive_requests 1000000;
-    keepalive_timeout 300s;
     sendfile on;
+    tcp_nopush on;
+    keepalive_requests 100000;
+    keepalive_timeout 300s;
     client_body_temp_path tmp/body;
     proxy_temp_path tmp/proxy;
     fastcgi_temp_path tmp/fastcgi;
@@ -228,18 +259,18 @@ def nginx_conf(name, port, work, jetty_port=None, jvm_options="",
                      " content_handler_code \"(do (require 'bench.routes)"
                      " bench.routes/handler)\"; }\n")
     else:
-        directives, jdk, java = NGINX_JVM[name]
-        head = "load_module %s;\n%s" % (MODULE, head)
-        classpath = [JAR, work / "classes"] if java else [
-            JAR, BUILD / "lib" / "*", RING_APP]
-        http += ("    jvm_path %s/lib/server/libjvm.so;\n"
-                 "    jvm_classpath %s;\n"
-                 "    jvm_options -Dbench.file=%s%s;\n"
-                 % (jdk, " ".join(map(str, classpath)), work / "index.html",
-                    " " + jvm_options if jvm_options else ""))
-        locations = "        location / { %s }\n" % directives
-    return ("%shttp {\n%s    server {\n        listen %s:%d;\n%s    }\n}\n"
-            % (head, http, HOST, port, locations))
+        handler, options, jdk, java = NGINX_JVM[name]
+        # the launcher adds nginx-jvm.jar, and Clojure for a Ring handler
+        classpath = [work / "classes"] if java else [RING_APP]
+        options = options + IDLE + [
+            "--jvm-path", "%s/lib/server/libjvm.so" % jdk,
+            "--jvm-option", "-Dbench.file=%s" % (work / "index.html")]
+        for o in jvm_options.split():
+            options += ["--jvm-option", o]
+        return writer_conf(Path(work) / name, port, handler, classpath,
+                           options)
+    return ("%shttp {\n%s    server {\n        listen %s:%d backlog=4096;"
+            "\n%s    }\n}\n" % (head, http, HOST, port, locations))
 
 
 def parse_stat_ppid(text):
@@ -317,7 +348,7 @@ class Fleet:
 
     def _prepare(self):
         (self.work / "index.html").write_bytes(file_body())
-        if any(NGINX_JVM.get(n, ("", "", False))[2] for n in self.names):
+        if any(NGINX_JVM.get(n, ("", [], "", False))[3] for n in self.names):
             classes = self.work / "classes"
             subprocess.run([JDK17 + "/bin/javac", "-nowarn", "--release", "17",
                             "-cp", str(JAR), "-d", str(classes)]

@@ -3,6 +3,7 @@ servers.py): configurations and the routes' expected bytes.  Nothing is
 started."""
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -38,7 +39,7 @@ def test_json_matches_the_handlers_source():
 
 def test_plain_nginx_serves_what_it_can():
     conf = servers.nginx_conf("nginx", 8080, WORK)
-    assert "listen 127.0.0.1:8080;" in conf
+    assert "listen 127.0.0.1:8080 backlog=4096;" in conf
     assert "return 200 'Hello, Clojure!'" in conf
     assert "return 200 '%s'" % servers.json_body().decode() in conf
     assert "alias /tmp/w/index.html;" in conf
@@ -46,33 +47,58 @@ def test_plain_nginx_serves_what_it_can():
     assert "jvm_" not in conf
 
 
-def test_every_nginx_takes_10000_idle_connections():
+def test_every_nginx_takes_10000_idle_connections(tmp_path):
+    (tmp_path / "classes").mkdir()
     for name in ["nginx", "nginx-jetty"] + list(servers.NGINX_JVM):
-        conf = servers.nginx_conf(name, 1, WORK, 2)
+        conf = servers.nginx_conf(name, 1, tmp_path, 2)
         assert "worker_rlimit_nofile 20000;" in conf
         assert "worker_connections 16384;" in conf
-        assert "keepalive_requests 1000000;" in conf
+        assert "keepalive_timeout 300s;" in conf
         assert "access_log off;" in conf
 
 
-def test_nginx_jvm_modes():
+# What plain nginx must share with nginx-jvm for a fair ratio
+SETTINGS = ("sendfile", "tcp_nopush", "keepalive_requests",
+            "keepalive_timeout", "worker_connections", "worker_rlimit_nofile",
+            "worker_processes", "access_log")
+
+
+def settings(conf):
+    found = {l.strip().rstrip(";") for l in conf.splitlines()
+             if l.strip().split(" ")[0] in SETTINGS}
+    found |= set(re.findall(r"listen \S+:\d+( \S+)?;", conf))
+    return found
+
+
+def test_plain_nginx_keeps_the_writers_settings():
+    # the writer (bin/nginx-jvm config) is the source; plain nginx, behind
+    # Jetty or nginx-clojure's, writes them out
+    jvm = settings(servers.nginx_conf("jvm-loop", 1, WORK))
+    assert "sendfile on" in jvm and " backlog=4096" in jvm
+    for name in ("nginx", "nginx-jetty", "nginx-clojure"):
+        assert settings(servers.nginx_conf(name, 1, WORK, 2)) == jvm, name
+
+
+def test_nginx_jvm_modes(tmp_path):
     loop = servers.nginx_conf("jvm-loop", 1, WORK)
-    assert "load_module %s;" % servers.MODULE in loop
-    assert "location / { jvm_content bench.routes/handler; }" in loop
+    assert 'load_module "%s";' % servers.MODULE in loop
+    assert 'jvm_content "bench.routes/handler";\n        }' in loop
     assert "java-17" in loop and "jvm_mode" not in loop
+    assert '"%s/lib/*"' % servers.BUILD in loop
     assert "jvm_mode pool;" in servers.nginx_conf("jvm-pool", 1, WORK)
     assert "jvm_async on;" in servers.nginx_conf("jvm-async", 1, WORK)
     virtual = servers.nginx_conf("jvm-virtual", 1, WORK)
     assert "jvm_mode virtual;" in virtual
-    assert "jvm_path %s/lib/server/libjvm.so;" % servers.JDK25 in virtual
-    java = servers.nginx_conf("jvm-java", 1, WORK)
-    assert "jvm_content bench.JavaRoutes;" in java
+    assert 'jvm_path "%s/lib/server/libjvm.so";' % servers.JDK25 in virtual
+    (tmp_path / "classes").mkdir()
+    java = servers.nginx_conf("jvm-java", 1, tmp_path)
+    assert 'jvm_content "bench.JavaRoutes";' in java
     assert "build/lib" not in java          # no Clojure for Java handlers
 
 
 def test_extra_jvm_options_reach_only_nginx_jvm():
     conf = servers.nginx_conf("jvm-pool", 1, WORK, jvm_options="-Xms16m")
-    assert "jvm_options -Dbench.file=/tmp/w/index.html -Xms16m;" in conf
+    assert 'jvm_options "-Dbench.file=/tmp/w/index.html" "-Xms16m";' in conf
     assert "-Xms16m" not in servers.nginx_conf("nginx", 1, WORK,
                                                jvm_options="-Xms16m")
 

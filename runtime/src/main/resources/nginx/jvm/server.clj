@@ -10,7 +10,9 @@
     (stop)
 
   The workers load the handler by its var's name from the class path:
-  code evaluated only in this REPL is not there (see docs/operations.md)."
+  code evaluated only in this REPL is not there (see docs/operations.md).
+  The nginx.conf is the launcher's (bin/nginx-jvm config), found beside
+  nginx-jvm.jar or on the PATH."
   (:require [clojure.java.io :as io]
             [clojure.string :as str])
   (:import (java.io File)
@@ -38,59 +40,95 @@
        (map #(.getAbsolutePath (io/file %)))
        distinct))
 
-(defn- find-module
-  "ngx_http_jvm_module.so: the :module option, $NGINX_JVM_MODULE, next to
-  nginx-jvm.jar on the class path (a build tree), or Debian's modules
-  directory."
-  [opts cp]
-  (let [candidates (concat [(:module opts) (System/getenv "NGINX_JVM_MODULE")]
-                           (for [e cp :when (.endsWith ^String e "nginx-jvm.jar")]
-                             (str (.getParent (io/file e)) "/ngx_http_jvm_module.so"))
-                           ["/usr/lib/nginx/modules/ngx_http_jvm_module.so"])]
-    (or (first (filter #(and % (.isFile (io/file %))) candidates))
-        (throw (ex-info (str "ngx_http_jvm_module.so not found: give :module "
-                             "or set NGINX_JVM_MODULE")
-                        {:tried (remove nil? candidates)})))))
+(defn- runtime-jar
+  "The nginx-jvm.jar this namespace was loaded from, or nil."
+  ^File []
+  (let [u (str (io/resource "nginx/jvm/server.clj"))]
+    (when (and (str/starts-with? u "jar:file:") (str/includes? u "!/"))
+      (io/file (java.net.URI. (subs u 4 (str/index-of u "!/")))))))
 
-(defn- q
-  "An nginx.conf string, double-quoted."
-  [s]
-  (str "\"" (-> (str s) (str/replace "\\" "\\\\") (str/replace "\"" "\\\"")) "\""))
+(defn- launchers
+  "Where the launcher may be, in order: the :launcher option alone if given;
+  else beside the nginx-jvm.jar this namespace comes from (a checkout's
+  build/nginx-jvm.jar: bin/nginx-jvm; the Debian package's
+  /usr/share/nginx-jvm/nginx-jvm.jar: /usr/bin/nginx-jvm), then nginx-jvm
+  on the PATH."
+  [opts]
+  (if-let [l (:launcher opts)]
+    [(io/file l)]
+    (let [dir (some-> (runtime-jar) .getAbsoluteFile .getParentFile)
+          parent (some-> dir .getParentFile)]
+      (concat (cond
+                (nil? parent) nil
+                (= "build" (.getName dir)) [(io/file parent "bin/nginx-jvm")]
+                (and (= "nginx-jvm" (.getName dir)) (= "share" (.getName parent))
+                     (.getParentFile parent))
+                [(io/file (.getParentFile parent) "bin/nginx-jvm")])
+              (for [d (str/split (or (System/getenv "PATH") "") #":")
+                    :when (seq d)]
+                (io/file d "nginx-jvm"))))))
+
+(defn- find-launcher
+  "The path of bin/nginx-jvm, whose `config` command writes the nginx.conf
+  (the launcher's own, so that run-server serves as fast as it does)."
+  [opts]
+  (let [candidates (launchers opts)]
+    (or (some #(when (and (.isFile ^File %) (.canExecute ^File %)) (.getPath ^File %))
+              candidates)
+        (throw (ex-info (str "nginx-jvm (the launcher, which writes run-server's "
+                             "nginx.conf) not found: give :launcher, or put "
+                             "nginx-jvm on the PATH; tried "
+                             (str/join ", " candidates))
+                        {:tried (mapv str candidates)})))))
 
 (defn- root? []
   (= "root" (System/getProperty "user.name")))
 
-(defn config
-  "The nginx.conf run-server writes (a string), for a prefix directory."
+(defn- config-command
+  "`nginx-jvm config ...` for handler and opts: run-server's options in the
+  launcher's words."
   [handler opts prefix]
-  (let [cp (or (:classpath opts) (class-path))
-        {:keys [port ip workers mode pool-size queue max-body repl jvm-options
-                jvm-path error-log error-level]
-         :or {port 8080 ip "127.0.0.1" workers 1 error-level "notice"}} opts]
-    (str "load_module " (q (find-module opts cp)) ";\n"
-         (when (root?) "user root;\n")
-         "worker_processes " workers ";\n"
-         "error_log " (if error-log (q error-log) "stderr") " " error-level ";\n"
-         "pid " (q (str prefix "/nginx.pid")) ";\n"
-         "events { worker_connections 1024; }\n"
-         "http {\n"
-         "    access_log off;\n"
-         "    client_max_body_size " (or max-body (* 8 1024 1024)) ";\n"
-         (apply str (for [t ["client_body" "proxy" "fastcgi" "uwsgi" "scgi"]]
-                      (str "    " t "_temp_path " (q (str prefix "/tmp/" t)) ";\n")))
-         "    jvm_classpath " (str/join " " (map q cp)) ";\n"
-         (when jvm-path (str "    jvm_path " (q jvm-path) ";\n"))
-         (when (seq jvm-options)
-           (str "    jvm_options " (str/join " " (map q jvm-options)) ";\n"))
-         (when mode (str "    jvm_mode " (name mode) ";\n"))
-         (when pool-size (str "    jvm_pool_size " pool-size ";\n"))
-         (when queue (str "    jvm_queue " queue ";\n"))
-         (when repl (str "    jvm_repl " repl ";\n"))
-         "    server {\n"
-         "        listen " (if (str/includes? ip ":") (str "[" ip "]") ip) ":" port ";\n"
-         "        location / { jvm_content " (q (var-name handler)) "; }\n"
-         "    }\n"
-         "}\n")))
+  (let [{:keys [port ip workers mode pool-size queue max-body repl jvm-options
+                jvm-path error-log error-level module]
+         :or {port 8080 ip "127.0.0.1" workers 1}} opts
+        cp (or (:classpath opts) (class-path))
+        ;; the launcher refuses an entry that does not exist; a JVM skips it
+        exists? #(.exists (io/file (str/replace % #"/\*$" "")))
+        module (or module (System/getenv "NGINX_JVM_MODULE"))]
+    (concat [(find-launcher opts) "config" "--prefix" (str prefix)
+             "--handler" (var-name handler)
+             "--classpath" (str/join File/pathSeparator (filter exists? cp))
+             "--port" (str port) "--listen" (str ip) "--workers" (str workers)
+             ;; no class cache: the workers read the very sources reload
+             ;; reloads, not a cache's copies of them
+             "--cache" "off"]
+            ;; as the REPL's user (the launcher's default for root is nobody)
+            (when (root?) ["--user" "root"])
+            (when mode ["--mode" (name mode)])
+            (when pool-size ["--pool-size" (str pool-size)])
+            (when queue ["--queue" (str queue)])
+            (when max-body ["--max-body-size" (str max-body)])
+            (mapcat #(vector "--jvm-option" (str %)) jvm-options)
+            (when jvm-path ["--jvm-path" (str jvm-path)])
+            (when error-log ["--error-log" (str error-log)])
+            (when error-level ["--error-level" (str error-level)])
+            (when module ["--module" (str module)])
+            (when repl ["--http" (str "jvm_repl " repl ";")]))))
+
+(defn config
+  "The nginx.conf run-server writes (a string), for a prefix directory:
+  what `nginx-jvm config` prints for these options (see run-server)."
+  [handler opts prefix]
+  (let [command (vec (config-command handler opts prefix))
+        p (.start (ProcessBuilder. ^java.util.List command))
+        err (future (slurp (.getErrorStream p)))
+        out (slurp (.getInputStream p))
+        status (.waitFor p)]
+    (when-not (zero? status)
+      (throw (ex-info (str "nginx-jvm config failed (status " status "): "
+                           (str/trim @err))
+                      {:command command})))
+    out))
 
 (defn- listening? [ip port]
   (try (with-open [s (Socket.)]
@@ -111,10 +149,19 @@
 
 (defn run-server
   "Serves handler, a Ring handler var (#'my.app/handler), through nginx:
-  writes an nginx.conf into a temporary prefix and starts nginx (in the
-  foreground, as a child of this JVM) with this JVM's class path as
-  jvm_classpath. Returns when nginx accepts on the port; throws ex-info
-  (with the error log's end) if it does not within :start-timeout.
+  has the launcher write the nginx.conf (`nginx-jvm config`, the same
+  config `nginx-jvm run` serves with) into a temporary prefix and starts
+  nginx (in the foreground, as a child of this JVM) with this JVM's class
+  path as jvm_classpath. Returns when nginx accepts on the port; throws
+  ex-info (with the error log's end) if it does not within :start-timeout.
+
+  The launcher is :launcher, else the one beside the nginx-jvm.jar this
+  namespace was loaded from (build/nginx-jvm.jar: bin/nginx-jvm of the
+  checkout; /usr/share/nginx-jvm/nginx-jvm.jar: /usr/bin/nginx-jvm), else
+  nginx-jvm on the PATH; without one run-server throws, saying so. The
+  config is the launcher's with --cache off (the workers read the sources
+  reload reloads) and, for root, --user root (the workers run as this
+  JVM's user).
 
   Returns a function that stops nginx and removes the prefix: (stop) at
   once, (stop :timeout ms) gracefully (nginx -s quit), as http-kit's does.
@@ -126,7 +173,7 @@
     :workers      1 (worker_processes; each has its own JVM)
     :mode         :loop, :pool or :virtual (jvm_mode; default loop)
     :pool-size    jvm_pool_size     :queue  jvm_queue
-    :max-body     client_max_body_size in bytes (8 MB)
+    :max-body     client_max_body_size, bytes or nginx's 512k, 10m (10m)
     :repl         PORT: jvm_repl, a socket REPL in worker N on PORT+N, for
                   reload and eval-in-workers (default none)
     :jvm-options  a seq of JVM options for the workers
@@ -137,8 +184,9 @@
     :error-log    a file (default nginx's stderr, which is this JVM's)
     :error-level  \"notice\"
     :nginx        the nginx binary (\"/usr/sbin/nginx\")
-    :module       ngx_http_jvm_module.so (found next to nginx-jvm.jar on the
-                  class path, or in /usr/lib/nginx/modules)
+    :module       another ngx_http_jvm_module.so (default $NGINX_JVM_MODULE,
+                  else the launcher's own)
+    :launcher     the launcher, bin/nginx-jvm (found as said above)
     :start-timeout  ms (60000)"
   ([handler] (run-server handler {}))
   ([handler opts]
