@@ -190,13 +190,35 @@ def test_no_circle_among_the_c_files():
 
 
 def test_the_layers_can_be_drawn():
-    """A printable layer order (pytest -s shows it): it exists iff there is
-    no cycle, so this only reports."""
+    """Every C file has a place in the layer order (pytest -s prints it)."""
     edges = graph()
-    if cycles(edges):
-        return
-    for i, level in enumerate(layers(edges)):
+    order = layers(edges)
+    for i, level in enumerate(order):
         print("%2d  %s" % (i, "  ".join(short(f) for f in level)))
+    placed = [f for level in order for f in level]
+    assert sorted(placed) == sorted(edges), \
+        "files with no place in the layers: %s" \
+        % sorted(set(edges) - set(placed))
+
+
+def test_readme_draws_the_layers_as_they_are():
+    """README.md's picture names every C file, each on a line above every
+    file it calls (or on the same line only when neither calls the other)."""
+    text = (ROOT / "README.md").read_text()
+    picture = text[text.index("From the top down"):]
+    picture = picture[picture.index("```") + 3:]
+    picture = picture[:picture.index("```")]
+    row = {}
+    for i, line in enumerate(picture.strip("\n").split("\n")):
+        for word in re.findall(r"\b(\w+)\.c\b", line):
+            row.setdefault("ngx_http_jvm_%s.c" % word, i)
+    edges = graph()
+    missing = sorted(short(f) for f in edges if f not in row)
+    assert not missing, "README.md's layers lack: %s" % missing
+    wrong = ["%s -> %s" % (short(f), short(g))
+             for f in edges for g in edges[f] if row[f] >= row[g]]
+    assert not wrong, "README.md draws a callee above or beside its " \
+        "caller: %s" % wrong
 
 
 def test_no_c_file_is_too_long():
