@@ -225,34 +225,14 @@ protocol:
 static size_t
 ngx_http_jvm_encoded_size(ngx_http_request_t *r, ngx_http_jvm_request_t *jr)
 {
-    size_t            len;
-    ngx_buf_t        *b;
-    ngx_uint_t        i;
-    ngx_chain_t      *cl;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
+    size_t        len;
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
 
     len = 4 * 4 + 4 + 8 + 7 * 4
           + jr->method.len + jr->path.len + jr->query.len + jr->protocol.len
-          + jr->server.len + jr->addr.len + jr->cert.len;
-
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        len += 8 + h[i].key.len + h[i].value.len;
-    }
+          + jr->server.len + jr->addr.len + jr->cert.len
+          + ngx_http_jvm_header_list_size(&r->headers_in.headers);
 
     if (r->request_body) {
         for (cl = r->request_body->bufs; cl; cl = cl->next) {
@@ -275,14 +255,11 @@ static size_t
 ngx_http_jvm_encode(ngx_http_request_t *r, ngx_http_jvm_request_t *jr,
     u_char *buf)
 {
-    u_char           *p, *count, *path;
-    u_char            fd_path[NGX_HTTP_JVM_FD_PATH_LEN];
-    uint32_t          n;
-    ngx_buf_t        *b;
-    ngx_uint_t        i;
-    ngx_chain_t      *cl;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
+    u_char       *p, *count, *path;
+    u_char        fd_path[NGX_HTTP_JVM_FD_PATH_LEN];
+    uint32_t      n;
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
 
     p = buf;
     p = ngx_http_jvm_put_int(p, (uint32_t) jr->flags);
@@ -300,33 +277,15 @@ ngx_http_jvm_encode(ngx_http_request_t *r, ngx_http_jvm_request_t *jr,
     p = ngx_http_jvm_put_str(p, jr->cert.data, jr->cert.len);
 
     count = p;
-    p += 4;
+    p = ngx_http_jvm_put_int(p, 0);
     n = 0;
 
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        p = ngx_http_jvm_put_str(p, h[i].key.data, h[i].key.len);
-        p = ngx_http_jvm_put_str(p, h[i].value.data, h[i].value.len);
-        n++;
-    }
+    p = ngx_http_jvm_put_header_list(p, &r->headers_in.headers, 0, &n);
 
     (void) ngx_http_jvm_put_int(count, n);
 
     count = p;
-    p += 4;
+    p = ngx_http_jvm_put_int(p, 0);
     n = 0;
 
     if (r->request_body) {
