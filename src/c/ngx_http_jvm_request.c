@@ -260,6 +260,10 @@ ngx_http_jvm_encode(ngx_http_request_t *r, ngx_http_jvm_request_t *jr,
     uint32_t      n;
     ngx_buf_t    *b;
     ngx_chain_t  *cl;
+#if (NGX_DEBUG)
+    uint32_t      headers;
+    ngx_uint_t    in_file;
+#endif
 
     p = buf;
     p = ngx_http_jvm_put_int(p, (uint32_t) jr->flags);
@@ -283,6 +287,11 @@ ngx_http_jvm_encode(ngx_http_request_t *r, ngx_http_jvm_request_t *jr,
     p = ngx_http_jvm_put_header_list(p, &r->headers_in.headers, 0, &n);
 
     (void) ngx_http_jvm_put_int(count, n);
+
+#if (NGX_DEBUG)
+    headers = n;
+    in_file = 0;
+#endif
 
     count = p;
     p = ngx_http_jvm_put_int(p, 0);
@@ -311,6 +320,9 @@ ngx_http_jvm_encode(ngx_http_request_t *r, ngx_http_jvm_request_t *jr,
                 p = ngx_http_jvm_put_str(p, fd_path, path - fd_path);
                 p = ngx_http_jvm_put_long(p, b->file_pos);
                 p = ngx_http_jvm_put_long(p, b->file_last - b->file_pos);
+#if (NGX_DEBUG)
+                in_file++;
+#endif
 
             } else {
                 p = ngx_http_jvm_put_int(p, 0);
@@ -322,6 +334,11 @@ ngx_http_jvm_encode(ngx_http_request_t *r, ngx_http_jvm_request_t *jr,
     }
 
     (void) ngx_http_jvm_put_int(count, n);
+
+    ngx_log_debug5(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "jvm: request described in %uz bytes, flags %ui, "
+                   "%uD header fields, body in %uD segments, %ui in a file",
+                   (size_t) (p - buf), jr->flags, headers, n, in_file);
 
     return p - buf;
 }
