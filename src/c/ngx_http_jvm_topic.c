@@ -20,7 +20,8 @@
  * publisher that needs its room; a worker that quits frees its own.
  *
  * Publishing is called by the natives of nginx.jvm.Shm from any thread, so
- * like the dictionaries it touches nothing of nginx but the zone.
+ * like the dictionaries it touches nothing of nginx but the zone (and the
+ * log for a debug line, on the event loop's thread only).
  */
 
 
