@@ -12,8 +12,9 @@
  * (ngx_http_jvm_vm.c), on the event loop or on any JVM thread at once.  So
  * they touch nothing of nginx but the zone, its mutex and the slab
  * allocator: no pools, no cached time (ngx_current_msec is the event
- * loop's), and the log only on the loop's thread (debug lines).  Time is CLOCK_MONOTONIC, the same in every worker.  The
- * mutex is never held across a call into the JVM.
+ * loop's), and the log only on the loop's thread (debug lines).  Time is
+ * CLOCK_MONOTONIC, the same in every worker.  The mutex is never held
+ * across a call into the JVM.
  *
  * A reload keeps a zone of the same name and size (nginx maps it again and
  * calls init with the old configuration's data), so the entries survive.
