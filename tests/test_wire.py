@@ -3,7 +3,8 @@ nginx.jvm.Wire is NGX_HTTP_JVM_<name> in ngx_http_jvm_wire.h with the same
 value, every one of nginx.jvm.Shm is NGX_HTTP_JVM_DICT_<name>, and the
 header has nothing Java lacks but what it says is C's alone.  A value
 changed on one side only would otherwise show up as a request answered
-wrongly, far from the change."""
+wrongly, far from the change.  And no C file but ngx_http_jvm_wire.h and
+ngx_http_jvm_wire.c writes or reads the layouts by hand."""
 
 import re
 from pathlib import Path
@@ -92,3 +93,58 @@ def test_internals_names_every_entry_point_and_native():
     missing = sorted(n for n in calls + natives if "`%s(" % n not in doc
                      and "`%s`" % n not in doc)
     assert not missing, "docs/internals.md does not name: %s" % missing
+
+
+# Hand-written or hand-read ints of the layouts: what the one writer
+# (ngx_http_jvm_put_int/_long/_str) and the one reader (ngx_http_jvm_get_*)
+# in ngx_http_jvm_wire.h are for.  Matched in C with comments dropped and
+# white space folded, so a call split over lines is one.
+HAND_WIRE = [
+    # an int copied in or out by memcpy: p = ngx_cpymem(p, &n, 4 bytes)
+    r"ngx_(?:cpymem|memcpy)\( ?(?:[^;,]+, ?&\w+|&\w+ ?, ?[^;,]+) ?,"
+    r" ?(?:4|sizeof\( ?u?int32_t ?\)) ?\)",
+    # a long read where a reader's position is
+    r"ngx_memcpy\( ?&\w+ ?, ?\w+(?:\.|->)(?:pos|last)\b",
+    # a cast of the buffer to an int: *(uint32_t *) p
+    r"\* ?\( ?u?int(?:32|64)_t ?\* ?\)",
+    # raw offsets into the buffers Java shares
+    r"\b(?:resp|req)_addr ?\+ ?(?:\d|sizeof)",
+    # a field skipped by hand
+    r"\b(?:p|pos) ?\+= ?(?:4|8|sizeof\( ?u?int(?:32|64)_t ?\))",
+]
+
+
+def hand_wire(text):
+    """The statements of C text that write or read the layouts by hand."""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"\s+", " ", text)
+    return [m.group(0) for p in HAND_WIRE for m in re.finditer(p, text)]
+
+
+def test_the_guard_sees_what_the_one_writer_and_reader_replaced():
+    for removed in [
+            "p = ngx_cpymem(p, &n, sizeof(uint32_t));",
+            "ngx_memcpy(&n, sp->pos,\n            sizeof(uint32_t));",
+            "ngx_memcpy(&length, rd.pos, sizeof(int64_t));",
+            "ngx_memcpy(&n, p, 4);",
+            "n = *(uint32_t *) p;",
+            "ngx_memcpy(&kind, ngx_http_jvm_vm.resp_addr + 4, 4);",
+            "count = p;\n    p += 4;",
+            "rd.pos += sizeof(int64_t);"]:
+        assert hand_wire(removed), removed
+    assert not hand_wire("p = ngx_http_jvm_put_int(p, n); /* p += 4; */")
+    assert not hand_wire("if (*(volatile uint64_t *) &sh->head == off) {")
+
+
+def test_only_the_wire_files_write_or_read_the_layouts():
+    """Every other C file goes through ngx_http_jvm_wire.h's writer and
+    reader (and wire.c's header-list encoder)."""
+    found = {}
+    for f in sorted((ROOT / "src" / "c").glob("*.[ch]")):
+        if f.name in ("ngx_http_jvm_wire.h", "ngx_http_jvm_wire.c"):
+            continue
+        hits = hand_wire(f.read_text())
+        if hits:
+            found[f.name] = hits
+    assert not found, ("the layouts written or read by hand, not through "
+                       "ngx_http_jvm_wire.h: %s" % found)

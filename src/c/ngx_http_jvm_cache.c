@@ -105,6 +105,11 @@ ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 
     rc = ngx_http_jvm_cache_valid(cycle, jmcf);
 
+    ngx_log_debug2(NGX_LOG_DEBUG_CORE, cycle->log, 0,
+                   "jvm: class cache \"%V\" %s", &jmcf->cache_entry,
+                   rc == NGX_OK ? "found"
+                   : rc == NGX_DECLINED ? "missing" : "broken");
+
     if (rc == NGX_OK) {
         ngx_log_error(NGX_LOG_INFO, cycle->log, 0,
                       "jvm: class cache \"%V\"", &jmcf->cache_entry);
@@ -161,6 +166,10 @@ ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
                   "jvm: building the class cache \"%V\"", &jmcf->cache_entry);
 
     rc = ngx_http_jvm_vm_build_cache(cycle, jmcf);
+
+    ngx_log_debug2(NGX_LOG_DEBUG_CORE, cycle->log, 0,
+                   "jvm: class cache \"%V\": the build JVM answered %i",
+                   &jmcf->cache_entry, rc);
 
     if (rc == NGX_OK) {
         ngx_http_jvm_cache_seal(cycle, &jmcf->cache_entry);
@@ -357,6 +366,11 @@ ngx_http_jvm_cache_paths(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
     jmcf->cache_share.len = ngx_strlen(jmcf->cache_share.data);
     jmcf->cache_dump.len = ngx_strlen(jmcf->cache_dump.data);
 
+    ngx_log_debug2(NGX_LOG_DEBUG_CORE, cycle->log, 0,
+                   "jvm: class cache mapped by the workers with \"%V\", "
+                   "%ui class path entries", &jmcf->cache_share,
+                   jmcf->cache_classpath->nelts);
+
     return NGX_OK;
 }
 
@@ -418,6 +432,10 @@ ngx_http_jvm_cache_valid(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
     if (magic != NGX_HTTP_JVM_CDS_MAGIC
         || ngx_atoof(buf, n) != ngx_file_size(&fi))
     {
+        ngx_log_debug5(NGX_LOG_DEBUG_CORE, cycle->log, 0,
+                       "jvm: class cache archive \"%s\": magic %xD, "
+                       "%O bytes, \"ok\" says \"%*s\"", path, magic,
+                       ngx_file_size(&fi), (size_t) n, buf);
         return NGX_ERROR;
     }
 

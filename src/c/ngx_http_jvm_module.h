@@ -35,8 +35,9 @@
  * ngx_http_jvm_jni.h, the JNI state they share).
  *
  * The bytes that cross between C and Java, and the codes Java answers with,
- * are described once, in docs/internals.md; the constants below are the C
- * half of that description (nginx.jvm.Wire is the Java half).
+ * are described once, in docs/internals.md; ngx_http_jvm_wire.h is the C
+ * half of that description (its constants, reader and writer), and
+ * nginx.jvm.Wire and nginx.jvm.Shm the Java half.
  */
 
 

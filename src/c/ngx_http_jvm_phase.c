@@ -427,7 +427,10 @@ ngx_http_jvm_response_headers(ngx_http_request_t *r, size_t at, size_t *len)
     size = ngx_http_jvm_headers_out_size(r);
 
     if (at + size > ngx_http_jvm_vm.req_cap) {
-        /* keeps the request's description: Java grows by copying */
+        /*
+         * Java's larger buffer is a new one, empty (nothing is copied):
+         * the request is described into it again, before the fields
+         */
         if (ngx_http_jvm_vm_request_buffer(r->connection->log, at + size)
             != NGX_OK)
         {

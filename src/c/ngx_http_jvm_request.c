@@ -225,34 +225,14 @@ protocol:
 static size_t
 ngx_http_jvm_encoded_size(ngx_http_request_t *r, ngx_http_jvm_request_t *jr)
 {
-    size_t            len;
-    ngx_buf_t        *b;
-    ngx_uint_t        i;
-    ngx_chain_t      *cl;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
+    size_t        len;
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
 
     len = 4 * 4 + 4 + 8 + 7 * 4
           + jr->method.len + jr->path.len + jr->query.len + jr->protocol.len
-          + jr->server.len + jr->addr.len + jr->cert.len;
-
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        len += 8 + h[i].key.len + h[i].value.len;
-    }
+          + jr->server.len + jr->addr.len + jr->cert.len
+          + ngx_http_jvm_header_list_size(&r->headers_in.headers);
 
     if (r->request_body) {
         for (cl = r->request_body->bufs; cl; cl = cl->next) {
@@ -275,14 +255,15 @@ static size_t
 ngx_http_jvm_encode(ngx_http_request_t *r, ngx_http_jvm_request_t *jr,
     u_char *buf)
 {
-    u_char           *p, *count, *path;
-    u_char            fd_path[NGX_HTTP_JVM_FD_PATH_LEN];
-    uint32_t          n;
-    ngx_buf_t        *b;
-    ngx_uint_t        i;
-    ngx_chain_t      *cl;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
+    u_char       *p, *count, *path;
+    u_char        fd_path[NGX_HTTP_JVM_FD_PATH_LEN];
+    uint32_t      n;
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+#if (NGX_DEBUG)
+    uint32_t      headers;
+    ngx_uint_t    in_file;
+#endif
 
     p = buf;
     p = ngx_http_jvm_put_int(p, (uint32_t) jr->flags);
@@ -300,33 +281,20 @@ ngx_http_jvm_encode(ngx_http_request_t *r, ngx_http_jvm_request_t *jr,
     p = ngx_http_jvm_put_str(p, jr->cert.data, jr->cert.len);
 
     count = p;
-    p += 4;
+    p = ngx_http_jvm_put_int(p, 0);
     n = 0;
 
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        p = ngx_http_jvm_put_str(p, h[i].key.data, h[i].key.len);
-        p = ngx_http_jvm_put_str(p, h[i].value.data, h[i].value.len);
-        n++;
-    }
+    p = ngx_http_jvm_put_header_list(p, &r->headers_in.headers, 0, &n);
 
     (void) ngx_http_jvm_put_int(count, n);
 
+#if (NGX_DEBUG)
+    headers = n;
+    in_file = 0;
+#endif
+
     count = p;
-    p += 4;
+    p = ngx_http_jvm_put_int(p, 0);
     n = 0;
 
     if (r->request_body) {
@@ -352,6 +320,9 @@ ngx_http_jvm_encode(ngx_http_request_t *r, ngx_http_jvm_request_t *jr,
                 p = ngx_http_jvm_put_str(p, fd_path, path - fd_path);
                 p = ngx_http_jvm_put_long(p, b->file_pos);
                 p = ngx_http_jvm_put_long(p, b->file_last - b->file_pos);
+#if (NGX_DEBUG)
+                in_file++;
+#endif
 
             } else {
                 p = ngx_http_jvm_put_int(p, 0);
@@ -363,6 +334,11 @@ ngx_http_jvm_encode(ngx_http_request_t *r, ngx_http_jvm_request_t *jr,
     }
 
     (void) ngx_http_jvm_put_int(count, n);
+
+    ngx_log_debug5(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "jvm: request described in %uz bytes, flags %ui, "
+                   "%uD header fields, body in %uD segments, %ui in a file",
+                   (size_t) (p - buf), jr->flags, headers, n, in_file);
 
     return p - buf;
 }

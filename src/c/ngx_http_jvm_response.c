@@ -14,12 +14,6 @@
 #include "ngx_http_jvm_module.h"
 
 
-typedef struct {
-    u_char        *pos;
-    u_char        *last;
-} ngx_http_jvm_reader_t;
-
-
 typedef struct ngx_http_jvm_header_s  ngx_http_jvm_header_t;
 
 typedef ngx_int_t (*ngx_http_jvm_set_header_pt)(ngx_http_request_t *r,
@@ -102,46 +96,13 @@ static ngx_http_jvm_header_t  ngx_http_jvm_headers[] = {
 };
 
 
-static ngx_inline uint32_t
-ngx_http_jvm_get_int(ngx_http_jvm_reader_t *rd)
-{
-    uint32_t  n;
-
-    ngx_memcpy(&n, rd->pos, sizeof(uint32_t));
-    rd->pos += sizeof(uint32_t);
-
-    return n;
-}
-
-
-static ngx_inline ngx_int_t
-ngx_http_jvm_get_str(ngx_http_jvm_reader_t *rd, ngx_str_t *s)
-{
-    if (rd->last - rd->pos < (ssize_t) sizeof(uint32_t)) {
-        return NGX_ERROR;
-    }
-
-    s->len = ngx_http_jvm_get_int(rd);
-    s->data = rd->pos;
-
-    if (s->len > (size_t) (rd->last - rd->pos)) {
-        return NGX_ERROR;
-    }
-
-    rd->pos += s->len;
-
-    return NGX_OK;
-}
-
-
 ngx_int_t
 ngx_http_jvm_send_response(ngx_http_request_t *r, size_t len)
 {
     int64_t                 length;
-    uint32_t                id;
+    uint32_t                status, kind, count, id;
     ngx_int_t               rc, stream;
     ngx_str_t               s;
-    ngx_uint_t              status, kind, count;
     ngx_http_jvm_reader_t   rd;
 
     if (len < NGX_HTTP_JVM_RESPONSE_HEAD || len > ngx_http_jvm_vm.resp_cap) {
@@ -150,17 +111,20 @@ ngx_http_jvm_send_response(ngx_http_request_t *r, size_t len)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    rd.pos = ngx_http_jvm_vm.resp_addr;
-    rd.last = rd.pos + len;
+    ngx_http_jvm_reader_init(&rd, ngx_http_jvm_vm.resp_addr, len);
 
-    status = ngx_http_jvm_get_int(&rd);
-    kind = ngx_http_jvm_get_int(&rd);
-    ngx_memcpy(&length, rd.pos, sizeof(int64_t));
-    rd.pos += sizeof(int64_t);
-    count = ngx_http_jvm_get_int(&rd);
+    stream = -1;
+
+    if (ngx_http_jvm_get_int(&rd, &status) != NGX_OK
+        || ngx_http_jvm_get_int(&rd, &kind) != NGX_OK
+        || ngx_http_jvm_get_long(&rd, &length) != NGX_OK
+        || ngx_http_jvm_get_int(&rd, &count) != NGX_OK)
+    {
+        goto malformed;
+    }
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "jvm: response %ui, body kind %ui, %ui header fields",
+                   "jvm: response %uD, body kind %uD, %uD header fields",
                    status, kind, count);
 
     if (kind == NGX_HTTP_JVM_BODY_ERROR) {
@@ -174,21 +138,18 @@ ngx_http_jvm_send_response(ngx_http_request_t *r, size_t len)
                : NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    stream = -1;
-
     if (kind == NGX_HTTP_JVM_BODY_STREAM || kind == NGX_HTTP_JVM_BODY_UPGRADE)
     {
         /*
-         * The body's (or the socket's) id ends the response.  It is read first: whatever
-         * happens to the response, Java must be told the body is over.
+         * The body's (or the socket's) id ends the response.  It is read
+         * first: whatever happens to the response, Java must be told the
+         * body is over.
          */
-        if (rd.last - rd.pos < (ssize_t) sizeof(uint32_t)) {
+        if (ngx_http_jvm_get_last_int(&rd, &id) != NGX_OK) {
             goto malformed;
         }
 
-        ngx_memcpy(&id, rd.last - sizeof(uint32_t), sizeof(uint32_t));
         stream = id;
-        rd.last -= sizeof(uint32_t);
     }
 
     r->headers_out.status = status;
@@ -278,15 +239,18 @@ failed:
 ngx_uint_t
 ngx_http_jvm_response_declined(size_t len)
 {
-    uint32_t  kind;
+    uint32_t               status, kind;
+    ngx_http_jvm_reader_t  rd;
 
     if (len < NGX_HTTP_JVM_RESPONSE_HEAD) {
         return 0;
     }
 
-    ngx_memcpy(&kind, ngx_http_jvm_vm.resp_addr + 4, sizeof(uint32_t));
+    ngx_http_jvm_reader_init(&rd, ngx_http_jvm_vm.resp_addr, len);
 
-    return kind == NGX_HTTP_JVM_BODY_DECLINED;
+    return ngx_http_jvm_get_int(&rd, &status) == NGX_OK
+           && ngx_http_jvm_get_int(&rd, &kind) == NGX_OK
+           && kind == NGX_HTTP_JVM_BODY_DECLINED;
 }
 
 
@@ -295,23 +259,25 @@ ngx_http_jvm_response_declined(size_t len)
 void
 ngx_http_jvm_response_log(ngx_http_request_t *r, size_t len)
 {
+    int64_t                length;
+    uint32_t               status, kind, count;
     ngx_str_t              s;
     ngx_http_jvm_reader_t  rd;
 
-    if (len < NGX_HTTP_JVM_RESPONSE_HEAD || len > ngx_http_jvm_vm.resp_cap) {
+    if (len > ngx_http_jvm_vm.resp_cap) {
         return;
     }
 
-    rd.pos = ngx_http_jvm_vm.resp_addr;
-    rd.last = rd.pos + len;
+    ngx_http_jvm_reader_init(&rd, ngx_http_jvm_vm.resp_addr, len);
 
-    if (ngx_http_jvm_get_int(&rd) == 0
-        || ngx_http_jvm_get_int(&rd) != NGX_HTTP_JVM_BODY_ERROR)
+    if (ngx_http_jvm_get_int(&rd, &status) != NGX_OK
+        || ngx_http_jvm_get_int(&rd, &kind) != NGX_OK
+        || ngx_http_jvm_get_long(&rd, &length) != NGX_OK
+        || ngx_http_jvm_get_int(&rd, &count) != NGX_OK
+        || status == 0 || kind != NGX_HTTP_JVM_BODY_ERROR)
     {
         return;
     }
-
-    rd.pos += sizeof(int64_t) + sizeof(uint32_t);
 
     if (ngx_http_jvm_get_str(&rd, &s) == NGX_OK) {
         ngx_http_jvm_log_text(NGX_LOG_ERR, r->connection->log, s.data, s.len);
@@ -331,8 +297,9 @@ ngx_int_t
 ngx_http_jvm_edit_headers(ngx_http_request_t *r, size_t len)
 {
     u_char                 *copy;
+    int64_t                 length;
+    uint32_t                status, kind, count, n, i, j;
     ngx_str_t               name, value;
-    ngx_uint_t              status, kind, count, n, i, j;
     ngx_http_jvm_header_t  *hh;
     ngx_http_jvm_reader_t   rd;
 
@@ -340,13 +307,15 @@ ngx_http_jvm_edit_headers(ngx_http_request_t *r, size_t len)
         return NGX_ERROR;
     }
 
-    rd.pos = ngx_http_jvm_vm.resp_addr;
-    rd.last = rd.pos + len;
+    ngx_http_jvm_reader_init(&rd, ngx_http_jvm_vm.resp_addr, len);
 
-    status = ngx_http_jvm_get_int(&rd);
-    kind = ngx_http_jvm_get_int(&rd);
-    rd.pos += sizeof(int64_t);
-    count = ngx_http_jvm_get_int(&rd);
+    if (ngx_http_jvm_get_int(&rd, &status) != NGX_OK
+        || ngx_http_jvm_get_int(&rd, &kind) != NGX_OK
+        || ngx_http_jvm_get_long(&rd, &length) != NGX_OK
+        || ngx_http_jvm_get_int(&rd, &count) != NGX_OK)
+    {
+        goto malformed;
+    }
 
     if (kind == NGX_HTTP_JVM_BODY_ERROR) {
         if (ngx_http_jvm_get_str(&rd, &value) == NGX_OK) {
@@ -375,12 +344,10 @@ ngx_http_jvm_edit_headers(ngx_http_request_t *r, size_t len)
 
     for (i = 0; i < count; i++) {
         if (ngx_http_jvm_get_str(&rd, &name) != NGX_OK
-            || rd.last - rd.pos < (ssize_t) sizeof(uint32_t))
+            || ngx_http_jvm_get_int(&rd, &n) != NGX_OK)
         {
             goto malformed;
         }
-
-        n = ngx_http_jvm_get_int(&rd);
 
         ngx_http_jvm_remove_header(r, &name);
 

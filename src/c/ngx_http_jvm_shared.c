@@ -8,12 +8,13 @@
  * the manner of nginx's own zones (limit_req) and lua-nginx-module's
  * lua_shared_dict.
  *
- * The operations below are called by the natives of nginx.jvm.SharedDict
+ * The operations below are called by the natives of nginx.jvm.Shm
  * (ngx_http_jvm_vm.c), on the event loop or on any JVM thread at once.  So
  * they touch nothing of nginx but the zone, its mutex and the slab
- * allocator: no pools, no log, no cached time (ngx_current_msec is the
- * event loop's).  Time is CLOCK_MONOTONIC, the same in every worker.  The
- * mutex is never held across a call into the JVM.
+ * allocator: no pools, no cached time (ngx_current_msec is the event
+ * loop's), and the log only on the loop's thread (debug lines).  Time is
+ * CLOCK_MONOTONIC, the same in every worker.  The mutex is never held
+ * across a call into the JVM.
  *
  * A reload keeps a zone of the same name and size (nginx maps it again and
  * calls init with the old configuration's data), so the entries survive.
@@ -71,6 +72,25 @@ static ngx_int_t ngx_http_jvm_dict_insert(ngx_http_jvm_dict_t *dict,
  * once at worker start, never changed afterwards.
  */
 static ngx_array_t  *ngx_http_jvm_dicts;
+
+
+#if (NGX_DEBUG)
+
+/*
+ * The operations run on any thread, and a JVM thread touches no log: only
+ * the thread that called ngx_http_jvm_shared_init() (the event loop's, or
+ * a child JVM process's main thread) writes their debug lines.
+ */
+static __thread ngx_uint_t  ngx_http_jvm_dict_loop;
+
+static void ngx_http_jvm_dict_debug(ngx_http_jvm_dict_t *dict,
+    const char *op, size_t klen, ngx_int_t rc, ngx_uint_t evicted);
+
+#else
+
+#define ngx_http_jvm_dict_debug(dict, op, klen, rc, evicted)  (void) evicted
+
+#endif
 
 
 /* jvm_shared_dict NAME SIZE; at the http level. */
@@ -276,7 +296,40 @@ void
 ngx_http_jvm_shared_init(ngx_http_jvm_main_conf_t *jmcf)
 {
     ngx_http_jvm_dicts = jmcf->dicts;
+
+#if (NGX_DEBUG)
+    ngx_http_jvm_dict_loop = 1;
+#endif
 }
+
+
+#if (NGX_DEBUG)
+
+/* After the operation, its lock released: the log is written unlocked. */
+
+static void
+ngx_http_jvm_dict_debug(ngx_http_jvm_dict_t *dict, const char *op,
+    size_t klen, ngx_int_t rc, ngx_uint_t evicted)
+{
+    static const char  *results[] = {
+        "ok", "not found", "exists", "no memory", "not a number",
+        "too small a buffer", "too large"
+    };
+
+    if (!ngx_http_jvm_dict_loop) {
+        return;
+    }
+
+    ngx_log_debug5(NGX_LOG_DEBUG_CORE, ngx_cycle->log, 0,
+                   "jvm: dict \"%V\" %s, key of %uz bytes: %s, %ui evicted",
+                   &dict->name, op, klen,
+                   (rc >= 0 && rc < (ngx_int_t) (sizeof(results)
+                                                 / sizeof(results[0])))
+                   ? results[rc] : "?",
+                   evicted);
+}
+
+#endif
 
 
 /* The dictionary named so, or NULL; any thread. */
@@ -568,6 +621,8 @@ ngx_http_jvm_dict_get(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
 
     ngx_shmtx_unlock(&dict->shpool->mutex);
 
+    ngx_http_jvm_dict_debug(dict, "get", klen, rc, 0);
+
     return rc;
 }
 
@@ -585,13 +640,15 @@ ngx_http_jvm_dict_set(ngx_http_jvm_dict_t *dict, ngx_uint_t op, u_char *key,
 {
     uint64_t                   now;
     ngx_int_t                  rc;
-    ngx_uint_t                 hash;
+    ngx_uint_t                 hash, evicted;
     ngx_http_jvm_dict_node_t  *dn;
 
     hash = ngx_crc32_short(key, klen);
     now = ngx_http_jvm_dict_now();
 
     ngx_shmtx_lock(&dict->shpool->mutex);
+
+    evicted = dict->sh->evicted;
 
     dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen, now);
 
@@ -625,7 +682,11 @@ ngx_http_jvm_dict_set(ngx_http_jvm_dict_t *dict, ngx_uint_t op, u_char *key,
 
 done:
 
+    evicted = dict->sh->evicted - evicted;
+
     ngx_shmtx_unlock(&dict->shpool->mutex);
+
+    ngx_http_jvm_dict_debug(dict, "set", klen, rc, evicted);
 
     return rc;
 }
@@ -644,13 +705,15 @@ ngx_http_jvm_dict_incr(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
     int64_t                    n;
     uint64_t                   now;
     ngx_int_t                  rc;
-    ngx_uint_t                 hash;
+    ngx_uint_t                 hash, evicted;
     ngx_http_jvm_dict_node_t  *dn;
 
     hash = ngx_crc32_short(key, klen);
     now = ngx_http_jvm_dict_now();
 
     ngx_shmtx_lock(&dict->shpool->mutex);
+
+    evicted = dict->sh->evicted;
 
     dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen, now);
 
@@ -689,7 +752,11 @@ ngx_http_jvm_dict_incr(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
 
 done:
 
+    evicted = dict->sh->evicted - evicted;
+
     ngx_shmtx_unlock(&dict->shpool->mutex);
+
+    ngx_http_jvm_dict_debug(dict, "incr", klen, rc, evicted);
 
     return rc;
 }
@@ -721,6 +788,8 @@ ngx_http_jvm_dict_delete(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen)
     }
 
     ngx_shmtx_unlock(&dict->shpool->mutex);
+
+    ngx_http_jvm_dict_debug(dict, "delete", klen, rc, 0);
 
     return rc;
 }

@@ -27,45 +27,15 @@ typedef struct {
 } ngx_http_jvm_sr_t;
 
 
-typedef struct {
-    u_char                   *pos;
-    u_char                   *last;
-} ngx_http_jvm_spec_t;
-
-
 static ngx_int_t ngx_http_jvm_subrequest_done(ngx_http_request_t *sr,
     void *data, ngx_int_t rc);
 static ngx_int_t ngx_http_jvm_subrequest_headers(ngx_http_request_t *r,
-    ngx_http_request_t *sr, ngx_http_jvm_spec_t *sp, ngx_uint_t n);
+    ngx_http_request_t *sr, ngx_http_jvm_reader_t *sp, ngx_uint_t n);
 static ngx_int_t ngx_http_jvm_subrequest_body(ngx_http_request_t *sr,
     ngx_str_t *body);
 static void ngx_http_jvm_subrequest_run(ngx_event_t *ev);
 static size_t ngx_http_jvm_subrequest_encode(ngx_http_request_t *sr,
     ngx_uint_t status, u_char *buf, size_t cap);
-
-
-static ngx_inline ngx_int_t
-ngx_http_jvm_spec_str(ngx_http_jvm_spec_t *sp, ngx_str_t *s)
-{
-    uint32_t  n;
-
-    if (sp->last - sp->pos < (ssize_t) sizeof(uint32_t)) {
-        return NGX_ERROR;
-    }
-
-    ngx_memcpy(&n, sp->pos, sizeof(uint32_t));
-    sp->pos += sizeof(uint32_t);
-
-    if (n > (size_t) (sp->last - sp->pos)) {
-        return NGX_ERROR;
-    }
-
-    s->len = n;
-    s->data = sp->pos;
-    sp->pos += n;
-
-    return NGX_OK;
-}
 
 
 /*
@@ -82,22 +52,18 @@ ngx_http_jvm_subrequest_start(ngx_http_request_t *r, ngx_int_t id,
     ngx_http_jvm_sr_t          *jsr;
     ngx_http_jvm_ctx_t         *ctx;
     ngx_http_request_t         *sr;
-    ngx_http_jvm_spec_t         sp;
+    ngx_http_jvm_reader_t       sp;
     ngx_http_post_subrequest_t *ps;
 
-    sp.pos = spec;
-    sp.last = spec + len;
+    ngx_http_jvm_reader_init(&sp, spec, len);
 
-    if (ngx_http_jvm_spec_str(&sp, &method) != NGX_OK
-        || ngx_http_jvm_spec_str(&sp, &uri) != NGX_OK
-        || ngx_http_jvm_spec_str(&sp, &args) != NGX_OK
-        || sp.last - sp.pos < (ssize_t) sizeof(uint32_t))
+    if (ngx_http_jvm_get_str(&sp, &method) != NGX_OK
+        || ngx_http_jvm_get_str(&sp, &uri) != NGX_OK
+        || ngx_http_jvm_get_str(&sp, &args) != NGX_OK
+        || ngx_http_jvm_get_int(&sp, &n) != NGX_OK)
     {
         return "malformed subrequest";
     }
-
-    ngx_memcpy(&n, sp.pos, sizeof(uint32_t));
-    sp.pos += sizeof(uint32_t);
 
     if (uri.len == 0 || uri.data[0] != '/') {
         return "a subrequest's URI must start with \"/\"";
@@ -129,7 +95,7 @@ ngx_http_jvm_subrequest_start(ngx_http_request_t *r, ngx_int_t id,
     }
 
     if (ngx_http_jvm_subrequest_headers(r, sr, &sp, n) != NGX_OK
-        || ngx_http_jvm_spec_str(&sp, &body) != NGX_OK
+        || ngx_http_jvm_get_str(&sp, &body) != NGX_OK
         || ngx_http_jvm_subrequest_body(sr, &body) != NGX_OK)
     {
         /* nginx runs it anyway; its answer says what it got */
@@ -208,7 +174,7 @@ ngx_http_jvm_method(ngx_str_t *name)
 
 static ngx_int_t
 ngx_http_jvm_subrequest_headers(ngx_http_request_t *r, ngx_http_request_t *sr,
-    ngx_http_jvm_spec_t *sp, ngx_uint_t n)
+    ngx_http_jvm_reader_t *sp, ngx_uint_t n)
 {
     u_char           *save;
     ngx_str_t         name, value;
@@ -252,8 +218,8 @@ ngx_http_jvm_subrequest_headers(ngx_http_request_t *r, ngx_http_request_t *sr,
         save = sp->pos;
 
         for (j = 0; j < n && !skip; j++) {
-            if (ngx_http_jvm_spec_str(sp, &name) != NGX_OK
-                || ngx_http_jvm_spec_str(sp, &value) != NGX_OK)
+            if (ngx_http_jvm_get_str(sp, &name) != NGX_OK
+                || ngx_http_jvm_get_str(sp, &value) != NGX_OK)
             {
                 return NGX_ERROR;
             }
@@ -278,8 +244,8 @@ ngx_http_jvm_subrequest_headers(ngx_http_request_t *r, ngx_http_request_t *sr,
     }
 
     for (j = 0; j < n; j++) {
-        if (ngx_http_jvm_spec_str(sp, &name) != NGX_OK
-            || ngx_http_jvm_spec_str(sp, &value) != NGX_OK)
+        if (ngx_http_jvm_get_str(sp, &name) != NGX_OK
+            || ngx_http_jvm_get_str(sp, &value) != NGX_OK)
         {
             return NGX_ERROR;
         }

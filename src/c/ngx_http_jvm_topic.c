@@ -20,7 +20,8 @@
  * publisher that needs its room; a worker that quits frees its own.
  *
  * Publishing is called by the natives of nginx.jvm.Shm from any thread, so
- * like the dictionaries it touches nothing of nginx but the zone.
+ * like the dictionaries it touches nothing of nginx but the zone (and the
+ * log for a debug line, on the event loop's thread only).
  */
 
 
@@ -75,6 +76,15 @@ static ngx_event_t        ngx_http_jvm_topic_ev;
 static ngx_http_jvm_eventfd_t  ngx_http_jvm_topic_wake;  /* this worker's */
 /* the timer's data: nginx's debug log reads an fd from it */
 static ngx_connection_t   ngx_http_jvm_topic_dummy = { .fd = -1 };
+
+#if (NGX_DEBUG)
+/*
+ * Publishing runs on any thread, and a JVM thread touches no log: only
+ * the thread that called ngx_http_jvm_topics_names() (the event loop's)
+ * writes its debug lines.
+ */
+static __thread ngx_uint_t  ngx_http_jvm_topic_loop;
+#endif
 
 
 /* jvm_topic NAME SIZE; at the http level. */
@@ -279,12 +289,13 @@ ngx_http_jvm_topic_publish(ngx_http_jvm_topic_t *topic, u_char *data,
     uint64_t                      oldest, one;
     ngx_fd_t                     *fd;
     ngx_int_t                     rc;
-    ngx_uint_t                    i, reaped;
+    ngx_uint_t                    i, reaped, woken;
     ngx_http_jvm_topic_sh_t      *sh;
     ngx_http_jvm_topic_msg_t      msg;
     ngx_http_jvm_topic_reader_t  *r;
 
     sh = topic->sh;
+    woken = 0;
 
     if (len > ngx_http_jvm_topic_max(topic)) {
         return NGX_HTTP_JVM_DICT_TOO_LARGE;
@@ -362,9 +373,23 @@ done:
 
         for (i = 0; i < ngx_http_jvm_topic_wakes->nelts; i++) {
             /* EAGAIN: the counter is full, the worker woken already */
-            (void) write(fd[i], &one, sizeof(uint64_t));
+            if (write(fd[i], &one, sizeof(uint64_t)) == sizeof(uint64_t)) {
+                woken++;
+            }
         }
     }
+
+#if (NGX_DEBUG)
+    if (ngx_http_jvm_topic_loop) {
+        ngx_log_debug4(NGX_LOG_DEBUG_CORE, ngx_cycle->log, 0,
+                       "jvm: topic \"%V\" publish of %uz bytes: %s, "
+                       "%ui workers woken", &topic->name, len,
+                       rc == NGX_HTTP_JVM_DICT_OK ? "ok" : "ring full",
+                       woken);
+    }
+#else
+    (void) woken;
+#endif
 
     return rc;
 }
@@ -556,6 +581,10 @@ ngx_http_jvm_topics_names(ngx_http_jvm_main_conf_t *jmcf)
 {
     ngx_http_jvm_topics = jmcf->topics;
     ngx_http_jvm_topic_wakes = jmcf->topic_wakes;
+
+#if (NGX_DEBUG)
+    ngx_http_jvm_topic_loop = 1;
+#endif
 }
 
 
@@ -716,6 +745,11 @@ ngx_http_jvm_topic_read(ngx_log_t *log)
                 more = 1;
                 continue;
             }
+
+            ngx_log_debug5(NGX_LOG_DEBUG_CORE, log, 0,
+                           "jvm: topic \"%V\": %ui messages, %uz bytes to "
+                           "the JVM, %uL unread%s", &topic->name, n, used,
+                           head - offset, more ? ", more" : "");
 
             if (n) {
                 ngx_http_jvm_vm_topic_deliver(log, topic, n, used);

@@ -30,6 +30,8 @@ ngx_http_jvm_variable_get(ngx_http_request_t *r, ngx_str_t *name,
     if (ngx_http_jvm_variable_find(r, name, &key, &prefix) == NULL
         && !prefix)
     {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "jvm: get variable \"%V\": unknown", name);
         return NGX_ABORT;
     }
 
@@ -40,8 +42,13 @@ ngx_http_jvm_variable_get(ngx_http_request_t *r, ngx_str_t *name,
     }
 
     if (vv->not_found) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "jvm: get variable \"%V\": not found", name);
         return NGX_DECLINED;
     }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "jvm: get variable \"%V\": \"%v\"", name, vv);
 
     value->data = vv->data;
     value->len = vv->len;
@@ -63,17 +70,20 @@ ngx_http_jvm_variable_set(ngx_http_request_t *r, ngx_str_t *name,
     ngx_http_variable_t        *v;
     ngx_http_variable_value_t  *vv;
 
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "jvm: set variable \"%V\" to \"%V\"", name, value);
+
     v = ngx_http_jvm_variable_find(r, name, &key, &prefix);
 
     if (v == NULL) {
         *err = prefix ? "a variable of a prefix ($arg_, $http_, ...) cannot "
                         "be set" : "unknown nginx variable";
-        return NGX_ERROR;
+        goto failed;
     }
 
     if (!(v->flags & NGX_HTTP_VAR_CHANGEABLE)) {
         *err = "this nginx variable cannot be set";
-        return NGX_ERROR;
+        goto failed;
     }
 
     if (v->set_handler) {
@@ -87,7 +97,7 @@ ngx_http_jvm_variable_set(ngx_http_request_t *r, ngx_str_t *name,
 
     } else {
         *err = "this nginx variable cannot be set";
-        return NGX_ERROR;
+        goto failed;
     }
 
     vv->data = value->data;
@@ -102,6 +112,13 @@ ngx_http_jvm_variable_set(ngx_http_request_t *r, ngx_str_t *name,
     }
 
     return NGX_OK;
+
+failed:
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "jvm: set variable \"%V\" refused: %s", name, *err);
+
+    return NGX_ERROR;
 }
 
 
@@ -114,6 +131,9 @@ ngx_http_jvm_variable_set(ngx_http_request_t *r, ngx_str_t *name,
 ngx_int_t
 ngx_http_jvm_set_uri(ngx_http_request_t *r, ngx_str_t *uri)
 {
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "jvm: set uri \"%V\"", uri);
+
     if (uri->len == 0 || uri->data[0] != '/') {
         return NGX_ERROR;
     }

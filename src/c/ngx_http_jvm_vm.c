@@ -931,7 +931,8 @@ static ngx_int_t
 ngx_http_jvm_vm_response(ngx_log_t *log, jint n, size_t *out,
     const char *what)
 {
-    uint32_t  kind;
+    uint32_t               status, kind;
+    ngx_http_jvm_reader_t  rd;
 
     if ((*ngx_http_jvm_env)->ExceptionCheck(ngx_http_jvm_env)) {
         return ngx_http_jvm_vm_failed(log, what);
@@ -943,9 +944,11 @@ ngx_http_jvm_vm_response(ngx_log_t *log, jint n, size_t *out,
         return NGX_ERROR;
     }
 
-    ngx_memcpy(&kind, ngx_http_jvm_vm.resp_addr + 4, sizeof(uint32_t));
+    ngx_http_jvm_reader_init(&rd, ngx_http_jvm_vm.resp_addr, (size_t) n);
 
-    if (kind == NGX_HTTP_JVM_BODY_MOVED
+    if (ngx_http_jvm_get_int(&rd, &status) == NGX_OK
+        && ngx_http_jvm_get_int(&rd, &kind) == NGX_OK
+        && kind == NGX_HTTP_JVM_BODY_MOVED
         && ngx_http_jvm_vm_response_buffer(log) != NGX_OK)
     {
         return NGX_ERROR;
@@ -1291,9 +1294,10 @@ ngx_int_t
 ngx_http_jvm_vm_variable(ngx_http_request_t *r, ngx_int_t handler,
     size_t len, ngx_str_t *value)
 {
-    jint        n;
-    uint32_t    mlen;
-    ngx_log_t  *log;
+    jint                   n;
+    ngx_str_t              msg;
+    ngx_log_t             *log;
+    ngx_http_jvm_reader_t  rd;
 
     log = r->connection->log;
 
@@ -1312,13 +1316,12 @@ ngx_http_jvm_vm_variable(ngx_http_request_t *r, ngx_int_t handler,
     }
 
     if (n == NGX_HTTP_JVM_VAR_FAILED) {
-        /* the response buffer holds an int length and the message */
-        ngx_memcpy(&mlen, ngx_http_jvm_vm.resp_addr, sizeof(uint32_t));
+        /* the response buffer holds the message, a string */
+        ngx_http_jvm_reader_init(&rd, ngx_http_jvm_vm.resp_addr,
+                                 ngx_http_jvm_vm.resp_cap);
 
-        if (mlen <= ngx_http_jvm_vm.resp_cap - sizeof(uint32_t)) {
-            ngx_http_jvm_log_text(NGX_LOG_ERR, log,
-                                  ngx_http_jvm_vm.resp_addr
-                                  + sizeof(uint32_t), mlen);
+        if (ngx_http_jvm_get_str(&rd, &msg) == NGX_OK) {
+            ngx_http_jvm_log_text(NGX_LOG_ERR, log, msg.data, msg.len);
         }
 
         return NGX_ERROR;
@@ -1448,9 +1451,10 @@ ngx_http_jvm_vm_cancel(void *id)
 ngx_int_t
 ngx_http_jvm_vm_next(ngx_log_t *log, ngx_int_t stream, size_t *out)
 {
-    jint      n;
-    JNIEnv   *env;
-    uint32_t  len;
+    jint                   n;
+    JNIEnv                *env;
+    ngx_str_t              msg;
+    ngx_http_jvm_reader_t  rd;
 
     env = ngx_http_jvm_env;
 
@@ -1478,13 +1482,12 @@ ngx_http_jvm_vm_next(ngx_log_t *log, ngx_int_t stream, size_t *out)
         return NGX_DECLINED;
 
     case NGX_HTTP_JVM_NEXT_FAILED:
-        /* the body failed half-way: an int length and the message */
-        ngx_memcpy(&len, ngx_http_jvm_vm.resp_addr, sizeof(uint32_t));
+        /* the body failed half-way: the message, a string */
+        ngx_http_jvm_reader_init(&rd, ngx_http_jvm_vm.resp_addr,
+                                 ngx_http_jvm_vm.resp_cap);
 
-        if (len <= ngx_http_jvm_vm.resp_cap - sizeof(uint32_t)) {
-            ngx_http_jvm_log_text(NGX_LOG_ERR, log,
-                                  ngx_http_jvm_vm.resp_addr
-                                  + sizeof(uint32_t), len);
+        if (ngx_http_jvm_get_str(&rd, &msg) == NGX_OK) {
+            ngx_http_jvm_log_text(NGX_LOG_ERR, log, msg.data, msg.len);
         }
 
         return NGX_ERROR;

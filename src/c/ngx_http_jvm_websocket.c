@@ -1308,6 +1308,7 @@ ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws)
     ngx_int_t                  rc;
     ngx_event_t               *wev;
     ngx_connection_t          *c;
+    ngx_http_jvm_reader_t      rd;
     u_char                     frame[10];
 
     c = ws->connection;
@@ -1375,15 +1376,22 @@ ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws)
             return;
         }
 
-        if (rc == NGX_ERROR || len < sizeof(uint32_t)) {
+        if (rc == NGX_ERROR) {
             ngx_http_jvm_ws_fail(ws, 1011, "");
             return;
         }
 
-        p = ngx_http_jvm_vm.resp_addr;
-        ngx_memcpy(&opcode, p, sizeof(uint32_t));
-        p += sizeof(uint32_t);
-        len -= sizeof(uint32_t);
+        /* the frame: an int opcode, then the payload */
+
+        ngx_http_jvm_reader_init(&rd, ngx_http_jvm_vm.resp_addr, len);
+
+        if (ngx_http_jvm_get_int(&rd, &opcode) != NGX_OK) {
+            ngx_http_jvm_ws_fail(ws, 1011, "");
+            return;
+        }
+
+        p = rd.pos;
+        len = rd.last - rd.pos;
 
         if (opcode == NGX_HTTP_JVM_WS_CLOSE) {
             ws->closing = 1;

@@ -1,7 +1,10 @@
 
 /*
- * nginx-jvm: what the layouts of the wire protocol share between the
- * request, its phases and subrequests: a response's header fields.
+ * nginx-jvm: the one encoder of header fields for Java: a list of them
+ * (the request's, as received, in ngx_http_jvm_request.c), and a
+ * response's as the client gets them (a header filter's handler in
+ * ngx_http_jvm_phase.c, a subrequest's answer).  The writer and the
+ * reader of the layouts are inline, in ngx_http_jvm_wire.h.
  */
 
 
@@ -11,21 +14,21 @@
 #define NGX_HTTP_JVM_HTTP_TIME  sizeof("Mon, 28 Sep 1970 06:00:00 GMT")
 
 
-/* What ngx_http_jvm_put_headers_out() writes for r, at most. */
+/*
+ * What ngx_http_jvm_put_header_list() writes for list, at most: a name and
+ * a value string for each field.
+ */
 
 size_t
-ngx_http_jvm_headers_out_size(ngx_http_request_t *r)
+ngx_http_jvm_header_list_size(ngx_list_t *list)
 {
     size_t            size;
     ngx_uint_t        i;
     ngx_list_part_t  *part;
     ngx_table_elt_t  *h;
 
-    size = 4 + 3 * 8 + sizeof("Content-Type") + sizeof("Content-Length")
-           + sizeof("Last-Modified") + r->headers_out.content_type.len
-           + NGX_OFF_T_LEN + NGX_HTTP_JVM_HTTP_TIME;
-
-    part = &r->headers_out.headers.part;
+    size = 0;
+    part = &list->part;
     h = part->elts;
 
     for (i = 0; /* void */ ; i++) {
@@ -40,10 +43,67 @@ ngx_http_jvm_headers_out_size(ngx_http_request_t *r)
             i = 0;
         }
 
-        size += 8 + h[i].key.len + h[i].value.len;
+        size += 2 * sizeof(uint32_t) + h[i].key.len + h[i].value.len;
     }
 
     return size;
+}
+
+
+/*
+ * Each field of list as a name and a value string; *n counts them.  With
+ * "live", those with hash 0 are left out: nginx's header filter skips
+ * them, they are deleted.  The request's fields go as received, all of
+ * them.  The caller writes the count where it wants it.
+ */
+
+u_char *
+ngx_http_jvm_put_header_list(u_char *p, ngx_list_t *list, ngx_uint_t live,
+    uint32_t *n)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    part = &list->part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (live && h[i].hash == 0) {
+            continue;
+        }
+
+        p = ngx_http_jvm_put_str(p, h[i].key.data, h[i].key.len);
+        p = ngx_http_jvm_put_str(p, h[i].value.data, h[i].value.len);
+        (*n)++;
+    }
+
+    return p;
+}
+
+
+/* What ngx_http_jvm_put_headers_out() writes for r, at most. */
+
+size_t
+ngx_http_jvm_headers_out_size(ngx_http_request_t *r)
+{
+    return sizeof(uint32_t)
+           + 3 * 2 * sizeof(uint32_t) + sizeof("Content-Type")
+           + sizeof("Content-Length") + sizeof("Last-Modified")
+           + r->headers_out.content_type.len
+           + NGX_OFF_T_LEN + NGX_HTTP_JVM_HTTP_TIME
+           + ngx_http_jvm_header_list_size(&r->headers_out.headers);
 }
 
 
@@ -58,15 +118,12 @@ ngx_http_jvm_headers_out_size(ngx_http_request_t *r)
 u_char *
 ngx_http_jvm_put_headers_out(ngx_http_request_t *r, u_char *p)
 {
-    u_char           *count;
-    u_char            num[NGX_OFF_T_LEN], time[NGX_HTTP_JVM_HTTP_TIME];
-    uint32_t          n;
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
+    u_char    *count;
+    u_char     num[NGX_OFF_T_LEN], time[NGX_HTTP_JVM_HTTP_TIME];
+    uint32_t   n;
 
     count = p;
-    p += sizeof(uint32_t);
+    p = ngx_http_jvm_put_int(p, 0);
     n = 0;
 
     if (r->headers_out.content_type.len) {
@@ -101,29 +158,7 @@ ngx_http_jvm_put_headers_out(ngx_http_request_t *r, u_char *p)
         n++;
     }
 
-    part = &r->headers_out.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].hash == 0) {
-            continue;
-        }
-
-        p = ngx_http_jvm_put_str(p, h[i].key.data, h[i].key.len);
-        p = ngx_http_jvm_put_str(p, h[i].value.data, h[i].value.len);
-        n++;
-    }
+    p = ngx_http_jvm_put_header_list(p, &r->headers_out.headers, 1, &n);
 
     (void) ngx_http_jvm_put_int(count, n);
 

@@ -138,6 +138,108 @@ ngx_http_jvm_put_str(u_char *p, u_char *data, size_t len)
 }
 
 
+/*
+ * The one reader of the layouts Java writes, over [pos, last).  Each
+ * ngx_http_jvm_get_*() answers NGX_ERROR, reading nothing, when the bytes
+ * left are fewer than it needs: a short or malformed buffer is then the
+ * caller's clear failure, never a read beyond it.  A string's data points
+ * into the buffer.
+ */
+
+typedef struct {
+    u_char                   *pos;
+    u_char                   *last;
+} ngx_http_jvm_reader_t;
+
+
+static ngx_inline void
+ngx_http_jvm_reader_init(ngx_http_jvm_reader_t *rd, u_char *p, size_t len)
+{
+    rd->pos = p;
+    rd->last = p + len;
+}
+
+
+static ngx_inline ngx_int_t
+ngx_http_jvm_get_int(ngx_http_jvm_reader_t *rd, uint32_t *n)
+{
+    if ((size_t) (rd->last - rd->pos) < sizeof(uint32_t)) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(n, rd->pos, sizeof(uint32_t));
+    rd->pos += sizeof(uint32_t);
+
+    return NGX_OK;
+}
+
+
+static ngx_inline ngx_int_t
+ngx_http_jvm_get_long(ngx_http_jvm_reader_t *rd, int64_t *n)
+{
+    if ((size_t) (rd->last - rd->pos) < sizeof(int64_t)) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(n, rd->pos, sizeof(int64_t));
+    rd->pos += sizeof(int64_t);
+
+    return NGX_OK;
+}
+
+
+static ngx_inline ngx_int_t
+ngx_http_jvm_get_str(ngx_http_jvm_reader_t *rd, ngx_str_t *s)
+{
+    uint32_t  n;
+
+    if ((size_t) (rd->last - rd->pos) < sizeof(uint32_t)) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(&n, rd->pos, sizeof(uint32_t));
+
+    if (n > (size_t) (rd->last - rd->pos) - sizeof(uint32_t)) {
+        return NGX_ERROR;
+    }
+
+    s->len = n;
+    s->data = rd->pos + sizeof(uint32_t);
+    rd->pos = s->data + n;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The int that ends the buffer (a streamed body's or a WebSocket's id,
+ * after a response's header fields): read first, and taken off its end.
+ */
+
+static ngx_inline ngx_int_t
+ngx_http_jvm_get_last_int(ngx_http_jvm_reader_t *rd, uint32_t *n)
+{
+    if ((size_t) (rd->last - rd->pos) < sizeof(uint32_t)) {
+        return NGX_ERROR;
+    }
+
+    rd->last -= sizeof(uint32_t);
+    ngx_memcpy(n, rd->last, sizeof(uint32_t));
+
+    return NGX_OK;
+}
+
+
+/*
+ * The one encoder of a list of header fields (ngx_table_elt_t), for the
+ * request's and a response's: ngx_http_jvm_header_list_size() is what
+ * ngx_http_jvm_put_header_list() writes, at most.
+ */
+
+size_t ngx_http_jvm_header_list_size(ngx_list_t *list);
+u_char *ngx_http_jvm_put_header_list(u_char *p, ngx_list_t *list,
+    ngx_uint_t live, uint32_t *n);
+
 size_t ngx_http_jvm_headers_out_size(ngx_http_request_t *r);
 u_char *ngx_http_jvm_put_headers_out(ngx_http_request_t *r, u_char *p);
 
