@@ -330,3 +330,48 @@ def test_a_static_directory_the_workers_cannot_read_is_refused(tmp_path,
     assert r.returncode == 2
     assert "the workers run as nobody" in r.stderr
     assert "    %s/\n" % public in r.stderr
+
+
+def test_any_nginx_directive_through_the_launcher(tmp_path):
+    """--http, --server and --server-conf carry directives the launcher
+    has no option for: a request limit answers 503 beyond its rate, and a
+    WebSocket message limit lands in the server block."""
+    conf = tmp_path / "server.conf"
+    conf.write_text("jvm_websocket_max_message 32m;\n"
+                    "location /limited {\n"
+                    "    limit_req zone=one nodelay;\n"
+                    "    limit_req_status 503;\n"
+                    "    jvm_content testapp.ring/pid;\n"
+                    "}\n")
+    args = ["--handler", "testapp.ring/pid", "--classpath",
+            ":".join([str(CLJ_APPS), java_classes()] + RING_JARS),
+            "--workers", "1",
+            "--http", "limit_req_zone $binary_remote_addr zone=one:1m "
+                      "rate=1r/m;",
+            "--server-conf", str(conf)]
+    r = run("run", *args, "--print-config")
+    assert r.returncode == 0, r.stderr
+    assert 'include "%s";' % conf in r.stdout
+    http = r.stdout.index("limit_req_zone")
+    assert http < r.stdout.index("server {") < r.stdout.index("include")
+    with launched(args, "/pid") as (proc, port, first):
+        assert first.status == 200, first
+        # one request a minute: the next ones are refused by nginx itself
+        codes = [request(port, "GET", "/limited").status for _ in range(4)]
+        assert codes == [200, 503, 503, 503], codes
+        assert request(port, "GET", "/pid").status == 200
+
+
+def test_a_wrong_directive_is_named_as_nginx_starts(tmp_path):
+    conf = tmp_path / "server.conf"
+    conf.write_text("jvm_websocket_max_message lots;\n")
+    r = run("run", "--handler", "testapp.ring/pid", "--classpath",
+            str(CLJ_APPS), "--port", str(free_port()),
+            "--server-conf", str(conf))
+    assert r.returncode != 0
+    assert re.search(r'\[emerg\].*"jvm_websocket_max_message"', r.stderr), \
+        r.stderr
+    r = run("run", "--handler", "testapp.ring/pid", "--classpath",
+            str(CLJ_APPS), "--server-conf", str(tmp_path / "missing.conf"))
+    assert r.returncode == 2
+    assert "--server-conf" in r.stderr and "not a readable file" in r.stderr
