@@ -115,8 +115,15 @@ for c in "${cases[@]}"; do
     IFS='|' read -r name route url rs_url target <<<"$c"
     for r in $(seq 1 "$rounds"); do
         results[nginx,$name]+="$(rate "http://127.0.0.1:$nginx_port/$route") "
-        results[jvm,$name]+="$(rate "$url") "
-        [ -z "$rs_url" ] || results[rs,$name]+="$(rate "$rs_url") "
+        # the launcher's server and run-server's take turns at going first,
+        # so that neither always runs right after plain nginx
+        if [ $((r % 2)) -eq 1 ] || [ -z "$rs_url" ]; then
+            results[jvm,$name]+="$(rate "$url") "
+            [ -z "$rs_url" ] || results[rs,$name]+="$(rate "$rs_url") "
+        else
+            results[rs,$name]+="$(rate "$rs_url") "
+            results[jvm,$name]+="$(rate "$url") "
+        fi
     done
 done
 
