@@ -333,3 +333,25 @@ def test_clojure_wrapper(mode):
                          'a list',
             ":is-list": 'the value of "l2" in shared dictionary "d" is a '
                         'list (read it with lpop, rpop or llen)'}, res
+
+
+def test_a_client_that_leaves_mid_operation_leaves_a_whole_list(ng):
+    """Clients that send a request pushing thousands of values and leave
+    at once, or mid-request: the workers go on, and the list holds every
+    value one request pushed, in order, nothing half-made."""
+    import socket
+    pids = set(ng.worker_pids())
+    for i, cut in enumerate([None, 10, 30]):
+        q = urllib.parse.urlencode(dict(op="pushmany", key="l%d" % i,
+                                        n=2000, bytes=10))
+        data = ("GET /dict?%s HTTP/1.1\r\nHost: x\r\n\r\n" % q).encode()
+        s = socket.create_connection(("127.0.0.1", ng.port2))
+        s.sendall(data if cut is None else data[:cut])
+        s.close()
+    # the first ran (or runs) to its end; the others never were requests
+    assert wait_for(lambda: ok(ng, op="llen", key="l0") == "2000", 30)
+    assert ok(ng, op="popall", key="l0") \
+        == ",".join(str(i) for i in range(2000))
+    assert ok(ng, op="llen", key="l1") == "0"
+    assert ok(ng, op="llen", key="l2") == "0"
+    assert set(ng.worker_pids()) == pids
