@@ -262,6 +262,20 @@ def test_notes_forms(notes):
     assert b.post_form("/notes/%s/delete" % ids[0]).status == 404
     assert b.post_form("/notes/x/delete").status == 404
 
+    # the trash: undo puts the note back, once; others have their own
+    assert 'action="/notes/undo"' in page
+    assert 'action="/notes/undo"' not in other.get("/").text
+    assert other.post_form("/notes/undo").status == 303
+    assert flash(other.get("/").text) == "Nothing to undo."
+    assert Browser(notes).post_form("/notes/undo").status == 403
+    assert b.post_form("/notes/undo").status == 303
+    page = b.get("/").text
+    assert flash(page) == "Note restored."
+    assert '<li id="note-%s"><p>Buy &lt;milk' % ids[0] in page
+    assert 'action="/notes/undo"' not in page
+    b.post_form("/notes/undo")
+    assert flash(b.get("/").text) == "Nothing to undo."
+
 
 def test_notes_json_api(notes):
     anonymous = Browser(notes)

@@ -210,7 +210,8 @@ ngx_http_jvm_dict_t *ngx_http_jvm_dict_find(u_char *name, size_t len);
 ngx_uint_t ngx_http_jvm_dict_fits(ngx_http_jvm_dict_t *dict, size_t klen,
     size_t vlen);
 ngx_int_t ngx_http_jvm_dict_get(ngx_http_jvm_dict_t *dict, u_char *key,
-    size_t klen, u_char *buf, size_t cap, size_t *len, ngx_uint_t *type);
+    size_t klen, u_char *buf, size_t cap, size_t *len, ngx_uint_t *type,
+    ngx_uint_t *stale);
 ngx_int_t ngx_http_jvm_dict_set(ngx_http_jvm_dict_t *dict, ngx_uint_t op,
     u_char *key, size_t klen, u_char *value, size_t vlen, ngx_uint_t type,
     int64_t ttl);
@@ -223,6 +224,20 @@ ngx_int_t ngx_http_jvm_dict_keys(ngx_http_jvm_dict_t *dict, ngx_uint_t limit,
 ngx_uint_t ngx_http_jvm_dict_size(ngx_http_jvm_dict_t *dict,
     ngx_uint_t *evicted);
 void ngx_http_jvm_dict_clear(ngx_http_jvm_dict_t *dict);
+ngx_int_t ngx_http_jvm_dict_push(ngx_http_jvm_dict_t *dict, ngx_uint_t end,
+    u_char *key, size_t klen, u_char *value, size_t vlen, ngx_uint_t type,
+    size_t *length);
+ngx_int_t ngx_http_jvm_dict_pop(ngx_http_jvm_dict_t *dict, ngx_uint_t end,
+    u_char *key, size_t klen, u_char *buf, size_t cap, u_char **out,
+    size_t *len, ngx_uint_t *type);
+ngx_int_t ngx_http_jvm_dict_llen(ngx_http_jvm_dict_t *dict, u_char *key,
+    size_t klen, size_t *length);
+ngx_int_t ngx_http_jvm_dict_ttl(ngx_http_jvm_dict_t *dict, u_char *key,
+    size_t klen, int64_t *ttl);
+ngx_int_t ngx_http_jvm_dict_expire(ngx_http_jvm_dict_t *dict, u_char *key,
+    size_t klen, int64_t ttl);
+ngx_uint_t ngx_http_jvm_dict_flush_expired(ngx_http_jvm_dict_t *dict,
+    ngx_uint_t max);
 
 /* ngx_http_jvm_topic.c: publishing is for any thread */
 char *ngx_http_jvm_topic(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);

@@ -50,6 +50,23 @@ static void JNICALL ngx_http_jvm_shm_dict_stats(JNIEnv *env, jclass cls,
     jlong dict, jlongArray out);
 static void JNICALL ngx_http_jvm_shm_dict_clear(JNIEnv *env, jclass cls,
     jlong dict);
+static jbyteArray ngx_http_jvm_shm_get(JNIEnv *env, jlong dict,
+    jbyteArray key, ngx_uint_t with_stale);
+static jbyteArray JNICALL ngx_http_jvm_shm_dict_get_stale(JNIEnv *env,
+    jclass cls, jlong dict, jbyteArray key);
+static jint JNICALL ngx_http_jvm_shm_dict_push(JNIEnv *env, jclass cls,
+    jlong dict, jint end, jbyteArray key, jbyteArray value, jint type,
+    jlongArray out);
+static jint JNICALL ngx_http_jvm_shm_dict_pop(JNIEnv *env, jclass cls,
+    jlong dict, jint end, jbyteArray key, jobjectArray out);
+static jint JNICALL ngx_http_jvm_shm_dict_llen(JNIEnv *env, jclass cls,
+    jlong dict, jbyteArray key, jlongArray out);
+static jint JNICALL ngx_http_jvm_shm_dict_ttl(JNIEnv *env, jclass cls,
+    jlong dict, jbyteArray key, jlongArray out);
+static jint JNICALL ngx_http_jvm_shm_dict_expire(JNIEnv *env, jclass cls,
+    jlong dict, jbyteArray key, jlong ttl);
+static jint JNICALL ngx_http_jvm_shm_dict_flush_expired(JNIEnv *env,
+    jclass cls, jlong dict, jint max);
 static jlong JNICALL ngx_http_jvm_shm_topic(JNIEnv *env, jclass cls,
     jbyteArray name);
 static jlong JNICALL ngx_http_jvm_shm_topic_max(JNIEnv *env, jclass cls,
@@ -86,6 +103,14 @@ static JNINativeMethod  ngx_http_jvm_shm_natives[] = {
     { "dictKeys", "(JI)[B", (void *) ngx_http_jvm_shm_dict_keys },
     { "dictStats", "(J[J)V", (void *) ngx_http_jvm_shm_dict_stats },
     { "dictClear", "(J)V", (void *) ngx_http_jvm_shm_dict_clear },
+    { "dictGetStale", "(J[B)[B", (void *) ngx_http_jvm_shm_dict_get_stale },
+    { "dictPush", "(JI[B[BI[J)I", (void *) ngx_http_jvm_shm_dict_push },
+    { "dictPop", "(JI[B[[B)I", (void *) ngx_http_jvm_shm_dict_pop },
+    { "dictLlen", "(J[B[J)I", (void *) ngx_http_jvm_shm_dict_llen },
+    { "dictTtl", "(J[B[J)I", (void *) ngx_http_jvm_shm_dict_ttl },
+    { "dictExpire", "(J[BJ)I", (void *) ngx_http_jvm_shm_dict_expire },
+    { "dictFlushExpired", "(JI)I",
+      (void *) ngx_http_jvm_shm_dict_flush_expired },
     { "topic", "([B)J", (void *) ngx_http_jvm_shm_topic },
     { "topicMax", "(J)J", (void *) ngx_http_jvm_shm_topic_max },
     { "topicPublish", "(J[BI)I", (void *) ngx_http_jvm_shm_topic_publish },
@@ -448,12 +473,33 @@ static jbyteArray JNICALL
 ngx_http_jvm_shm_dict_get(JNIEnv *env, jclass cls, jlong dict,
     jbyteArray key)
 {
+    return ngx_http_jvm_shm_get(env, dict, key, 0);
+}
+
+
+/*
+ * The value of key, even expired (not yet removed): a byte[] of its type,
+ * 1 if it is stale or else 0, and its bytes; or null.
+ */
+
+static jbyteArray JNICALL
+ngx_http_jvm_shm_dict_get_stale(JNIEnv *env, jclass cls, jlong dict,
+    jbyteArray key)
+{
+    return ngx_http_jvm_shm_get(env, dict, key, 1);
+}
+
+
+static jbyteArray
+ngx_http_jvm_shm_get(JNIEnv *env, jlong dict, jbyteArray key,
+    ngx_uint_t with_stale)
+{
     u_char      kbuf[NGX_HTTP_JVM_SHM_STACK], vbuf[4 * NGX_HTTP_JVM_SHM_STACK];
     u_char     *k, *v, *p;
-    jbyte       t;
-    size_t      klen, cap, len;
+    jbyte       head[2];
+    size_t      klen, cap, len, hlen;
     ngx_int_t   rc;
-    ngx_uint_t  type;
+    ngx_uint_t  type, stale;
     jbyteArray  a;
 
     k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
@@ -466,7 +512,8 @@ ngx_http_jvm_shm_dict_get(JNIEnv *env, jclass cls, jlong dict,
 
     for ( ;; ) {
         rc = ngx_http_jvm_dict_get((ngx_http_jvm_dict_t *) (uintptr_t) dict,
-                                   k, klen, v, cap, &len, &type);
+                                   k, klen, v, cap, &len, &type,
+                                   with_stale ? &stale : NULL);
 
         if (rc != NGX_HTTP_JVM_DICT_AGAIN) {
             break;
@@ -491,12 +538,16 @@ ngx_http_jvm_shm_dict_get(JNIEnv *env, jclass cls, jlong dict,
     a = NULL;
 
     if (rc == NGX_HTTP_JVM_DICT_OK) {
-        a = (*env)->NewByteArray(env, (jsize) (len + 1));
+        head[0] = (jbyte) type;
+        head[1] = (jbyte) (with_stale && stale);
+        hlen = with_stale ? 2 : 1;
+
+        a = (*env)->NewByteArray(env, (jsize) (hlen + len));
 
         if (a != NULL) {
-            t = (jbyte) type;
-            (*env)->SetByteArrayRegion(env, a, 0, 1, &t);
-            (*env)->SetByteArrayRegion(env, a, 1, (jsize) len, (jbyte *) v);
+            (*env)->SetByteArrayRegion(env, a, 0, (jsize) hlen, head);
+            (*env)->SetByteArrayRegion(env, a, (jsize) hlen, (jsize) len,
+                                       (jbyte *) v);
         }
     }
 
@@ -742,4 +793,223 @@ ngx_http_jvm_shm_topic_stats(JNIEnv *env, jclass cls, jlong topic,
     v[1] = (jlong) overflows;
 
     (*env)->SetLongArrayRegion(env, out, 0, 2, v);
+}
+
+
+/*
+ * Pushes value at one end of the list at key: out[0] is the list's new
+ * length.  A value that could never fit is refused before the lock.
+ */
+
+static jint JNICALL
+ngx_http_jvm_shm_dict_push(JNIEnv *env, jclass cls, jlong dict, jint end,
+    jbyteArray key, jbyteArray value, jint type, jlongArray out)
+{
+    u_char               kbuf[NGX_HTTP_JVM_SHM_STACK];
+    u_char              *k, *v;
+    jlong                n;
+    size_t               klen, vlen, length;
+    ngx_int_t            rc;
+    ngx_http_jvm_dict_t  *d;
+
+    d = (ngx_http_jvm_dict_t *) (uintptr_t) dict;
+
+    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
+    if (k == NULL) {
+        return NGX_HTTP_JVM_DICT_NO_MEMORY;
+    }
+
+    vlen = (size_t) (*env)->GetArrayLength(env, value);
+
+    if (!ngx_http_jvm_dict_fits(d, klen, vlen)) {
+        rc = NGX_HTTP_JVM_DICT_TOO_LARGE;
+        goto done;
+    }
+
+    /* as for set: no copy; nothing of the JVM's is called meanwhile */
+
+    v = (*env)->GetPrimitiveArrayCritical(env, value, NULL);
+    if (v == NULL) {
+        rc = NGX_HTTP_JVM_DICT_NO_MEMORY;
+        goto done;
+    }
+
+    rc = ngx_http_jvm_dict_push(d, (ngx_uint_t) end, k, klen, v, vlen,
+                                (ngx_uint_t) type, &length);
+
+    (*env)->ReleasePrimitiveArrayCritical(env, value, v, JNI_ABORT);
+
+    if (rc == NGX_HTTP_JVM_DICT_OK) {
+        n = (jlong) length;
+        (*env)->SetLongArrayRegion(env, out, 0, 1, &n);
+    }
+
+done:
+
+    if (k != kbuf) {
+        free(k);
+    }
+
+    return (jint) rc;
+}
+
+
+/*
+ * Takes the value at one end of the list at key: out[0] is a byte[] of
+ * its type and its bytes.
+ */
+
+static jint JNICALL
+ngx_http_jvm_shm_dict_pop(JNIEnv *env, jclass cls, jlong dict, jint end,
+    jbyteArray key, jobjectArray out)
+{
+    u_char      kbuf[NGX_HTTP_JVM_SHM_STACK], vbuf[4 * NGX_HTTP_JVM_SHM_STACK];
+    u_char     *k, *v;
+    jbyte       t;
+    size_t      klen, len;
+    ngx_int_t   rc;
+    ngx_uint_t  type;
+    jbyteArray  a;
+
+    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
+    if (k == NULL) {
+        return NGX_HTTP_JVM_DICT_NO_MEMORY;
+    }
+
+    v = NULL;
+
+    rc = ngx_http_jvm_dict_pop((ngx_http_jvm_dict_t *) (uintptr_t) dict,
+                               (ngx_uint_t) end, k, klen, vbuf, sizeof(vbuf),
+                               &v, &len, &type);
+
+    if (rc == NGX_HTTP_JVM_DICT_OK) {
+        a = (*env)->NewByteArray(env, (jsize) (len + 1));
+
+        if (a != NULL) {
+            t = (jbyte) type;
+            (*env)->SetByteArrayRegion(env, a, 0, 1, &t);
+            (*env)->SetByteArrayRegion(env, a, 1, (jsize) len, (jbyte *) v);
+            (*env)->SetObjectArrayElement(env, out, 0, a);
+        }
+
+        /* taken from the list: an OutOfMemoryError is pending if lost */
+    }
+
+    if (v != NULL && v != vbuf) {
+        free(v);
+    }
+
+    if (k != kbuf) {
+        free(k);
+    }
+
+    return (jint) rc;
+}
+
+
+/* out[0]: the length of the list at key, 0 when absent. */
+
+static jint JNICALL
+ngx_http_jvm_shm_dict_llen(JNIEnv *env, jclass cls, jlong dict,
+    jbyteArray key, jlongArray out)
+{
+    u_char     kbuf[NGX_HTTP_JVM_SHM_STACK];
+    u_char    *k;
+    jlong      n;
+    size_t     klen, length;
+    ngx_int_t  rc;
+
+    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
+    if (k == NULL) {
+        return NGX_HTTP_JVM_DICT_NO_MEMORY;
+    }
+
+    rc = ngx_http_jvm_dict_llen((ngx_http_jvm_dict_t *) (uintptr_t) dict,
+                                k, klen, &length);
+
+    if (k != kbuf) {
+        free(k);
+    }
+
+    if (rc == NGX_HTTP_JVM_DICT_OK) {
+        n = (jlong) length;
+        (*env)->SetLongArrayRegion(env, out, 0, 1, &n);
+    }
+
+    return (jint) rc;
+}
+
+
+/* out[0]: the ms key has left to live, 0 when it never expires. */
+
+static jint JNICALL
+ngx_http_jvm_shm_dict_ttl(JNIEnv *env, jclass cls, jlong dict,
+    jbyteArray key, jlongArray out)
+{
+    u_char     kbuf[NGX_HTTP_JVM_SHM_STACK];
+    u_char    *k;
+    jlong      n;
+    size_t     klen;
+    int64_t    ttl;
+    ngx_int_t  rc;
+
+    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
+    if (k == NULL) {
+        return NGX_HTTP_JVM_DICT_NO_MEMORY;
+    }
+
+    rc = ngx_http_jvm_dict_ttl((ngx_http_jvm_dict_t *) (uintptr_t) dict,
+                               k, klen, &ttl);
+
+    if (k != kbuf) {
+        free(k);
+    }
+
+    if (rc == NGX_HTTP_JVM_DICT_OK) {
+        n = (jlong) ttl;
+        (*env)->SetLongArrayRegion(env, out, 0, 1, &n);
+    }
+
+    return (jint) rc;
+}
+
+
+static jint JNICALL
+ngx_http_jvm_shm_dict_expire(JNIEnv *env, jclass cls, jlong dict,
+    jbyteArray key, jlong ttl)
+{
+    u_char     kbuf[NGX_HTTP_JVM_SHM_STACK];
+    u_char    *k;
+    size_t     klen;
+    ngx_int_t  rc;
+
+    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
+    if (k == NULL) {
+        return NGX_HTTP_JVM_DICT_NO_MEMORY;
+    }
+
+    rc = ngx_http_jvm_dict_expire((ngx_http_jvm_dict_t *) (uintptr_t) dict,
+                                  k, klen, (int64_t) ttl);
+
+    if (k != kbuf) {
+        free(k);
+    }
+
+    return (jint) rc;
+}
+
+
+/* How many expired entries went, at most max (0: all). */
+
+static jint JNICALL
+ngx_http_jvm_shm_dict_flush_expired(JNIEnv *env, jclass cls, jlong dict,
+    jint max)
+{
+    ngx_uint_t  n;
+
+    n = ngx_http_jvm_dict_flush_expired(
+            (ngx_http_jvm_dict_t *) (uintptr_t) dict,
+            (ngx_uint_t) (max > 0 ? max : 0));
+
+    return (jint) ngx_min(n, (ngx_uint_t) NGX_MAX_INT32_VALUE);
 }

@@ -18,6 +18,17 @@
  *
  * A reload keeps a zone of the same name and size (nginx maps it again and
  * calls init with the old configuration's data), so the entries survive.
+ *
+ * A list (lpush and the like) is an entry of type NGX_HTTP_JVM_DICT_LIST
+ * whose value is a queue of items, each its own allocation of the slab:
+ * the entry's value_len counts them, and the queue's head sits after the
+ * key.  The entry is the list's one place in the tree and the LRU queue,
+ * so a list expires and is evicted as a whole, its items with it; an
+ * empty list is no entry at all.
+ *
+ * Readers (get, getStale, ttl, llen) leave an expired entry in place, as
+ * lua-nginx-module does, so that getStale may still see it; writers
+ * replace or remove it, and room is made of expired entries first.
  */
 
 
@@ -41,6 +52,20 @@ typedef struct {
 } ngx_http_jvm_dict_node_t;
 
 
+/* An item of a list. */
+typedef struct {
+    ngx_queue_t                queue;      /* first to last */
+    uint32_t                   value_len;
+    u_char                     type;
+    u_char                     data[1];
+} ngx_http_jvm_dict_item_t;
+
+
+/* The queue of a list's items, after its key (value_len counts them). */
+#define ngx_http_jvm_dict_list(dn)                                            \
+    ((ngx_queue_t *) ngx_align_ptr((dn)->data + (dn)->key_len, NGX_ALIGNMENT))
+
+
 /* The part in shared memory. */
 struct ngx_http_jvm_dict_sh_s {
     ngx_rbtree_t               rbtree;
@@ -55,13 +80,18 @@ static ngx_int_t ngx_http_jvm_dict_init_zone(ngx_shm_zone_t *zone,
     void *data);
 static void ngx_http_jvm_dict_rbtree_insert(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
+static ngx_http_jvm_dict_node_t *ngx_http_jvm_dict_find_node(
+    ngx_http_jvm_dict_t *dict, ngx_uint_t hash, u_char *key, size_t klen);
 static ngx_http_jvm_dict_node_t *ngx_http_jvm_dict_lookup(
     ngx_http_jvm_dict_t *dict, ngx_uint_t hash, u_char *key, size_t klen,
     uint64_t now);
 static void ngx_http_jvm_dict_remove(ngx_http_jvm_dict_t *dict,
     ngx_http_jvm_dict_node_t *dn);
-static ngx_http_jvm_dict_node_t *ngx_http_jvm_dict_alloc(
-    ngx_http_jvm_dict_t *dict, size_t size, uint64_t now);
+static void *ngx_http_jvm_dict_alloc(ngx_http_jvm_dict_t *dict, size_t size,
+    uint64_t now, ngx_http_jvm_dict_node_t *keep);
+static ngx_http_jvm_dict_node_t *ngx_http_jvm_dict_new_list(
+    ngx_http_jvm_dict_t *dict, ngx_uint_t hash, u_char *key, size_t klen,
+    uint64_t now);
 static ngx_int_t ngx_http_jvm_dict_insert(ngx_http_jvm_dict_t *dict,
     ngx_uint_t hash, u_char *key, size_t klen, u_char *value, size_t vlen,
     ngx_uint_t type, uint64_t expires, uint64_t now);
@@ -313,7 +343,7 @@ ngx_http_jvm_dict_debug(ngx_http_jvm_dict_t *dict, const char *op,
 {
     static const char  *results[] = {
         "ok", "not found", "exists", "no memory", "not a number",
-        "too small a buffer", "too large"
+        "too small a buffer", "too large", "not a list"
     };
 
     if (!ngx_http_jvm_dict_loop) {
@@ -422,11 +452,11 @@ ngx_http_jvm_dict_rbtree_insert(ngx_rbtree_node_t *temp,
 }
 
 
-/* The live entry of key, or NULL; an expired one is removed on the way. */
+/* The entry of key, live or expired, or NULL: for the readers. */
 
 static ngx_http_jvm_dict_node_t *
-ngx_http_jvm_dict_lookup(ngx_http_jvm_dict_t *dict, ngx_uint_t hash,
-    u_char *key, size_t klen, uint64_t now)
+ngx_http_jvm_dict_find_node(ngx_http_jvm_dict_t *dict, ngx_uint_t hash,
+    u_char *key, size_t klen)
 {
     ngx_int_t                  rc;
     ngx_rbtree_node_t         *node, *sentinel;
@@ -452,11 +482,6 @@ ngx_http_jvm_dict_lookup(ngx_http_jvm_dict_t *dict, ngx_uint_t hash,
         rc = ngx_memn2cmp(key, dn->data, klen, dn->key_len);
 
         if (rc == 0) {
-            if (ngx_http_jvm_dict_expired(dn, now)) {
-                ngx_http_jvm_dict_remove(dict, dn);
-                return NULL;
-            }
-
             return dn;
         }
 
@@ -467,10 +492,48 @@ ngx_http_jvm_dict_lookup(ngx_http_jvm_dict_t *dict, ngx_uint_t hash,
 }
 
 
+/*
+ * The live entry of key, or NULL; an expired one is removed on the way:
+ * for the writers.
+ */
+
+static ngx_http_jvm_dict_node_t *
+ngx_http_jvm_dict_lookup(ngx_http_jvm_dict_t *dict, ngx_uint_t hash,
+    u_char *key, size_t klen, uint64_t now)
+{
+    ngx_http_jvm_dict_node_t  *dn;
+
+    dn = ngx_http_jvm_dict_find_node(dict, hash, key, klen);
+
+    if (dn && ngx_http_jvm_dict_expired(dn, now)) {
+        ngx_http_jvm_dict_remove(dict, dn);
+        return NULL;
+    }
+
+    return dn;
+}
+
+
+/* An entry goes, and a list's items with it. */
+
 static void
 ngx_http_jvm_dict_remove(ngx_http_jvm_dict_t *dict,
     ngx_http_jvm_dict_node_t *dn)
 {
+    ngx_queue_t               *list, *q;
+    ngx_http_jvm_dict_item_t  *item;
+
+    if (dn->type == NGX_HTTP_JVM_DICT_LIST) {
+        list = ngx_http_jvm_dict_list(dn);
+
+        while (!ngx_queue_empty(list)) {
+            q = ngx_queue_head(list);
+            item = ngx_queue_data(q, ngx_http_jvm_dict_item_t, queue);
+            ngx_queue_remove(q);
+            ngx_slab_free_locked(dict->shpool, item);
+        }
+    }
+
     ngx_queue_remove(&dn->queue);
     ngx_rbtree_delete(&dict->sh->rbtree, &dn->node);
     ngx_slab_free_locked(dict->shpool, dn);
@@ -479,13 +542,16 @@ ngx_http_jvm_dict_remove(ngx_http_jvm_dict_t *dict,
 
 
 /*
- * Room for an entry of size bytes: expired entries and then the least
- * recently used ones make way, a bounded number of them, so that one
- * operation never holds the lock for long.
+ * Room for an entry (or a list's item) of size bytes: expired entries and
+ * then the least recently used ones make way, a bounded number of them, so
+ * that one operation never holds the lock for long.  keep, when not NULL,
+ * is the list that grows: the most recent entry, it never makes way for
+ * its own item (its turn would come only when it is the last one left).
  */
 
-static ngx_http_jvm_dict_node_t *
-ngx_http_jvm_dict_alloc(ngx_http_jvm_dict_t *dict, size_t size, uint64_t now)
+static void *
+ngx_http_jvm_dict_alloc(ngx_http_jvm_dict_t *dict, size_t size, uint64_t now,
+    ngx_http_jvm_dict_node_t *keep)
 {
     void                      *p;
     ngx_uint_t                 n;
@@ -508,7 +574,7 @@ ngx_http_jvm_dict_alloc(ngx_http_jvm_dict_t *dict, size_t size, uint64_t now)
 
         /* expired entries near the tail go first, without counting */
 
-        while (ngx_http_jvm_dict_expired(dn, now)) {
+        while (dn != keep && ngx_http_jvm_dict_expired(dn, now)) {
             ngx_http_jvm_dict_remove(dict, dn);
 
             if (ngx_queue_empty(&dict->sh->lru)) {
@@ -530,6 +596,11 @@ ngx_http_jvm_dict_alloc(ngx_http_jvm_dict_t *dict, size_t size, uint64_t now)
 
         q = ngx_queue_last(&dict->sh->lru);
         dn = ngx_queue_data(q, ngx_http_jvm_dict_node_t, queue);
+
+        if (dn == keep) {
+            return NULL;
+        }
+
         ngx_http_jvm_dict_remove(dict, dn);
         dict->sh->evicted++;
     }
@@ -546,7 +617,7 @@ ngx_http_jvm_dict_insert(ngx_http_jvm_dict_t *dict, ngx_uint_t hash,
 
     size = offsetof(ngx_http_jvm_dict_node_t, data) + klen + vlen;
 
-    dn = ngx_http_jvm_dict_alloc(dict, size, now);
+    dn = ngx_http_jvm_dict_alloc(dict, size, now, NULL);
     if (dn == NULL) {
         return NGX_HTTP_JVM_DICT_NO_MEMORY;
     }
@@ -582,12 +653,14 @@ ngx_http_jvm_dict_fits(ngx_http_jvm_dict_t *dict, size_t klen, size_t vlen)
 /*
  * The value of key, copied into buf when it fits: NGX_HTTP_JVM_DICT_OK,
  * its length and type; NGX_HTTP_JVM_DICT_AGAIN: *len is the length, and
- * buf too small; NGX_HTTP_JVM_DICT_NOT_FOUND.
+ * buf too small; NGX_HTTP_JVM_DICT_NOT_FOUND.  A list answers its type
+ * and no bytes.  stale NULL: an expired entry is not found; else an
+ * expired entry not yet removed is answered too, and *stale says so.
  */
 
 ngx_int_t
 ngx_http_jvm_dict_get(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
-    u_char *buf, size_t cap, size_t *len, ngx_uint_t *type)
+    u_char *buf, size_t cap, size_t *len, ngx_uint_t *type, ngx_uint_t *stale)
 {
     uint64_t                   now;
     ngx_int_t                  rc;
@@ -599,10 +672,27 @@ ngx_http_jvm_dict_get(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
 
     ngx_shmtx_lock(&dict->shpool->mutex);
 
-    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen, now);
+    dn = ngx_http_jvm_dict_find_node(dict, hash, key, klen);
+
+    if (dn && ngx_http_jvm_dict_expired(dn, now)) {
+        if (stale == NULL) {
+            dn = NULL;
+
+        } else {
+            *stale = 1;
+        }
+
+    } else if (stale) {
+        *stale = 0;
+    }
 
     if (dn == NULL) {
         rc = NGX_HTTP_JVM_DICT_NOT_FOUND;
+
+    } else if (dn->type == NGX_HTTP_JVM_DICT_LIST) {
+        *len = 0;
+        *type = dn->type;
+        rc = NGX_HTTP_JVM_DICT_OK;
 
     } else {
         *len = dn->value_len;
@@ -610,8 +700,14 @@ ngx_http_jvm_dict_get(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
 
         if (dn->value_len <= cap) {
             ngx_memcpy(buf, dn->data + dn->key_len, dn->value_len);
-            ngx_queue_remove(&dn->queue);
-            ngx_queue_insert_head(&dict->sh->lru, &dn->queue);
+
+            /* a stale value is no use of the entry: it stays to go first */
+
+            if (!ngx_http_jvm_dict_expired(dn, now)) {
+                ngx_queue_remove(&dn->queue);
+                ngx_queue_insert_head(&dict->sh->lru, &dn->queue);
+            }
+
             rc = NGX_HTTP_JVM_DICT_OK;
 
         } else {
@@ -662,7 +758,7 @@ ngx_http_jvm_dict_set(ngx_http_jvm_dict_t *dict, ngx_uint_t op, u_char *key,
         goto done;
     }
 
-    if (dn && dn->value_len == vlen) {
+    if (dn && dn->value_len == vlen && dn->type != NGX_HTTP_JVM_DICT_LIST) {
         /* the same size: in place */
         ngx_memcpy(dn->data + klen, value, vlen);
         dn->type = (u_char) type;
@@ -920,4 +1016,356 @@ ngx_http_jvm_dict_clear(ngx_http_jvm_dict_t *dict)
     }
 
     ngx_shmtx_unlock(&dict->shpool->mutex);
+}
+
+
+/* A new, empty list at key, the most recent entry; NULL: no room. */
+
+static ngx_http_jvm_dict_node_t *
+ngx_http_jvm_dict_new_list(ngx_http_jvm_dict_t *dict, ngx_uint_t hash,
+    u_char *key, size_t klen, uint64_t now)
+{
+    size_t                     size;
+    ngx_http_jvm_dict_node_t  *dn;
+
+    size = offsetof(ngx_http_jvm_dict_node_t, data) + klen + NGX_ALIGNMENT
+           + sizeof(ngx_queue_t);
+
+    dn = ngx_http_jvm_dict_alloc(dict, size, now, NULL);
+    if (dn == NULL) {
+        return NULL;
+    }
+
+    dn->node.key = hash;
+    dn->key_len = (uint16_t) klen;
+    dn->value_len = 0;
+    dn->type = NGX_HTTP_JVM_DICT_LIST;
+    dn->expires = 0;
+    ngx_memcpy(dn->data, key, klen);
+    ngx_queue_init(ngx_http_jvm_dict_list(dn));
+
+    ngx_rbtree_insert(&dict->sh->rbtree, &dn->node);
+    ngx_queue_insert_head(&dict->sh->lru, &dn->queue);
+    dict->sh->count++;
+
+    return dn;
+}
+
+
+/*
+ * Pushes a value at one end (NGX_HTTP_JVM_DICT_LEFT or _RIGHT) of the list
+ * at key; a missing or expired key is a new list that never expires.
+ * Answers _OK and the list's new length, _NOT_LIST, or _NO_MEMORY (no room
+ * even after evictions, as for set; the list is as it was).
+ */
+
+ngx_int_t
+ngx_http_jvm_dict_push(ngx_http_jvm_dict_t *dict, ngx_uint_t end,
+    u_char *key, size_t klen, u_char *value, size_t vlen, ngx_uint_t type,
+    size_t *length)
+{
+    uint64_t                   now;
+    ngx_int_t                  rc;
+    ngx_uint_t                 hash, evicted, created;
+    ngx_queue_t               *list;
+    ngx_http_jvm_dict_node_t  *dn;
+    ngx_http_jvm_dict_item_t  *item;
+
+    hash = ngx_crc32_short(key, klen);
+    now = ngx_http_jvm_dict_now();
+
+    ngx_shmtx_lock(&dict->shpool->mutex);
+
+    evicted = dict->sh->evicted;
+    created = 0;
+
+    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen, now);
+
+    if (dn && dn->type != NGX_HTTP_JVM_DICT_LIST) {
+        rc = NGX_HTTP_JVM_DICT_NOT_LIST;
+        goto done;
+    }
+
+    if (dn == NULL) {
+        dn = ngx_http_jvm_dict_new_list(dict, hash, key, klen, now);
+        if (dn == NULL) {
+            rc = NGX_HTTP_JVM_DICT_NO_MEMORY;
+            goto done;
+        }
+
+        created = 1;
+
+    } else {
+        ngx_queue_remove(&dn->queue);
+        ngx_queue_insert_head(&dict->sh->lru, &dn->queue);
+    }
+
+    item = ngx_http_jvm_dict_alloc(dict,
+                                   offsetof(ngx_http_jvm_dict_item_t, data)
+                                   + vlen, now, dn);
+    if (item == NULL) {
+        if (created) {
+            ngx_http_jvm_dict_remove(dict, dn);
+        }
+
+        rc = NGX_HTTP_JVM_DICT_NO_MEMORY;
+        goto done;
+    }
+
+    item->value_len = (uint32_t) vlen;
+    item->type = (u_char) type;
+    ngx_memcpy(item->data, value, vlen);
+
+    list = ngx_http_jvm_dict_list(dn);
+
+    if (end == NGX_HTTP_JVM_DICT_LEFT) {
+        ngx_queue_insert_head(list, &item->queue);
+
+    } else {
+        ngx_queue_insert_tail(list, &item->queue);
+    }
+
+    dn->value_len++;
+    *length = dn->value_len;
+    rc = NGX_HTTP_JVM_DICT_OK;
+
+done:
+
+    evicted = dict->sh->evicted - evicted;
+
+    ngx_shmtx_unlock(&dict->shpool->mutex);
+
+    ngx_http_jvm_dict_debug(dict, "push", klen, rc, evicted);
+
+    return rc;
+}
+
+
+/*
+ * Takes the value at one end of the list at key: _OK, its type and bytes
+ * (in buf when they fit, else in malloc()'s memory at *out: the caller
+ * frees it), _NOT_FOUND (no list, or expired), _NOT_LIST, or _NO_MEMORY
+ * (no memory for the copy: the list is as it was).  A list left empty is
+ * removed.
+ */
+
+ngx_int_t
+ngx_http_jvm_dict_pop(ngx_http_jvm_dict_t *dict, ngx_uint_t end,
+    u_char *key, size_t klen, u_char *buf, size_t cap, u_char **out,
+    size_t *len, ngx_uint_t *type)
+{
+    u_char                    *p;
+    uint64_t                   now;
+    ngx_int_t                  rc;
+    ngx_uint_t                 hash;
+    ngx_queue_t               *list, *q;
+    ngx_http_jvm_dict_node_t  *dn;
+    ngx_http_jvm_dict_item_t  *item;
+
+    hash = ngx_crc32_short(key, klen);
+    now = ngx_http_jvm_dict_now();
+
+    ngx_shmtx_lock(&dict->shpool->mutex);
+
+    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen, now);
+
+    if (dn == NULL) {
+        rc = NGX_HTTP_JVM_DICT_NOT_FOUND;
+        goto done;
+    }
+
+    if (dn->type != NGX_HTTP_JVM_DICT_LIST) {
+        rc = NGX_HTTP_JVM_DICT_NOT_LIST;
+        goto done;
+    }
+
+    list = ngx_http_jvm_dict_list(dn);
+    q = (end == NGX_HTTP_JVM_DICT_LEFT) ? ngx_queue_head(list)
+                                        : ngx_queue_last(list);
+    item = ngx_queue_data(q, ngx_http_jvm_dict_item_t, queue);
+
+    /* process memory, not the zone's: no JVM call, no nginx pool */
+
+    p = (item->value_len <= cap) ? buf : malloc(item->value_len);
+    if (p == NULL) {
+        rc = NGX_HTTP_JVM_DICT_NO_MEMORY;
+        goto done;
+    }
+
+    ngx_memcpy(p, item->data, item->value_len);
+    *out = p;
+    *len = item->value_len;
+    *type = item->type;
+
+    ngx_queue_remove(q);
+    ngx_slab_free_locked(dict->shpool, item);
+    dn->value_len--;
+
+    if (dn->value_len == 0) {
+        ngx_http_jvm_dict_remove(dict, dn);
+
+    } else {
+        ngx_queue_remove(&dn->queue);
+        ngx_queue_insert_head(&dict->sh->lru, &dn->queue);
+    }
+
+    rc = NGX_HTTP_JVM_DICT_OK;
+
+done:
+
+    ngx_shmtx_unlock(&dict->shpool->mutex);
+
+    ngx_http_jvm_dict_debug(dict, "pop", klen, rc, 0);
+
+    return rc;
+}
+
+
+/* The length of the list at key: _OK (0 when absent), or _NOT_LIST. */
+
+ngx_int_t
+ngx_http_jvm_dict_llen(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
+    size_t *length)
+{
+    uint64_t                   now;
+    ngx_int_t                  rc;
+    ngx_uint_t                 hash;
+    ngx_http_jvm_dict_node_t  *dn;
+
+    hash = ngx_crc32_short(key, klen);
+    now = ngx_http_jvm_dict_now();
+
+    ngx_shmtx_lock(&dict->shpool->mutex);
+
+    dn = ngx_http_jvm_dict_find_node(dict, hash, key, klen);
+
+    if (dn == NULL || ngx_http_jvm_dict_expired(dn, now)) {
+        *length = 0;
+        rc = NGX_HTTP_JVM_DICT_OK;
+
+    } else if (dn->type != NGX_HTTP_JVM_DICT_LIST) {
+        rc = NGX_HTTP_JVM_DICT_NOT_LIST;
+
+    } else {
+        *length = dn->value_len;
+        rc = NGX_HTTP_JVM_DICT_OK;
+    }
+
+    ngx_shmtx_unlock(&dict->shpool->mutex);
+
+    ngx_http_jvm_dict_debug(dict, "llen", klen, rc, 0);
+
+    return rc;
+}
+
+
+/*
+ * The time key has left to live, in ms: _OK and *ttl (0: it never
+ * expires), or _NOT_FOUND (absent or expired).
+ */
+
+ngx_int_t
+ngx_http_jvm_dict_ttl(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
+    int64_t *ttl)
+{
+    uint64_t                   now;
+    ngx_int_t                  rc;
+    ngx_uint_t                 hash;
+    ngx_http_jvm_dict_node_t  *dn;
+
+    hash = ngx_crc32_short(key, klen);
+    now = ngx_http_jvm_dict_now();
+
+    ngx_shmtx_lock(&dict->shpool->mutex);
+
+    dn = ngx_http_jvm_dict_find_node(dict, hash, key, klen);
+
+    if (dn == NULL || ngx_http_jvm_dict_expired(dn, now)) {
+        rc = NGX_HTTP_JVM_DICT_NOT_FOUND;
+
+    } else {
+        /* a live entry's expiry is later than now: at least 1 ms */
+        *ttl = (dn->expires == 0) ? 0 : (int64_t) (dn->expires - now);
+        rc = NGX_HTTP_JVM_DICT_OK;
+    }
+
+    ngx_shmtx_unlock(&dict->shpool->mutex);
+
+    ngx_http_jvm_dict_debug(dict, "ttl", klen, rc, 0);
+
+    return rc;
+}
+
+
+/*
+ * Gives key a new time to live, ttl ms from now (0: never expires):
+ * _OK, or _NOT_FOUND (absent or expired: an expired entry is removed).
+ */
+
+ngx_int_t
+ngx_http_jvm_dict_expire(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
+    int64_t ttl)
+{
+    uint64_t                   now;
+    ngx_int_t                  rc;
+    ngx_uint_t                 hash;
+    ngx_http_jvm_dict_node_t  *dn;
+
+    hash = ngx_crc32_short(key, klen);
+    now = ngx_http_jvm_dict_now();
+
+    ngx_shmtx_lock(&dict->shpool->mutex);
+
+    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen, now);
+
+    if (dn == NULL) {
+        rc = NGX_HTTP_JVM_DICT_NOT_FOUND;
+
+    } else {
+        dn->expires = ngx_http_jvm_dict_expires(ttl, now);
+        rc = NGX_HTTP_JVM_DICT_OK;
+    }
+
+    ngx_shmtx_unlock(&dict->shpool->mutex);
+
+    ngx_http_jvm_dict_debug(dict, "expire", klen, rc, 0);
+
+    return rc;
+}
+
+
+/*
+ * Removes expired entries, least recently used first, at most max of them
+ * (0: all): how many went.  A walk of the dictionary under its lock.
+ */
+
+ngx_uint_t
+ngx_http_jvm_dict_flush_expired(ngx_http_jvm_dict_t *dict, ngx_uint_t max)
+{
+    uint64_t                   now;
+    ngx_uint_t                 n;
+    ngx_queue_t               *q, *prev;
+    ngx_http_jvm_dict_node_t  *dn;
+
+    now = ngx_http_jvm_dict_now();
+    n = 0;
+
+    ngx_shmtx_lock(&dict->shpool->mutex);
+
+    for (q = ngx_queue_last(&dict->sh->lru);
+         q != ngx_queue_sentinel(&dict->sh->lru) && (max == 0 || n < max);
+         q = prev)
+    {
+        prev = ngx_queue_prev(q);
+        dn = ngx_queue_data(q, ngx_http_jvm_dict_node_t, queue);
+
+        if (ngx_http_jvm_dict_expired(dn, now)) {
+            ngx_http_jvm_dict_remove(dict, dn);
+            n++;
+        }
+    }
+
+    ngx_shmtx_unlock(&dict->shpool->mutex);
+
+    return n;
 }

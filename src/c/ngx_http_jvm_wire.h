@@ -79,11 +79,16 @@
 #define NGX_HTTP_JVM_DICT_STRING      1
 #define NGX_HTTP_JVM_DICT_BYTES       2
 #define NGX_HTTP_JVM_DICT_NUMBER      3
+#define NGX_HTTP_JVM_DICT_LIST        4   /* its values are items */
 
 /* Shm: operations of ngx_http_jvm_dict_set(). */
 #define NGX_HTTP_JVM_DICT_SET         0
 #define NGX_HTTP_JVM_DICT_ADD         1
 #define NGX_HTTP_JVM_DICT_REPLACE     2
+
+/* Shm: the ends of a list, for ngx_http_jvm_dict_push() and _pop(). */
+#define NGX_HTTP_JVM_DICT_LEFT        0
+#define NGX_HTTP_JVM_DICT_RIGHT       1
 
 /* Shm: what dictionary and topic operations answer. */
 #define NGX_HTTP_JVM_DICT_OK          0
@@ -92,6 +97,7 @@
 #define NGX_HTTP_JVM_DICT_NO_MEMORY   3
 #define NGX_HTTP_JVM_DICT_NOT_NUMBER  4
 #define NGX_HTTP_JVM_DICT_TOO_LARGE   6
+#define NGX_HTTP_JVM_DICT_NOT_LIST    7
 
 /* Shm: limits both sides enforce. */
 #define NGX_HTTP_JVM_DICT_NAME_MAX    128

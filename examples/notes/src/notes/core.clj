@@ -23,7 +23,9 @@
 ;;
 ;; Each worker has its own JVM: an atom would hold one list per worker. The
 ;; dictionary (jvm_shared_dict notes 1m, or --shared-dict notes:1m) is one for
-;; all of them: "next-id" counts, "note:ID" holds a note as EDN.
+;; all of them: "next-id" counts, "note:ID" holds a note as EDN, and
+;; "trash:USER" is a list of the user's deleted notes, the latest first, for
+;; "Undo delete".
 
 (def store
   (shared/dict "notes"))
@@ -61,6 +63,33 @@
               :created (str (Instant/now))}]
     (when (shared/put! store (note-key (:id note)) (pr-str note))
       note)))
+
+;; The trash: a list per user, pushed at the head when a note is deleted and
+;; popped from the head to undo, at most trash-size deep (the oldest fall
+;; off the tail), forgotten an hour after the last delete.
+
+(def trash-size 10)
+
+(defn- trash-key [user]
+  (str "trash:" user))
+
+(defn- trash!
+  "Deletes a note, keeping it in its author's trash."
+  [note]
+  (let [k (trash-key (:author note))]
+    (when (pos? (shared/lpush! store k (pr-str note)))
+      (while (> (shared/llen store k) trash-size)
+        (shared/rpop! store k))
+      (shared/expire! store k 3600000))
+    (shared/delete! store (note-key (:id note)))))
+
+(defn- undo!
+  "Puts back the user's latest deleted note; returns it, or nil when the
+  trash is empty."
+  [user]
+  (when-let [note (some-> (shared/lpop! store (trash-key user)) edn/read-string)]
+    (shared/put! store (note-key (:id note)) (pr-str note))
+    note))
 
 (defn- check-text
   "Why a note's text cannot be stored, or nil when it can."
@@ -128,6 +157,9 @@
             (str "<form method=\"post\" action=\"/login\">\n"
                  "<label>Your name <input name=\"name\" maxlength=\"40\" required></label>\n"
                  "<button>Sign in</button>\n</form>\n"))
+          (when (and user (pos? (shared/llen store (trash-key user))))
+            (str "<form method=\"post\" action=\"/notes/undo\">"
+                 "<button>Undo delete</button></form>\n"))
           "<ul class=\"notes\">\n"
           (apply str (map #(note-html user %) (all-notes)))
           "</ul>\n"
@@ -166,14 +198,21 @@
     (cond (nil? note) (html 404 "<p>No such note.</p>\n")
           (not= (:user session) (:author note))
           (forbidden "Only its author may delete a note.")
-          :else (do (shared/delete! store (note-key (:id note)))
+          :else (do (trash! note)
                     (back-home "Note deleted.")))))
+
+(defn- undo-delete [{:keys [session]}]
+  (let [user (:user session)]
+    (cond (nil? user) (forbidden "Sign in to undo a delete.")
+          (undo! user) (back-home "Note restored.")
+          :else (back-home "Nothing to undo."))))
 
 (defroutes site
   (GET "/" request (home request))
   (POST "/login" request (login request))
   (POST "/logout" request (logout request))
   (POST "/notes" request (post-note request))
+  (POST "/notes/undo" request (undo-delete request))
   (POST "/notes/:id/delete" request (delete-note request)))
 
 ;; --- the JSON API -------------------------------------------------------------
@@ -221,7 +260,7 @@
           (nil? note) (json-error 404 (str "no note " id))
           (not= (:user session) (:author note))
           (json-error 403 "only its author may delete a note")
-          :else (do (shared/delete! store (note-key (:id note)))
+          :else (do (trash! note)
                     {:status 204 :headers {} :body nil}))))
 
 (defroutes api

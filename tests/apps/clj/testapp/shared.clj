@@ -51,3 +51,45 @@
     {:status 200
      :headers {"Content-Type" "application/edn"}
      :body (pr-str results)}))
+
+(defn lists
+  "The list, expiry and stale functions of nginx.jvm.shared, step by step;
+  answers EDN."
+  [_]
+  (let [d (shared/dict "d")
+        _ (shared/clear! d)
+        steps [[:lpush #(shared/lpush! d "l" "b")]
+               [:lpush-kw #(shared/lpush! d :l "a")]
+               [:rpush-int #(shared/rpush! d "l" (int 3))]
+               [:rpush-bytes #(shared/rpush! d "l" (.getBytes "xyz" "UTF-8"))]
+               [:llen #(shared/llen d "l")]
+               [:llen-absent #(shared/llen d "none")]
+               [:lpop #(shared/lpop! d "l")]
+               [:rpop-bytes #(String. ^bytes (shared/rpop! d "l") "UTF-8")]
+               [:rpop-int #(shared/rpop! d :l)]
+               [:lpop-last #(shared/lpop! d "l")]
+               [:lpop-empty #(shared/lpop! d "l")]
+               [:ttl-absent #(shared/ttl d "l")]
+               [:put #(shared/put! d "v" "value" {:ttl 60000})]
+               [:ttl-put #(< 59000 (shared/ttl d "v") 60001)]
+               [:expire #(shared/expire! d "v" 0)]
+               [:ttl-never #(shared/ttl d "v")]
+               [:expire-absent #(shared/expire! d "none" 1000)]
+               [:stale-fresh #(shared/get-stale d "v")]
+               [:stale-absent #(shared/get-stale d "none")]
+               [:expire-short #(shared/expire! d "v" 1)]
+               [:stale #(do (Thread/sleep 20) (shared/get-stale d "v"))]
+               [:get-expired #(get d "v")]
+               [:flush #(shared/flush-expired! d)]
+               [:flush-again #(shared/flush-expired! d 10)]
+               [:not-list #(try (shared/lpush! d "s" "x")
+                                (shared/put! d "s" "x")
+                                (shared/lpush! d "s" "y")
+                                (catch IllegalArgumentException e (.getMessage e)))]
+               [:is-list #(try (shared/rpush! d "l2" "x")
+                               (get d "l2")
+                               (catch IllegalArgumentException e (.getMessage e)))]]
+        results (reduce (fn [m [k f]] (assoc m k (f))) {} steps)]
+    {:status 200
+     :headers {"Content-Type" "application/edn"}
+     :body (pr-str results)}))

@@ -19,7 +19,8 @@ import nginx.jvm.SharedDict;
 /**
  * The SharedDict API from query parameters: op, dict, key, value (or bytes=N
  * for a value of N bytes), ttl, delta, init, limit; n and threads for
- * "hammer". Answers text, with the worker's pid in X-Pid; an
+ * "hammer"; prefix, n and threads for "pushpop", n and bytes for
+ * "pushmany". Answers text, with the worker's pid in X-Pid; an
  * IllegalArgumentException is a 400 with its message.
  */
 public final class Shared implements Handler {
@@ -92,6 +93,49 @@ public final class Shared implements Handler {
             }
             case "hammer":
                 return hammer(d, key, Integer.parseInt(q.get("n")), Integer.parseInt(q.get("threads")));
+            case "lpush":
+                return String.valueOf(d.lpush(key, value));
+            case "rpush":
+                return String.valueOf(d.rpush(key, value));
+            case "lpop":
+                return show(d.lpop(key));
+            case "rpop":
+                return show(d.rpop(key));
+            case "llen":
+                return String.valueOf(d.llen(key));
+            case "ttl":
+                return String.valueOf(d.ttl(key));
+            case "expire":
+                return String.valueOf(d.expire(key, ttl));
+            case "getstale": {
+                SharedDict.Value v = d.getStale(key);
+                return v == null ? "nil" : (v.stale() ? "stale " : "fresh ") + show(v.value());
+            }
+            case "flushexpired":
+                return String.valueOf(q.containsKey("limit")
+                        ? d.flushExpired(Integer.parseInt(q.get("limit"))) : d.flushExpired());
+            case "pushpop":
+                return pushPop(d, key, q.get("prefix"), Integer.parseInt(q.get("n")),
+                        Integer.parseInt(q.get("threads")));
+            case "pushmany": {
+                // rpush "i:" and `bytes` x's for i = 0.. until one finds no room or n are in
+                int n = Integer.parseInt(q.get("n"));
+                String pad = "x".repeat(Integer.parseInt(q.get("bytes")));
+                int i = 0;
+                while (i < n && d.rpush(key, i + ":" + pad) == i + 1) {
+                    i++;
+                }
+                return String.valueOf(i);
+            }
+            case "popall": {
+                // lpop to the end: the numbers before ':' of each value
+                List<String> got = new ArrayList<>();
+                for (Object v; (v = d.lpop(key)) != null; ) {
+                    String t = (String) v;
+                    got.add(t.substring(0, t.indexOf(':')));
+                }
+                return String.join(",", got);
+            }
             default:
                 throw new IllegalArgumentException("no op " + op);
         }
@@ -127,6 +171,46 @@ public final class Shared implements Handler {
         } finally {
             pool.shutdown();
         }
+    }
+
+    /**
+     * n values prefix-t-i pushed at the head of the list at key, each
+     * followed by a pop at the tail, on the calling thread and `threads`
+     * more at once: the values popped, one a line (a pop may find the list
+     * empty, another having taken the last one).
+     */
+    private static String pushPop(SharedDict d, String key, String prefix, int n, int threads)
+            throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        int share = n / (threads + 1);
+        try {
+            List<Future<List<String>>> done = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                String p = prefix + "-" + t + "-";
+                done.add(pool.submit(() -> pushPopRun(d, key, p, share)));
+            }
+            List<String> got = pushPopRun(d, key, prefix + "-main-", n - share * threads);
+            for (Future<List<String>> f : done) {
+                got.addAll(f.get());
+            }
+            return String.join("\n", got);
+        } finally {
+            pool.shutdown();
+        }
+    }
+
+    private static List<String> pushPopRun(SharedDict d, String key, String prefix, int n) {
+        List<String> got = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            if (d.lpush(key, prefix + i) == 0) {
+                throw new IllegalStateException("no room for " + prefix + i);
+            }
+            Object v = d.rpop(key);
+            if (v != null) {
+                got.add((String) v);
+            }
+        }
+        return got;
     }
 
     private static String show(Object v) {

@@ -26,9 +26,15 @@ import java.util.concurrent.ConcurrentHashMap;
  * every thread of every worker. They never block for long, but they do
  * take a lock shared by the workers: keep values small.
  *
+ * <p>A key may hold a list instead of one value ({@link #lpush},
+ * {@link #rpush}, {@link #lpop}, {@link #rpop}, {@link #llen}), as in
+ * OpenResty's {@code ngx.shared.DICT}: an entry like any other for expiry,
+ * eviction (the whole list goes) and {@link #delete}.
+ *
  * <p>Bad arguments (an unknown dictionary, a key or a value too large, a
- * value of another type) throw {@link IllegalArgumentException}, and the
- * dictionary is left as it was.
+ * value of another type, a list where a value is wanted or the other way
+ * round) throw {@link IllegalArgumentException}, and the dictionary is left
+ * as it was.
  */
 public final class SharedDict {
     private static final ConcurrentHashMap<String, SharedDict> dicts = new ConcurrentHashMap<>();
@@ -36,6 +42,14 @@ public final class SharedDict {
     private final String name;
     private final long handle;
     private final long capacity;
+
+    /**
+     * What {@link #getStale} answers: the value, and whether it has expired
+     * (an expired entry stays until it is written, evicted, flushed or
+     * counted by {@link #size}).
+     */
+    public record Value(Object value, boolean stale) {
+    }
 
     SharedDict(String name, long handle, long capacity) {
         this.name = name;
@@ -89,7 +103,32 @@ public final class SharedDict {
      */
     public Object get(String key) {
         byte[] v = Shm.dictGet(handle, key(key));
-        return v == null ? null : decode(v);
+        if (v == null) {
+            return null;
+        }
+        if (v[0] == Shm.LIST) {
+            throw isList(key);
+        }
+        return decode(v);
+    }
+
+    /**
+     * The value of {@code key} even when it has expired, as long as it has
+     * not been removed yet, and whether it has; null when absent. For
+     * serving a stale value while a fresh one is being made; never count on
+     * an expired value being there.
+     *
+     * @throws IllegalArgumentException when {@code key} holds a list
+     */
+    public Value getStale(String key) {
+        byte[] v = Shm.dictGetStale(handle, key(key));
+        if (v == null) {
+            return null;
+        }
+        if (v[0] == Shm.LIST) {
+            throw isList(key);
+        }
+        return new Value(decode(v[0], v, 2), v[1] != 0);
     }
 
     /** The value as a String (a number in decimal); null when absent. */
@@ -162,7 +201,7 @@ public final class SharedDict {
      */
     public long incr(String key, long delta, long initial, long ttlMillis) {
         byte[] k = key(key);
-        ttl(ttlMillis);
+        checkTtl(ttlMillis);
         long[] result = new long[1];
         int rc = Shm.dictIncr(handle, k, delta, initial, ttlMillis, result);
         switch (rc) {
@@ -174,6 +213,111 @@ public final class SharedDict {
             case Shm.NO_MEMORY:
                 throw new IllegalStateException("no room for \"" + key
                         + "\" in shared dictionary \"" + name + "\"");
+            default:
+                throw failed(rc, key);
+        }
+    }
+
+    /**
+     * The time {@code key} has left to live, in ms: 0 when it never
+     * expires, -1 when it is absent or expired.
+     */
+    public long ttl(String key) {
+        long[] out = new long[1];
+        int rc = Shm.dictTtl(handle, key(key), out);
+        switch (rc) {
+            case Shm.OK:
+                return out[0];
+            case Shm.NOT_FOUND:
+                return -1;
+            default:
+                throw failed(rc, key);
+        }
+    }
+
+    /**
+     * Gives {@code key} (a value or a list) a new time to live,
+     * {@code ttlMillis} from now (0: never expires); false when it is
+     * absent or expired.
+     */
+    public boolean expire(String key, long ttlMillis) {
+        byte[] k = key(key);
+        checkTtl(ttlMillis);
+        int rc = Shm.dictExpire(handle, k, ttlMillis);
+        switch (rc) {
+            case Shm.OK:
+                return true;
+            case Shm.NOT_FOUND:
+                return false;
+            default:
+                throw failed(rc, key);
+        }
+    }
+
+    /**
+     * Removes every expired entry, least recently used first, freeing its
+     * memory; how many went. It walks the whole dictionary under its lock.
+     */
+    public int flushExpired() {
+        return flushExpired(0);
+    }
+
+    /** As {@link #flushExpired()}, at most {@code max} entries (0: all). */
+    public int flushExpired(int max) {
+        if (max < 0) {
+            throw new IllegalArgumentException("flushExpired: max must not be negative, not " + max);
+        }
+        return Shm.dictFlushExpired(handle, max);
+    }
+
+    /**
+     * Inserts {@code value} (a String, a byte[] or an integer) at the head
+     * of the list at {@code key}, atomically; the list's new length. A
+     * missing or expired key becomes a new list that never expires (see
+     * {@link #expire}). 0 when even evicting the least recently used
+     * entries leaves no room (as {@link #put} answers false): the list is
+     * then as it was.
+     *
+     * @throws IllegalArgumentException when {@code key} holds a value that is not a list
+     */
+    public long lpush(String key, Object value) {
+        return push(Shm.LEFT, key, value);
+    }
+
+    /** As {@link #lpush}, at the tail of the list. */
+    public long rpush(String key, Object value) {
+        return push(Shm.RIGHT, key, value);
+    }
+
+    /**
+     * Removes and answers the value at the head of the list at {@code key},
+     * as it was pushed; null when there is no list (a list whose last value
+     * is taken is removed).
+     *
+     * @throws IllegalArgumentException when {@code key} holds a value that is not a list
+     */
+    public Object lpop(String key) {
+        return pop(Shm.LEFT, key);
+    }
+
+    /** As {@link #lpop}, at the tail of the list. */
+    public Object rpop(String key) {
+        return pop(Shm.RIGHT, key);
+    }
+
+    /**
+     * The number of values in the list at {@code key}; 0 when absent.
+     *
+     * @throws IllegalArgumentException when {@code key} holds a value that is not a list
+     */
+    public long llen(String key) {
+        long[] out = new long[1];
+        int rc = Shm.dictLlen(handle, key(key), out);
+        switch (rc) {
+            case Shm.OK:
+                return out[0];
+            case Shm.NOT_LIST:
+                throw notList(key);
             default:
                 throw failed(rc, key);
         }
@@ -222,27 +366,9 @@ public final class SharedDict {
 
     private boolean set(int op, String key, Object value, long ttlMillis) {
         byte[] k = key(key);
-        ttl(ttlMillis);
-        int type;
-        byte[] v;
-        if (value instanceof String) {
-            type = Shm.STRING;
-            v = ((String) value).getBytes(StandardCharsets.UTF_8);
-        } else if (value instanceof byte[]) {
-            type = Shm.BYTES;
-            v = (byte[]) value;
-        } else if (value instanceof Long || value instanceof Integer
-                || value instanceof Short || value instanceof Byte) {
-            type = Shm.NUMBER;
-            v = number(((Number) value).longValue());
-        } else if (value == null) {
-            throw new IllegalArgumentException("shared dictionary \"" + name
-                    + "\": null is not a value (delete the key instead)");
-        } else {
-            throw new IllegalArgumentException("shared dictionary \"" + name
-                    + "\": a value is a String, a byte[] or an integer, not "
-                    + value.getClass().getName());
-        }
+        checkTtl(ttlMillis);
+        int type = type(value);
+        byte[] v = bytes(value);
         if ((long) v.length + k.length >= capacity) {
             throw tooLarge(key, v.length);
         }
@@ -261,6 +387,89 @@ public final class SharedDict {
         }
     }
 
+    private long push(int end, String key, Object value) {
+        byte[] k = key(key);
+        int type = type(value);
+        byte[] v = bytes(value);
+        if ((long) v.length + k.length >= capacity) {
+            throw tooLarge(key, v.length);
+        }
+        long[] out = new long[1];
+        int rc = Shm.dictPush(handle, end, k, v, type, out);
+        switch (rc) {
+            case Shm.OK:
+                return out[0];
+            case Shm.NO_MEMORY:
+                return 0;
+            case Shm.NOT_LIST:
+                throw notList(key);
+            case Shm.TOO_LARGE:
+                throw tooLarge(key, v.length);
+            default:
+                throw failed(rc, key);
+        }
+    }
+
+    private Object pop(int end, String key) {
+        byte[][] out = new byte[1][];
+        int rc = Shm.dictPop(handle, end, key(key), out);
+        switch (rc) {
+            case Shm.OK:
+                return decode(out[0]);
+            case Shm.NOT_FOUND:
+                return null;
+            case Shm.NOT_LIST:
+                throw notList(key);
+            case Shm.NO_MEMORY:
+                throw new OutOfMemoryError("a value of \"" + key + "\" in shared dictionary \""
+                        + name + "\"");
+            default:
+                throw failed(rc, key);
+        }
+    }
+
+    /** The type a value is kept as. */
+    private int type(Object value) {
+        if (value instanceof String) {
+            return Shm.STRING;
+        }
+        if (value instanceof byte[]) {
+            return Shm.BYTES;
+        }
+        if (value instanceof Long || value instanceof Integer
+                || value instanceof Short || value instanceof Byte) {
+            return Shm.NUMBER;
+        }
+        if (value == null) {
+            throw new IllegalArgumentException("shared dictionary \"" + name
+                    + "\": null is not a value (delete the key instead)");
+        }
+        throw new IllegalArgumentException("shared dictionary \"" + name
+                + "\": a value is a String, a byte[] or an integer, not "
+                + value.getClass().getName());
+    }
+
+    /** The bytes of a value {@link #type} accepted. */
+    private static byte[] bytes(Object value) {
+        if (value instanceof String) {
+            return ((String) value).getBytes(StandardCharsets.UTF_8);
+        }
+        if (value instanceof byte[]) {
+            return (byte[]) value;
+        }
+        return number(((Number) value).longValue());
+    }
+
+    private IllegalArgumentException notList(String key) {
+        return new IllegalArgumentException("the value of \"" + key
+                + "\" in shared dictionary \"" + name + "\" is not a list");
+    }
+
+    private IllegalArgumentException isList(String key) {
+        return new IllegalArgumentException("the value of \"" + key
+                + "\" in shared dictionary \"" + name + "\" is a list (read it with lpop, rpop or llen)");
+    }
+
     private byte[] key(String key) {
         if (key == null) {
             throw new IllegalArgumentException("shared dictionary \"" + name + "\": the key is null");
@@ -276,7 +485,7 @@ public final class SharedDict {
         return k;
     }
 
-    private void ttl(long ttlMillis) {
+    private void checkTtl(long ttlMillis) {
         if (ttlMillis < 0) {
             throw new IllegalArgumentException("shared dictionary \"" + name
                     + "\": the time to live is negative (" + ttlMillis + " ms)");
@@ -306,18 +515,23 @@ public final class SharedDict {
 
     /** An entry as {@link Shm#dictGet} answers it: the type, then the bytes. */
     static Object decode(byte[] v) {
-        switch (v[0]) {
+        return decode(v[0], v, 1);
+    }
+
+    /** A value of that type, its bytes from {@code from} to the end of {@code v}. */
+    static Object decode(int type, byte[] v, int from) {
+        switch (type) {
             case Shm.STRING:
-                return new String(v, 1, v.length - 1, StandardCharsets.UTF_8);
+                return new String(v, from, v.length - from, StandardCharsets.UTF_8);
             case Shm.NUMBER: {
                 long n = 0;
                 for (int i = 0; i < 8; i++) {
-                    n |= (v[1 + (LITTLE ? i : 7 - i)] & 0xffL) << (8 * i);
+                    n |= (v[from + (LITTLE ? i : 7 - i)] & 0xffL) << (8 * i);
                 }
                 return n;
             }
             default:
-                return Arrays.copyOfRange(v, 1, v.length);
+                return Arrays.copyOfRange(v, from, v.length);
         }
     }
 

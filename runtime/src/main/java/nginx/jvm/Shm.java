@@ -15,12 +15,21 @@ final class Shm {
     /** Value types of a dictionary entry. */
     static final int STRING = 1, BYTES = 2, NUMBER = 3;
 
+    /** The type of a list's entry, whose values are items (lpush and the like). */
+    static final int LIST = 4;
+
     /** Operations of {@link #dictSet}. */
     static final int SET = 0, ADD = 1, REPLACE = 2;
+
+    /** The ends of a list, for {@link #dictPush} and {@link #dictPop}. */
+    static final int LEFT = 0, RIGHT = 1;
 
     /** Answers of the dictionary operations. */
     static final int OK = 0, NOT_FOUND = 1, EXISTS = 2, NO_MEMORY = 3, NOT_NUMBER = 4,
             TOO_LARGE = 6;
+
+    /** A list operation met a value that is no list. */
+    static final int NOT_LIST = 7;
 
     /** Limits the C module enforces as well. */
     static final int NAME_MAX = 128, KEY_MAX = 65535;
@@ -52,6 +61,38 @@ final class Shm {
     static native void dictStats(long dict, long[] out);
 
     static native void dictClear(long dict);
+
+    /**
+     * The entry's type, 1 when it has expired (still there: not yet removed)
+     * or else 0, and then its value's bytes; null when absent.
+     */
+    static native byte[] dictGetStale(long dict, byte[] key);
+
+    /**
+     * Pushes at {@link #LEFT} or {@link #RIGHT}; the list's new length goes
+     * into {@code out[0]}. {@link #OK}, {@link #NOT_LIST}, {@link #NO_MEMORY}
+     * or {@link #TOO_LARGE}.
+     */
+    static native int dictPush(long dict, int end, byte[] key, byte[] value, int type, long[] out);
+
+    /**
+     * Takes the value at one end: {@code out[0]} is its type and its bytes.
+     * {@link #OK}, {@link #NOT_FOUND} (no list), {@link #NOT_LIST} or
+     * {@link #NO_MEMORY}.
+     */
+    static native int dictPop(long dict, int end, byte[] key, byte[][] out);
+
+    /** The list's length into {@code out[0]} (0 when absent): {@link #OK} or {@link #NOT_LIST}. */
+    static native int dictLlen(long dict, byte[] key, long[] out);
+
+    /** The ms left to live into {@code out[0]} (0: never expires): {@link #OK} or {@link #NOT_FOUND}. */
+    static native int dictTtl(long dict, byte[] key, long[] out);
+
+    /** A new time to live (0: never expires): {@link #OK} or {@link #NOT_FOUND}. */
+    static native int dictExpire(long dict, byte[] key, long ttlMillis);
+
+    /** Removes at most {@code max} expired entries (0: all); how many went. */
+    static native int dictFlushExpired(long dict, int max);
 
     /** The topic of that name (UTF-8), or 0. */
     static native long topic(byte[] name);

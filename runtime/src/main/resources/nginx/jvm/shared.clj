@@ -61,7 +61,7 @@
   ^SharedDict [^Dict d]
   (.-d d))
 
-(defn- ttl ^long [opts]
+(defn- ttl-opt ^long [opts]
   (long (or (:ttl opts) 0)))
 
 (defn put!
@@ -69,17 +69,17 @@
   to never expire. Returns false when even evicting the least recently
   used entries leaves no room."
   ([d k v] (put! d k v nil))
-  ([d k v opts] (.put (java-dict d) (key-name k) (value v) (ttl opts))))
+  ([d k v opts] (.put (java-dict d) (key-name k) (value v) (ttl-opt opts))))
 
 (defn add!
   "As put!, only when k is absent (or expired); false otherwise."
   ([d k v] (add! d k v nil))
-  ([d k v opts] (.add (java-dict d) (key-name k) (value v) (ttl opts))))
+  ([d k v opts] (.add (java-dict d) (key-name k) (value v) (ttl-opt opts))))
 
 (defn replace!
   "As put!, only when k is present; false otherwise."
   ([d k v] (replace! d k v nil))
-  ([d k v opts] (.replace (java-dict d) (key-name k) (value v) (ttl opts))))
+  ([d k v opts] (.replace (java-dict d) (key-name k) (value v) (ttl-opt opts))))
 
 (defn incr!
   "Adds delta (default 1) to the number at k, atomically across workers
@@ -88,7 +88,7 @@
   ([d k] (incr! d k 1 nil))
   ([d k delta] (incr! d k delta nil))
   ([d k delta opts]
-   (.incr (java-dict d) (key-name k) (long delta) (long (or (:init opts) 0)) (ttl opts))))
+   (.incr (java-dict d) (key-name k) (long delta) (long (or (:init opts) 0)) (ttl-opt opts))))
 
 (defn delete!
   "Removes k; false when it was absent."
@@ -117,6 +117,66 @@
   (let [sd (java-dict d) k (key-name k)]
     (reify clojure.lang.IDeref
       (deref [_] (.get sd k)))))
+
+;; Lists, expiry, stale values
+
+(defn lpush!
+  "Inserts v (a string, bytes or an integer) at the head of the list at k,
+  atomically, and returns the list's new length. A missing or expired key
+  becomes a new list that never expires (see expire!). Returns 0 when even
+  evicting the least recently used entries leaves no room (the list is then
+  as it was). Throws IllegalArgumentException when k holds a value that is
+  not a list."
+  [d k v]
+  (.lpush (java-dict d) (key-name k) (value v)))
+
+(defn rpush!
+  "As lpush!, at the tail of the list."
+  [d k v]
+  (.rpush (java-dict d) (key-name k) (value v)))
+
+(defn lpop!
+  "Removes and returns the value at the head of the list at k; nil when
+  there is no list (a list whose last value is taken is removed)."
+  [d k]
+  (.lpop (java-dict d) (key-name k)))
+
+(defn rpop!
+  "As lpop!, at the tail of the list."
+  [d k]
+  (.rpop (java-dict d) (key-name k)))
+
+(defn llen
+  "The number of values in the list at k; 0 when absent."
+  [d k]
+  (.llen (java-dict d) (key-name k)))
+
+(defn ttl
+  "The milliseconds k has left to live: 0 when it never expires, nil when
+  it is absent or expired."
+  [d k]
+  (let [t (.ttl (java-dict d) (key-name k))]
+    (when-not (neg? t) t)))
+
+(defn expire!
+  "Gives k (a value or a list) a new time to live of ms milliseconds from
+  now (0: never expires); false when k is absent or expired."
+  [d k ms]
+  (.expire (java-dict d) (key-name k) (long ms)))
+
+(defn get-stale
+  "{:value v :stale? bool} for k even when it has expired but is not yet
+  removed (:stale? true); nil when absent. Never count on an expired value
+  being there."
+  [d k]
+  (when-let [^nginx.jvm.SharedDict$Value v (.getStale (java-dict d) (key-name k))]
+    {:value (.value v) :stale? (.stale v)}))
+
+(defn flush-expired!
+  "Removes expired entries, least recently used first, at most n (default
+  0: all), freeing their memory; returns how many went."
+  ([d] (flush-expired! d 0))
+  ([d n] (.flushExpired (java-dict d) (int n))))
 
 ;; Topics
 

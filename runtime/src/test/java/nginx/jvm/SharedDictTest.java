@@ -84,4 +84,49 @@ class SharedDictTest {
         assertEquals(List.of("a", "bc", "€"), SharedDict.decodeKeys(all));
         assertEquals(List.of(), SharedDict.decodeKeys(new byte[0]));
     }
+
+    @Test
+    void badListArgumentsAreRejectedBeforeShm() {
+        assertThrows(IllegalArgumentException.class, () -> d.lpush(null, "v"));
+        assertThrows(IllegalArgumentException.class, () -> d.rpush("", "v"));
+        assertThrows(IllegalArgumentException.class, () -> d.lpush("k", null));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> d.rpush("k", 1.5));
+        assertTrue(e.getMessage().contains("not java.lang.Double"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> d.lpush("k", new byte[4096]));
+        assertTrue(e.getMessage().contains("can never fit"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> d.lpop(null));
+        assertThrows(IllegalArgumentException.class, () -> d.rpop(""));
+        assertThrows(IllegalArgumentException.class, () -> d.llen(""));
+        assertThrows(IllegalArgumentException.class, () -> d.ttl(null));
+        assertThrows(IllegalArgumentException.class, () -> d.getStale(""));
+        e = assertThrows(IllegalArgumentException.class, () -> d.expire("k", -1));
+        assertTrue(e.getMessage().contains("negative"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> d.flushExpired(-1));
+        assertTrue(e.getMessage().contains("must not be negative"), e.getMessage());
+    }
+
+    @Test
+    void decodesAStaleEntryPastItsFlag() {
+        byte[] s = "old".getBytes(StandardCharsets.UTF_8);
+        byte[] entry = new byte[s.length + 2];
+        entry[0] = Shm.STRING;
+        entry[1] = 1;
+        System.arraycopy(s, 0, entry, 2, s.length);
+        assertEquals("old", SharedDict.decode(entry[0], entry, 2));
+
+        byte[] num = SharedDict.number(-42);
+        byte[] n = new byte[10];
+        n[0] = Shm.NUMBER;
+        System.arraycopy(num, 0, n, 2, 8);
+        assertEquals(-42L, SharedDict.decode(n[0], n, 2));
+        assertArrayEquals(new byte[] {9}, (byte[]) SharedDict.decode(Shm.BYTES, new byte[] {Shm.BYTES, 0, 9}, 2));
+    }
+
+    @Test
+    void aValueRecordsItsStaleness() {
+        SharedDict.Value v = new SharedDict.Value("x", true);
+        assertEquals("x", v.value());
+        assertTrue(v.stale());
+    }
 }
