@@ -177,7 +177,9 @@ def test_many_fields(ng, at):
     n = 300
     e = get(ng, at, "many:%d" % n, fields=[("X-Many-7", "old")])
     many = [(k, v) for k, v in e.fields if k.startswith("X-Many-")]
-    assert many == [("X-Many-%d" % i, "v%d" % i) for i in range(1, n + 1)]
+    # the client's X-Many-7 keeps its place, the new ones follow in order
+    assert many == [("X-Many-7", "v7")] + [("X-Many-%d" % i, "v%d" % i)
+                                           for i in range(1, n + 1) if i != 7]
 
 
 def test_a_large_value(ng, at):
