@@ -12,7 +12,8 @@ LOCATIONS = """
         set $gateway_user "";
         jvm_access gateway.core/auth;
         location / { root @ROOT@/examples/gateway/public; }
-        location /api/ { proxy_pass http://backend/; }
+        location /api/ { jvm_access gateway.core/api-auth;
+                         proxy_pass http://backend/; }
         location = /dashboard { jvm_async on;
                                 jvm_content gateway.core/dashboard; }
         location /backend/ { internal;
@@ -63,7 +64,7 @@ def test_api_gets_the_user(gw):
 
 
 def test_api_gets_the_user_not_the_token(gw):
-    # the access handler's nr/set-headers!: X-User replaced, the token gone
+    # api-auth's nr/set-headers!: X-User replaced, the token gone
     r = gw.request("GET", "/api/items",
                    headers={"Authorization": "Bearer let-me-in",
                             "X-User": "mallory", "X-Other": "kept"})
@@ -72,6 +73,8 @@ def test_api_gets_the_user_not_the_token(gw):
     assert sent["x-user"] == "alice"
     assert "authorization" not in sent
     assert sent["x-other"] == "kept"
+    r = gw.request("GET", "/api/items", headers={"X-User": "mallory"})
+    assert r.status == 401
 
 
 def test_dashboard_combines_two_backend_calls(gw):
