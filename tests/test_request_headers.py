@@ -39,6 +39,8 @@ LOCATIONS = """
         location /sub/ { auth_request /auth-sub; @PROXY@ }
         location = /auth-sub { internal; jvm_mode loop;
                                jvm_rewrite testapp.ReqHeaders$SubEdit; }
+        location /redir/ { jvm_rewrite testapp.ReqHeaders$Edit;
+                           rewrite ^/redir/(.*)$ /j/$1 last; }
         location /content-edit { jvm_content testapp.ReqHeaders$ContentEdit; }
         location /slow/ { @SLOW_ASYNC@
                           jvm_rewrite testapp.ReqHeaders$Slow; @PROXY@ }
@@ -212,6 +214,15 @@ def test_changes_stay_with_their_request_on_a_keepalive_connection(ng, at):
             else:
                 assert e.all("X-Req") == []
                 assert e.all("X-Base") == []
+
+
+def test_changes_last_through_an_internal_redirect(ng):
+    # /redir/ changes, then nginx redirects to /j/, whose rewrite handler
+    # runs again (same query) and sees the fields as changed: one more add
+    e = Echo(raw_get(ng, "/redir/x?" + edits("add:X-Twice:1",
+                                             "set:X-Once:1")))
+    assert e.all("X-Twice") == ["1", "1"]
+    assert e.one("X-Once") == "1"
 
 
 # -- the fields nginx keeps apart -------------------------------------------
