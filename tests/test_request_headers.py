@@ -184,6 +184,23 @@ def test_many_fields(ng, at):
                                            for i in range(1, n + 1) if i != 7]
 
 
+def test_removals_across_many_parts_of_the_list(ng, at):
+    # nginx's list grows in parts of 20 fields: removals compact it across
+    # them, emptied parts are let go, and later fields go after the rest
+    e = get(ng, at, "many:60", "rep:X-Rep:50", "clear:X-Rep",
+            "set:X-Many-30:new", "clear:X-Many-5", "add:X-After:1",
+            "rep:X-Tail:3")
+    assert e.all("X-Rep") == []
+    many = [(k, v) for k, v in e.fields if k.startswith("X-Many-")]
+    assert many == [("X-Many-%d" % i, "new" if i == 30 else "v%d" % i)
+                    for i in range(1, 61) if i != 5]
+    names = e.names()
+    assert names.index("x-after") > names.index("x-many-60")
+    assert e.all("X-Tail") == ["1", "2", "3"]
+    e = get(ng, at, "rep:X-Rep:45", "set:X-Rep:one", "add:X-Rep:two")
+    assert e.all("X-Rep") == ["one", "two"]
+
+
 def test_a_large_value(ng, at):
     size = 48 * 1024
     e = get(ng, at, "fill:X-Big:%d" % size)

@@ -17,7 +17,7 @@
 
 (defn edit
   "As testapp.ReqHeaders$Edit, through nginx.jvm.request: set, add, clear,
-  fill, many; with batch=1 the sets and clears in one set-headers!. The
+  fill, many, rep; with batch=1 the sets and clears in one set-headers!. The
   header names go as keywords when they are lower case."
   [req]
   (try
@@ -31,6 +31,9 @@
                        "add" (do (nr/add-header! req (field n) v) m)
                        "clear" (if batch? (assoc m n nil) (do (nr/clear-header! req (field n)) m))
                        "fill" (do (nr/set-header! req n (pattern (Long/parseLong v))) m)
+                       "rep" (do (doseq [i (range 1 (inc (Long/parseLong v)))]
+                                   (nr/add-header! req n (str i)))
+                                 m)
                        "many" (do (doseq [i (range 1 (inc (Long/parseLong n)))]
                                     (nr/set-header! req (str "X-Many-" i) (str "v" i)))
                                   m)))

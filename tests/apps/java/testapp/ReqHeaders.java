@@ -23,7 +23,8 @@ public final class ReqHeaders {
      * Rewrite or access: applies each {@code e=OP:NAME:VALUE} of the query
      * string (percent-decoded, in order): set, add, clear (no value), fill
      * (VALUE a length: a value of that many characters), many (NAME a count:
-     * X-Many-1... set). With {@code batch=1}, the sets and clears go in one
+     * X-Many-1... set), rep (VALUE a count: that many fields NAME added,
+     * valued 1, 2, ...). With {@code batch=1}, the sets and clears go in one
      * {@link Request#setHeaders} call. A refused change answers 400 with the
      * exception's class and message; otherwise the request goes on.
      */
@@ -79,6 +80,11 @@ public final class ReqHeaders {
                     break;
                 case "fill":
                     r.setHeader(name, pattern(Integer.parseInt(value)));
+                    break;
+                case "rep":
+                    for (int i = 1; i <= Integer.parseInt(value); i++) {
+                        r.addHeader(name, Integer.toString(i));
+                    }
                     break;
                 case "many":
                     for (int i = 1; i <= Integer.parseInt(name); i++) {
