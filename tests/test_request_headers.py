@@ -16,13 +16,15 @@ the loop in pool and virtual modes: the change hops to the event loop).
 """
 
 import os
+import shutil
 import socket
+import subprocess
 import time
 from urllib.parse import quote
 
 import pytest
 
-from harness import Nginx, parse_raw, wait_for
+from harness import Nginx, free_port, parse_raw, wait_for
 
 PROXY = (' proxy_set_header Host $host;'
          ' proxy_set_header X-Seen "host=$host|hh=$http_host|cookie_a='
@@ -31,6 +33,7 @@ PROXY = (' proxy_set_header Host $host;'
          ' proxy_pass http://127.0.0.1:@PORT2@/; ')
 
 LOCATIONS = """
+        listen 127.0.0.1:@H2@ http2;
         location /j/ { jvm_rewrite testapp.ReqHeaders$Edit; @PROXY@ }
         location /ja/ { jvm_access testapp.ReqHeaders$Edit; @PROXY@ }
         location /c/ { jvm_rewrite testapp.reqheaders/edit; @PROXY@ }
@@ -64,7 +67,9 @@ def ng(mode):
     # off the loop: a pool or virtual thread; on it, a thread of the handler's
     locations = LOCATIONS.replace("@PROXY@", PROXY).replace(
         "@SLOW_ASYNC@", "jvm_async on;" if mode == "loop" else "")
-    with Nginx(locations, http=HTTP, mode=mode) as n:
+    h2 = free_port()
+    with Nginx(locations.replace("@H2@", str(h2)), http=HTTP, mode=mode) as n:
+        n.h2_port = h2
         yield n
 
 
@@ -300,6 +305,30 @@ def test_x_forwarded_for(ng, at):
             fields=[("X-Forwarded-For", "192.0.2.1")])
     assert e.all("X-Forwarded-For") == ["10.0.0.1", "10.0.0.2"]
     assert e.seen["xff"].replace(" ", "") == "10.0.0.1,10.0.0.2"
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
+def test_http2_request(ng, at):
+    # HTTP/2: Host comes from :authority, cookies from one field each
+    url = "http://127.0.0.1:%d%sx?%s" % (
+        ng.h2_port, at, edits("set:X-Foo:b", "set:Cookie:a=9",
+                              "set:Host:h2.example", "add:X-Foo:c"))
+    out = subprocess.run(["curl", "-sS", "--http2-prior-knowledge",
+                          "-H", "X-Foo: a", "-H", "Cookie: a=1",
+                          "-H", "Cookie: z=2", url],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         timeout=30)
+    assert out.returncode == 0, out.stderr
+    fields = [tuple(line.split(": ", 1))
+              for line in out.stdout.decode("latin-1").split("\n") if line]
+    e = Echo.__new__(Echo)
+    e.fields = fields
+    e.seen = dict(kv.split("=", 1) for kv in e.one("X-Seen").split("|"))
+    assert e.all("X-Foo") == ["b", "c"]
+    assert e.all("Cookie") == ["a=9"]
+    assert e.seen["cookie_a"] == "9"
+    assert e.seen["host"] == "h2.example"
+    assert e.one("Host") == "h2.example"
 
 
 # -- refused ------------------------------------------------------------------
