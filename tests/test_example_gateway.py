@@ -12,7 +12,7 @@ LOCATIONS = """
         set $gateway_user "";
         jvm_access gateway.core/auth;
         location / { root @ROOT@/examples/gateway/public; }
-        location /api/ { proxy_set_header X-User $gateway_user;
+        location /api/ { jvm_access gateway.core/api-auth;
                          proxy_pass http://backend/; }
         location = /dashboard { jvm_async on;
                                 jvm_content gateway.core/dashboard; }
@@ -61,6 +61,20 @@ def test_api_gets_the_user(gw):
     sent = json.loads(r.body)
     assert sent["path"] == "/items"
     assert sent["headers"]["x-user"] == "bob"
+
+
+def test_api_gets_the_user_not_the_token(gw):
+    # api-auth's nr/set-headers!: X-User replaced, the token gone
+    r = gw.request("GET", "/api/items",
+                   headers={"Authorization": "Bearer let-me-in",
+                            "X-User": "mallory", "X-Other": "kept"})
+    assert r.status == 200
+    sent = json.loads(r.body)["headers"]
+    assert sent["x-user"] == "alice"
+    assert "authorization" not in sent
+    assert sent["x-other"] == "kept"
+    r = gw.request("GET", "/api/items", headers={"X-User": "mallory"})
+    assert r.status == 401
 
 
 def test_dashboard_combines_two_backend_calls(gw):

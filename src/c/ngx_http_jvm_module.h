@@ -18,6 +18,8 @@
  *   ngx_http_jvm_handler.c   the handlers directives name, by id
  *   ngx_http_jvm_subrequest.c subrequests answered in memory (loop only)
  *   ngx_http_jvm_variable.c  variables read and set for Java (loop only)
+ *   ngx_http_jvm_headers_in.c request header fields changed for Java
+ *                            (loop only)
  *   ngx_http_jvm_topic.c     publish and subscribe across workers
  *                            (jvm_topic); publishing from any thread
  *   ngx_http_jvm_task.c      handlers off the event loop: eventfd, tasks,
@@ -280,6 +282,10 @@ ngx_int_t ngx_http_jvm_variable_get(ngx_http_request_t *r, ngx_str_t *name,
 ngx_int_t ngx_http_jvm_variable_set(ngx_http_request_t *r, ngx_str_t *name,
     ngx_str_t *value, const char **err);
 ngx_int_t ngx_http_jvm_set_uri(ngx_http_request_t *r, ngx_str_t *uri);
+
+/* ngx_http_jvm_headers_in.c: the event loop only */
+ngx_int_t ngx_http_jvm_header_in_set(ngx_http_request_t *r, ngx_str_t *name,
+    ngx_str_t *value, ngx_uint_t add, const char **err);
 
 /* ngx_http_jvm_task.c */
 /* An eventfd on the event loop, outside the worker's connection pool. */

@@ -3,9 +3,9 @@
  * nginx-jvm: the natives Java calls up into the C module, registered once
  * the JVM is up (the worker's start, ngx_http_jvm_init_process; the
  * master's archiving JVM): those of nginx.jvm.Natives (wake-ups, a
- * request's variables, URI and subrequests, the shutdown hooks) and of
- * nginx.jvm.Shm (the shared dictionaries and topics).  They call the
- * feature files below them; nothing below calls them but Java.
+ * request's variables, URI, header fields and subrequests, the shutdown
+ * hooks) and of nginx.jvm.Shm (the shared dictionaries and topics).  They
+ * call the feature files below them; nothing below calls them but Java.
  */
 
 
@@ -22,6 +22,8 @@ static void JNICALL ngx_http_jvm_set_variable(JNIEnv *env, jclass cls,
     jlong r, jbyteArray name, jbyteArray value);
 static void JNICALL ngx_http_jvm_native_set_uri(JNIEnv *env, jclass cls,
     jlong r, jbyteArray uri);
+static void JNICALL ngx_http_jvm_native_set_header(JNIEnv *env, jclass cls,
+    jlong r, jbyteArray name, jbyteArray value, jboolean add);
 static jstring JNICALL ngx_http_jvm_start_subrequest(JNIEnv *env,
     jclass cls, jlong r, jint id, jbyteArray spec);
 static void JNICALL ngx_http_jvm_run_shutdown_hooks(JNIEnv *env,
@@ -85,6 +87,7 @@ static JNINativeMethod  ngx_http_jvm_natives[] = {
     { "getVariable", "(J[B)[B", (void *) ngx_http_jvm_get_variable },
     { "setVariable", "(J[B[B)V", (void *) ngx_http_jvm_set_variable },
     { "setUri", "(J[B)V", (void *) ngx_http_jvm_native_set_uri },
+    { "setHeader", "(J[B[BZ)V", (void *) ngx_http_jvm_native_set_header },
     { "startSubrequest", "(JI[B)Ljava/lang/String;",
       (void *) ngx_http_jvm_start_subrequest },
     { "runShutdownHooks", "()V", (void *) ngx_http_jvm_run_shutdown_hooks },
@@ -317,6 +320,47 @@ ngx_http_jvm_native_set_uri(JNIEnv *env, jclass cls, jlong req,
         ngx_http_jvm_vm_throw(env, "java/lang/IllegalArgumentException", &u,
                               "invalid URI (it must start with \"/\")");
     }
+}
+
+
+/*
+ * A request header field set (add false), added (add true) or removed
+ * (value null), before the content phase.
+ */
+
+static void JNICALL
+ngx_http_jvm_native_set_header(JNIEnv *env, jclass cls, jlong req,
+    jbyteArray name, jbyteArray value, jboolean add)
+{
+    ngx_int_t            rc;
+    ngx_str_t            n, v;
+    const char          *err;
+    ngx_http_request_t  *r;
+
+    r = (ngx_http_request_t *) (uintptr_t) req;
+
+    if (ngx_http_jvm_vm_str(env, r, name, &n) != NGX_OK
+        || (value != NULL
+            && ngx_http_jvm_vm_str(env, r, value, &v) != NGX_OK))
+    {
+        return;
+    }
+
+    err = NULL;
+
+    rc = ngx_http_jvm_header_in_set(r, &n, value != NULL ? &v : NULL,
+                                    add == JNI_TRUE, &err);
+
+    if (rc == NGX_OK) {
+        return;
+    }
+
+    ngx_http_jvm_vm_throw(env, rc == NGX_DECLINED
+                               ? "java/lang/IllegalArgumentException"
+                               : rc == NGX_ABORT
+                                 ? "java/lang/IllegalStateException"
+                                 : "java/lang/OutOfMemoryError",
+                          &n, err ? err : "no memory for the header field");
 }
 
 

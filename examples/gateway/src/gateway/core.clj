@@ -1,7 +1,8 @@
 (ns gateway.core
   "An API gateway in front of static files and a backend: an access-phase
-  token check (jvm_access), and a content handler that calls two backend
-  services in parallel through nginx subrequests and combines their
+  token check (jvm_access) that hands the API's backend the user instead
+  of the token, and a content handler that calls two backend services in
+  parallel through nginx subrequests and combines their
   answers (jvm_async on: no thread waits for the backend)."
   (:require [clojure.string :as str]
             [nginx.jvm.request :as nr]))
@@ -14,9 +15,9 @@
 
 (defn auth
   "jvm_access: lets the request go on (nil) when it carries a known bearer
-  token, and tells the backend who the user is; otherwise answers 401.
-  Both arities, as Ring handlers have: jvm_async on (in /dashboard) applies
-  to the location's access handler too."
+  token, and tells the backend who the user is ($gateway_user); otherwise
+  answers 401. Both arities, as Ring handlers have: jvm_async on (in
+  /dashboard) applies to the location's access handler too."
   ([req]
    (let [header (get-in req [:headers "authorization"] "")
          token (when (str/starts-with? header "Bearer ") (subs header 7))]
@@ -28,6 +29,18 @@
         :body "a valid bearer token is needed\n"})))
   ([req respond raise]
    (try (respond (auth req)) (catch Exception e (raise e)))))
+
+(defn api-auth
+  "jvm_access of the proxy_pass API: the same check, then the request the
+  backend gets carries the user in X-User (whatever the client sent as
+  X-User is replaced) and no longer the client's token. Only where nothing
+  redirects internally: nginx would run the access phase again, and find
+  no token."
+  [req]
+  (or (auth req)
+      (do (nr/set-headers! req {"X-User" (nr/variable req :gateway_user)
+                                "Authorization" nil})
+          nil)))
 
 (defn- json-str [s]
   (str "\"" (str/escape (str s) {\" "\\\"" \\ "\\\\" \newline "\\n"}) "\""))

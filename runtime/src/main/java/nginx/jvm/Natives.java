@@ -27,6 +27,13 @@ final class Natives {
     /** Request {@code r} (event loop) routes on this URI from now on. */
     static native void setUri(long r, byte[] uri);
 
+    /**
+     * Request {@code r}'s (event loop) header fields {@code name}: replaced by
+     * one of {@code value}, or one more when {@code add}; all removed when
+     * {@code value} is null. Throws when it cannot (see Request#setHeader).
+     */
+    static native void setHeader(long r, byte[] name, byte[] value, boolean add);
+
     /** Starts subrequest {@code id} of request {@code r} (event loop); null, or why not. */
     static native String startSubrequest(long r, int id, byte[] spec);
 

@@ -32,6 +32,12 @@ public final class Request {
     long handle;
     /** Event loop: a task's request, which may wait for subrequests. */
     boolean suspended;
+    /**
+     * Set before a {@code jvm_rewrite} or {@code jvm_access} handler is
+     * called: its request's header fields may change (nginx has not read
+     * the body nor begun the content phase).
+     */
+    boolean beforeContent;
     /** Event loop: the ids of its subrequests in flight. */
     final java.util.List<Integer> subrequests = new java.util.ArrayList<>(0);
     // Offsets of the length words of the fixed strings, then of the headers.
@@ -187,6 +193,214 @@ public final class Request {
             Natives.setUri(live(), u);
             return null;
         });
+    }
+
+    /**
+     * In a {@code jvm_rewrite} or {@code jvm_access} handler: the request
+     * header field {@code name} (any case) gets {@code value}, in place of
+     * every field of that name the request has (in the place of the first
+     * one, or at the end), so that what follows in nginx ({@code proxy_pass},
+     * {@code $http_...} variables, a content handler) sees it as if the
+     * client had sent it. A null value removes the fields. Hops to the event
+     * loop when called off it.
+     *
+     * <p>Host also changes {@code $host} (nginx has already chosen the
+     * server block); User-Agent and Connection what nginx derives from them.
+     * This request's own {@link #header}, {@link #headers} and header
+     * list stay as the client sent them; {@code variable("http_x_name")}
+     * reads the field as nginx has it now.
+     *
+     * @throws IllegalArgumentException the name is no HTTP token (letters,
+     *     digits and {@code !#$%&'*+-.^_`|~}); the value holds a control
+     *     character other than HTAB (CR, LF, NUL, ...: it would split the
+     *     request to the upstream); a Host value is no host; the name is
+     *     Content-Length or Transfer-Encoding (nginx reads the request body
+     *     by them, after this phase: they cannot change)
+     * @throws IllegalStateException not a rewrite or access handler, or its
+     *     request has gone on (or is over)
+     */
+    public void setHeader(String name, String value) {
+        editHeaders(new HeaderEdit(name, value, false));
+    }
+
+    /**
+     * As {@link #setHeader}, but one more field {@code name}, after those
+     * there are (a second Host is refused).
+     */
+    public void addHeader(String name, String value) {
+        if (value == null) {
+            throw new IllegalArgumentException("a header field's value cannot be null");
+        }
+        editHeaders(new HeaderEdit(name, value, true));
+    }
+
+    /** As {@link #setHeader}: removes every field {@code name} (any case). */
+    public void clearHeader(String name) {
+        editHeaders(new HeaderEdit(name, null, false));
+    }
+
+    /**
+     * Several changes in one go (one hop to the event loop off it), in the
+     * map's order: a String (or any object, as its {@code toString()}) sets
+     * the field as {@link #setHeader} does; null removes it; an
+     * {@code Iterable} (a list, a Clojure vector or seq) replaces the fields
+     * of that name with one per non-null element. All are checked before any
+     * is made.
+     */
+    public void setHeaders(Map<String, ?> fields) {
+        java.util.List<HeaderEdit> edits = new java.util.ArrayList<>(fields.size());
+        for (Map.Entry<String, ?> e : fields.entrySet()) {
+            Object v = e.getValue();
+            if (v instanceof Iterable) {
+                edits.add(new HeaderEdit(e.getKey(), null, false));
+                for (Object item : (Iterable<?>) v) {
+                    if (item != null) {
+                        edits.add(new HeaderEdit(e.getKey(), item.toString(), true));
+                    }
+                }
+            } else {
+                edits.add(new HeaderEdit(e.getKey(), v == null ? null : v.toString(), false));
+            }
+        }
+        editHeaders(edits.toArray(new HeaderEdit[0]));
+    }
+
+    private void editHeaders(HeaderEdit... edits) {
+        if (!beforeContent) {
+            throw new IllegalStateException("the request's header fields can change only in a"
+                    + " jvm_rewrite or jvm_access handler");
+        }
+        LoopCalls.call(() -> {
+            long r = handle;
+            if (r == 0) {
+                throw new IllegalStateException("the request's header fields can change only while"
+                        + " its jvm_rewrite or jvm_access handler runs: it has answered, or the"
+                        + " request is over");
+            }
+            for (HeaderEdit e : edits) {
+                Natives.setHeader(r, e.name, e.value, e.add);
+            }
+            return null;
+        });
+    }
+
+    /** One change of a header field, its name and value checked and encoded. */
+    private static final class HeaderEdit {
+        final byte[] name;
+        final byte[] value;
+        final boolean add;
+
+        HeaderEdit(String name, String value, boolean add) {
+            this.name = fieldName(name);
+            this.value = value == null ? null : fieldValue(name, value);
+            this.add = add;
+        }
+    }
+
+    /** An HTTP token (RFC 9110, 5.6.2), as a response's field names are. */
+    static byte[] fieldName(String name) {
+        if (name == null || name.isEmpty()) {
+            throw new IllegalArgumentException("a header field needs a name");
+        }
+        byte[] b = new byte[name.length()];
+        for (int i = 0; i < b.length; i++) {
+            char c = name.charAt(i);
+            if (!isTokenChar(c)) {
+                throw new IllegalArgumentException("header field name " + quote(name)
+                        + " is not an HTTP token");
+            }
+            b[i] = (byte) c;
+        }
+        if (name.equalsIgnoreCase("Content-Length") || name.equalsIgnoreCase("Transfer-Encoding")) {
+            throw new IllegalArgumentException(name + ": Content-Length and Transfer-Encoding tell nginx"
+                    + " how to read the request body, which it reads after this phase: they cannot"
+                    + " change (proxy_pass sends its own)");
+        }
+        return b;
+    }
+
+    /** A character of an HTTP token: a header field's name, request's or response's. */
+    static boolean isTokenChar(char c) {
+        return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+                || c < 0x80 && "!#$%&'*+-.^_`|~".indexOf(c) >= 0;
+    }
+
+    /**
+     * A value as ISO-8859-1 bytes (above U+00FF: '?'), as a response's are:
+     * visible characters, SP, HTAB and obs-text; CR, LF, NUL or another
+     * control would split the request to the upstream, or read differently
+     * to nginx and to it.
+     */
+    static byte[] fieldValue(String name, String value) {
+        byte[] b = new byte[value.length()];
+        for (int i = 0; i < b.length; i++) {
+            char c = value.charAt(i);
+            if (c < 0x20 && c != '\t' || c == 0x7f) {
+                throw new IllegalArgumentException(String.format("the value of header field %s"
+                        + " contains the control character 0x%02X (of the controls, a value may"
+                        + " hold only HTAB)", name, (int) c));
+            }
+            b[i] = c > 0xff ? (byte) '?' : (byte) c;
+        }
+        if (name.equalsIgnoreCase("Host") && !isHost(value)) {
+            throw new IllegalArgumentException("Host " + quote(value)
+                    + " is not a host name or address with an optional port");
+        }
+        return b;
+    }
+
+    /**
+     * What nginx takes for a Host: a name or an IPv4 address, or an IPv6
+     * one in brackets, then an optional ":port"; no "..", "/", space or
+     * control character, not empty (a trailing dot does not count).
+     */
+    static boolean isHost(String v) {
+        String host = v;
+        String port = "";
+        if (v.startsWith("[")) {
+            int close = v.indexOf(']');
+            if (close < 0) {
+                return false;
+            }
+            host = v.substring(0, close + 1);
+            String rest = v.substring(close + 1);
+            if (!rest.isEmpty()) {
+                if (rest.charAt(0) != ':') {
+                    return false;
+                }
+                port = rest.substring(1);
+            }
+        } else if (v.indexOf(':') >= 0) {
+            host = v.substring(0, v.indexOf(':'));
+            port = v.substring(v.indexOf(':') + 1);
+        }
+        for (int i = 0; i < port.length(); i++) {
+            if (port.charAt(i) < '0' || port.charAt(i) > '9') {
+                return false;
+            }
+        }
+        if (host.endsWith(".")) {
+            host = host.substring(0, host.length() - 1);
+        }
+        if (host.isEmpty() || host.contains("..")) {
+            return false;
+        }
+        for (int i = 0; i < host.length(); i++) {
+            char c = host.charAt(i);
+            if (c <= 0x20 || c == 0x7f || c == '/' || c > 0xff) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static String quote(String s) {
+        StringBuilder b = new StringBuilder("\"");
+        for (int i = 0; i < s.length() && i < 64; i++) {
+            char c = s.charAt(i);
+            b.append(c < 0x20 || c == 0x7f ? String.format("\\x%02X", (int) c) : String.valueOf(c));
+        }
+        return b.append(s.length() > 64 ? "...\"" : "\"").toString();
     }
 
     private static byte[] variableName(String name) {

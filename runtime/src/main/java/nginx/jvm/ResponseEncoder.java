@@ -345,8 +345,7 @@ final class ResponseEncoder {
     }
 
     static boolean isTokenChar(char c) {
-        return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-                || c < 0x80 && "!#$%&'*+-.^_`|~".indexOf(c) >= 0;
+        return Request.isTokenChar(c);
     }
 
     /**

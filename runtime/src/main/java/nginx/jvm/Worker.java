@@ -103,6 +103,7 @@ final class Worker {
         }
         Request request = request(length);
         request.handle = r;
+        request.beforeContent = phase == Wire.PHASE_REWRITE || phase == Wire.PHASE_ACCESS;
         long started = System.nanoTime();
         boolean answered = true;
         Metrics.inFlight.incrementAndGet();
@@ -298,6 +299,7 @@ final class Worker {
         try {
             request = request(length);
             request.handle = r;
+            request.beforeContent = phase == Wire.PHASE_REWRITE || phase == Wire.PHASE_ACCESS;
             request.suspended = true;
             String refused = tasks.submit(new Task(id, mode, phase, handler, request, async, tasks), mode);
             if (refused == null) {

@@ -1,7 +1,8 @@
 (ns nginx.jvm.request
-  "nginx's side of a Ring request: its variables and the URI nginx routes
-  on. Every function takes the Ring request map nginx-jvm made (it carries
-  its nginx.jvm.Request under :nginx.jvm/request).
+  "nginx's side of a Ring request: its variables, the URI nginx routes on
+  and, before the content phase, its header fields. Every function takes
+  the Ring request map nginx-jvm made (it carries its nginx.jvm.Request
+  under :nginx.jvm/request).
 
   On the event loop (jvm_mode loop) a call reads nginx at once; on any other
   thread (pool, virtual, an async handler's callback) it hops to the event
@@ -46,6 +47,43 @@
   the request go on (it looks for the location again)."
   [req uri]
   (.setUri (nginx-request req) uri))
+
+(defn- field-name [k]
+  (if (keyword? k) (name k) (str k)))
+
+(defn set-header!
+  "In a jvm_rewrite or jvm_access handler: the request header field `h` (a
+  string or keyword, any case) gets `value` in place of every field of that
+  name, so that proxy_pass (and $http_... variables, a content handler)
+  sees it as if the client had sent it; nil removes the fields. The
+  request map keeps the :headers the client sent.
+
+  Throws IllegalArgumentException for a name that is no HTTP token, a
+  value with CR, LF, NUL or another control but HTAB, a Host that is no
+  host, Content-Length or Transfer-Encoding (nginx reads the body by
+  them); IllegalStateException outside a rewrite or access handler."
+  [req h value]
+  (.setHeader (nginx-request req) (field-name h) (some-> value str)))
+
+(defn add-header!
+  "As set-header!, but one more field `h`, after those there are."
+  [req h value]
+  (.addHeader (nginx-request req) (field-name h) (str value)))
+
+(defn clear-header!
+  "As set-header!: removes every field `h`."
+  [req h]
+  (.clearHeader (nginx-request req) (field-name h)))
+
+(defn set-headers!
+  "Several changes in one go (one hop to the event loop off it), as a Ring
+  response's :headers: name to a string (set), a seq of strings (one field
+  each) or nil (removed). All are checked before any is made."
+  [req fields]
+  (let [m (java.util.LinkedHashMap.)]
+    (doseq [[k v] fields]
+      (.put m (field-name k) (if (or (nil? v) (string? v) (sequential? v)) v (str v))))
+    (.setHeaders (nginx-request req) m)))
 
 (defn status
   "In a jvm_log handler: the status nginx answered."
