@@ -107,22 +107,32 @@ def started(ng, side, name):
 
 
 def leave(s):
-    """Closes the client's socket; returns when (ms, the handlers' clock)."""
+    """Closes the client's socket; returns when (ms, the handlers' clock),
+    read just before: the handler may hear of it within the millisecond."""
+    at = time.time() * 1000
     s.close()
-    return time.time() * 1000
+    return at
 
 
 def live_tasks(ng):
     return ng.get("/live-tasks").text
 
 
-def in_flight(ng):
-    """jvm_status's requests in flight (published each second); the status
-    request counts itself."""
+def metric(ng, name):
+    """A figure of jvm_status (each worker publishes them every second)."""
     for line in ng.get("/status").text.splitlines():
-        if line.startswith("nginx_jvm_requests_in_flight "):
+        if line.startswith(name + " "):
             return float(line.split()[1])
-    raise AssertionError("no nginx_jvm_requests_in_flight")
+    raise AssertionError("no " + name)
+
+
+def in_flight(ng):
+    """Requests in flight; the status request counts itself."""
+    return metric(ng, "nginx_jvm_requests_in_flight")
+
+
+def aborted_total(ng):
+    return metric(ng, "nginx_jvm_aborted_total")
 
 
 def settled(ng):
@@ -144,7 +154,8 @@ def test_interrupt_ends_a_sleeping_handler_within_a_second(ng, path):
     assert st, "the handler still sleeps: %r" % state(ng, side, name)
     assert st["registered"] == "true"
     assert "slept" not in st
-    assert 0 <= int(st["interruptedAt"]) - left < WITHIN_MS, st
+    # the handlers' times are whole milliseconds
+    assert -1 < int(st["interruptedAt"]) - left < WITHIN_MS, st
     assert int(st["ended"]) - left < WITHIN_MS, st
     # the callback ran too, once, on an abort thread
     assert wait_for(lambda: state(ng, side, name).get("callbacks") == "1",
@@ -207,6 +218,8 @@ def test_a_callback_that_throws_is_logged_and_the_next_runs(ng):
 def test_a_client_leaving_after_the_response_triggers_nothing(ng, keepalive):
     off_loop_only(ng)
     name = fresh(ng, "after")
+    settled(ng)
+    before = aborted_total(ng)
     s = socket.create_connection(("127.0.0.1", ng.port), timeout=WAIT)
     s.sendall(("GET /java/quick?name=%s HTTP/1.1\r\nHost: localhost\r\n"
                "%s\r\n" % (name, "" if keepalive else "Connection: close\r\n")
@@ -230,6 +243,8 @@ def test_a_client_leaving_after_the_response_triggers_nothing(ng, keepalive):
     time.sleep(0.3)
     assert "callbacks" not in state(ng, "java", name + "-after-end")
     settled(ng)
+    time.sleep(1.1)                 # a publication of jvm_status
+    assert aborted_total(ng) == before
 
 
 def test_a_loop_handler_cannot_be_aborted(ng):
@@ -302,6 +317,7 @@ def test_many_clients_leaving_at_once(ng):
     n = 30
     names = [fresh(ng, "many") for _ in range(n)]
     paths = ["/java-int/sleep", "/ring-int/sleep"]
+    before = aborted_total(ng)
     socks = [open_request(ng.port, "%s?name=%s&ms=30000"
                           % (paths[i % 2], names[i]))
              for i in range(n)]
@@ -325,6 +341,9 @@ def test_many_clients_leaving_at_once(ng):
         # a generous second for 30 at once on two cores
         assert int(st["interruptedAt"]) - left < 2 * WITHIN_MS, st
     settled(ng)
+    # jvm_status counts them, once each
+    assert wait_for(lambda: aborted_total(ng) - before == n, WAIT), \
+        aborted_total(ng) - before
 
 
 def test_a_client_that_half_closes_with_its_request(ng):

@@ -379,6 +379,9 @@ final class Worker {
      */
     static void abort(long id, boolean interrupt) {
         try {
+            if (tasks.get(id) != null) {
+                Metrics.aborted();
+            }
             tasks.abort(id, interrupt);
         } finally {
             cancel(id);
