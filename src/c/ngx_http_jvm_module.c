@@ -165,6 +165,14 @@ static ngx_command_t  ngx_http_jvm_commands[] = {
       offsetof(ngx_http_jvm_loc_conf_t, async),
       NULL },
 
+    { ngx_string("jvm_abort_interrupt"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_HTTP_LIF_CONF
+                        |NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_jvm_loc_conf_t, abort_interrupt),
+      NULL },
+
     { ngx_string("jvm_response_timeout"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_HTTP_LIF_CONF
                         |NGX_CONF_TAKE1,
@@ -394,6 +402,7 @@ ngx_http_jvm_create_loc_conf(ngx_conf_t *cf)
     jlcf->log = NGX_CONF_UNSET;
     jlcf->mode = NGX_CONF_UNSET_UINT;
     jlcf->async = NGX_CONF_UNSET;
+    jlcf->abort_interrupt = NGX_CONF_UNSET;
     jlcf->response_timeout = NGX_CONF_UNSET_MSEC;
     jlcf->ws_max_message = NGX_CONF_UNSET_SIZE;
     jlcf->ws_idle_timeout = NGX_CONF_UNSET_MSEC;
@@ -419,6 +428,7 @@ ngx_http_jvm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_value(conf->log, prev->log, NGX_CONF_UNSET);
     ngx_conf_merge_uint_value(conf->mode, prev->mode, NGX_HTTP_JVM_LOOP);
     ngx_conf_merge_value(conf->async, prev->async, 0);
+    ngx_conf_merge_value(conf->abort_interrupt, prev->abort_interrupt, 0);
     ngx_conf_merge_msec_value(conf->response_timeout, prev->response_timeout,
                               60000);
     ngx_conf_merge_size_value(conf->ws_max_message, prev->ws_max_message,

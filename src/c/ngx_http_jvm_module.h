@@ -143,6 +143,7 @@ typedef struct {
     ngx_int_t                 log;          /* jvm_log */
     ngx_uint_t                mode;
     ngx_flag_t                async;
+    ngx_flag_t                abort_interrupt; /* jvm_abort_interrupt */
     ngx_msec_t                response_timeout;
     size_t                    ws_max_message;
     ngx_msec_t                ws_idle_timeout;
@@ -169,6 +170,7 @@ typedef struct {
     unsigned                  waiting:1;    /* for a piece of the body */
     unsigned                  phase_done:1; /* a task let its phase go on */
     unsigned                  var_failed:1; /* a jvm_set handler threw */
+    unsigned                  interrupt:1;  /* jvm_abort_interrupt on */
 } ngx_http_jvm_ctx_t;
 
 
@@ -348,6 +350,7 @@ ngx_int_t ngx_http_jvm_vm_filter(ngx_http_request_t *r, ngx_int_t handler,
 void *ngx_http_jvm_vm_poll(ngx_log_t *log);
 ngx_int_t ngx_http_jvm_vm_take(ngx_log_t *log, void *id, size_t *out);
 void ngx_http_jvm_vm_cancel(void *id);
+void ngx_http_jvm_vm_abort(void *id, ngx_uint_t interrupt);
 ngx_int_t ngx_http_jvm_vm_next(ngx_log_t *log, ngx_int_t stream,
     size_t *out);
 void ngx_http_jvm_vm_close(ngx_int_t stream);

@@ -83,11 +83,20 @@ ngx_http_jvm_get_ctx(ngx_http_request_t *r)
 }
 
 
-/* What Java holds for the request is let go: its task, body, socket. */
+/*
+ * What Java holds for the request is let go: its task, body, socket.  A
+ * task whose client left before its response was complete (the connection
+ * failed or timed out, and nginx never finished the request: r->done is
+ * set only by a finalization that sent everything) is aborted: Java tells
+ * the handler.  A response timeout (504) or a phase handler that let the
+ * request go on is not an abort: its connection is fine.
+ */
 
 void
 ngx_http_jvm_ctx_release(ngx_http_jvm_ctx_t *ctx)
 {
+    ngx_connection_t  *c;
+
     if (ctx->timer.timer_set) {
         ngx_del_timer(&ctx->timer);
     }
@@ -98,7 +107,17 @@ ngx_http_jvm_ctx_release(ngx_http_jvm_ctx_t *ctx)
 
     if (ctx->task) {
         ctx->task = 0;
-        ngx_http_jvm_vm_cancel(ctx);
+        c = ctx->request->connection;
+
+        if ((c->error || c->timedout) && !ctx->request->done) {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, c->log, 0,
+                           "jvm: task %p aborted: the client left", ctx);
+
+            ngx_http_jvm_vm_abort(ctx, ctx->interrupt);
+
+        } else {
+            ngx_http_jvm_vm_cancel(ctx);
+        }
     }
 
     ngx_http_jvm_stream_close(ctx);

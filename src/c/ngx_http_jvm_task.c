@@ -156,11 +156,24 @@ ngx_http_jvm_task_submit(ngx_http_request_t *r, ngx_int_t handler,
     }
 
     ctx->task = 1;
+    ctx->interrupt = jlcf->abort_interrupt ? 1 : 0;
     ngx_add_timer(&ctx->timer, jlcf->response_timeout);
 
     r->main->count++;
     r->read_event_handler = ngx_http_test_reading;
     r->write_event_handler = ngx_http_jvm_task_respond;
+
+    /*
+     * The client's leaving is seen by ngx_http_test_reading when its
+     * connection next has an event; one that half-closed before the task
+     * started (its FIN came with the request) has none to come: the read
+     * event is posted to look at once.  Pipelined requests waiting in the
+     * socket are not a leaving: only the end of the client's input is.
+     */
+
+    if (r->connection->read->pending_eof) {
+        ngx_post_event(r->connection->read, &ngx_posted_events);
+    }
 
     return NGX_DONE;
 }

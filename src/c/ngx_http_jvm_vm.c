@@ -71,6 +71,7 @@ static jmethodID   ngx_http_jvm_submit_mid;
 static jmethodID   ngx_http_jvm_poll_mid;
 static jmethodID   ngx_http_jvm_take_mid;
 static jmethodID   ngx_http_jvm_cancel_mid;
+static jmethodID   ngx_http_jvm_abort_mid;
 static jmethodID   ngx_http_jvm_next_mid;
 static jmethodID   ngx_http_jvm_close_mid;
 static jmethodID   ngx_http_jvm_stop_mid;
@@ -108,6 +109,7 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
     { &ngx_http_jvm_poll_mid, "poll", "()J" },
     { &ngx_http_jvm_take_mid, "take", "(J)I" },
     { &ngx_http_jvm_cancel_mid, "cancel", "(J)V" },
+    { &ngx_http_jvm_abort_mid, "abort", "(JZ)V" },
     { &ngx_http_jvm_next_mid, "next", "(I)I" },
     { &ngx_http_jvm_close_mid, "close", "(I)V" },
     { &ngx_http_jvm_stop_mid, "stop", "(Ljava/lang/String;J)V" },
@@ -1433,6 +1435,31 @@ ngx_http_jvm_vm_cancel(void *id)
     (*env)->CallStaticVoidMethod(env, ngx_http_jvm_worker,
                                  ngx_http_jvm_cancel_mid,
                                  (jlong) (uintptr_t) id);
+
+    if ((*env)->ExceptionCheck(env)) {
+        (*env)->ExceptionClear(env);
+    }
+}
+
+
+/*
+ * Worker.abort(): the client left before the task's response was complete.
+ * Java runs the request's abort callbacks on a JVM thread, interrupts the
+ * handler's thread if asked, and forgets the task, as cancel() does.
+ */
+
+void
+ngx_http_jvm_vm_abort(void *id, ngx_uint_t interrupt)
+{
+    JNIEnv  *env;
+
+    env = ngx_http_jvm_env;
+
+    (*env)->CallStaticVoidMethod(env, ngx_http_jvm_worker,
+                                 ngx_http_jvm_abort_mid,
+                                 (jlong) (uintptr_t) id,
+                                 (jboolean) (interrupt ? JNI_TRUE
+                                                       : JNI_FALSE));
 
     if ((*env)->ExceptionCheck(env)) {
         (*env)->ExceptionClear(env);

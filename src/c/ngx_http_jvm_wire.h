@@ -14,7 +14,7 @@
 
 
 /* The wire protocol's version: Wire.PROTOCOL must be equal. */
-#define NGX_HTTP_JVM_PROTOCOL         6
+#define NGX_HTTP_JVM_PROTOCOL         7
 
 /* Request flags, the first int of a described request. */
 #define NGX_HTTP_JVM_REQ_HTTPS        1

@@ -8,6 +8,7 @@
   is written after the handler returned."
   (:require [clojure.java.io :as io]
             [ring.core.protocols :as protocols]
+            [nginx.jvm.request :as request]
             [nginx.jvm.shared :as shared]
             [ring.websocket :as ws])
   (:import [java.io IOException OutputStream]
@@ -58,21 +59,25 @@
 (def ^:private hms (DateTimeFormatter/ofPattern "HH:mm:ss"))
 
 (defn- clock
-  "Server-sent events: the time, every second, until the client leaves
-  (its next write then throws)."
-  []
+  "Server-sent events: the time, every second, until the client leaves.
+  The request's on-abort callback stops the clock's thread at once (a
+  sleeping clock would otherwise learn it only at its next write, which
+  then throws)."
+  [req]
   (reify protocols/StreamableResponseBody
     (write-body-to-stream [_ _ out]
-      (future
-        (try
-          (loop []
-            (.write ^OutputStream out
-                    (.getBytes (str "data: " (.format (LocalTime/now) hms) "\n\n")))
-            (.flush ^OutputStream out)
-            (Thread/sleep 1000)
-            (recur))
-          (catch IOException _ nil)
-          (finally (try (.close ^OutputStream out) (catch IOException _ nil))))))))
+      (let [ticks (future
+                    (try
+                      (loop []
+                        (.write ^OutputStream out
+                                (.getBytes (str "data: " (.format (LocalTime/now) hms) "\n\n")))
+                        (.flush ^OutputStream out)
+                        (Thread/sleep 1000)
+                        (recur))
+                      (catch IOException _ nil)
+                      (catch InterruptedException _ nil)
+                      (finally (try (.close ^OutputStream out) (catch IOException _ nil)))))]
+        (request/on-abort req #(future-cancel ticks))))))
 
 (defn- route [request]
   (case (:uri request)
@@ -83,7 +88,7 @@
               {:status 400 :body "a WebSocket endpoint"})
     "/clock" {:status 200
               :headers {"Content-Type" "text/event-stream" "Cache-Control" "no-cache"}
-              :body (clock)}
+              :body (clock request)}
     {:status 404 :headers {"Content-Type" "text/plain"} :body "not found"}))
 
 (defn app

@@ -33,6 +33,8 @@ final class Metrics {
     private static final AtomicLongArray buckets = new AtomicLongArray(BUCKETS.length + 1);
     private static final LongAdder nanos = new LongAdder();
     private static final LongAdder refused = new LongAdder();
+    /** Tasks whose client left before the response was complete. */
+    private static final LongAdder aborted = new LongAdder();
     static final AtomicInteger inFlight = new AtomicInteger();
 
     private static volatile SharedDict dict;
@@ -55,6 +57,10 @@ final class Metrics {
             i++;
         }
         buckets.incrementAndGet(i);
+    }
+
+    static void aborted() {
+        aborted.increment();
     }
 
     static void refused() {
@@ -106,6 +112,7 @@ final class Metrics {
         Tasks t = tasks;
         line(b, "queued", t == null ? 0 : t.queued());
         line(b, "refused", refused.sum());
+        line(b, "aborted", aborted.sum());
         MemoryUsage heap = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage();
         line(b, "heap_used", heap.getUsed());
         line(b, "heap_committed", heap.getCommitted());

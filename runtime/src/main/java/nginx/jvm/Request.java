@@ -38,6 +38,12 @@ public final class Request {
      * the body nor begun the content phase).
      */
     boolean beforeContent;
+    /**
+     * Whether the client of a task's request left (a handler off the loop,
+     * or async), or null (a handler on the loop, a header filter, a log
+     * handler): what {@link #onAbort} registers with.
+     */
+    volatile Abort abort;
     /** Event loop: the ids of its subrequests in flight. */
     final java.util.List<Integer> subrequests = new java.util.ArrayList<>(0);
     // Offsets of the length words of the fixed strings, then of the headers.
@@ -468,6 +474,40 @@ public final class Request {
             LoopCalls.post(start);
         }
         return f;
+    }
+
+    /**
+     * Runs {@code callback} once if the client leaves before this request's
+     * response is complete: its connection closed or failed (for HTTP/2,
+     * its stream was reset), or it read too slowly ({@code send_timeout}).
+     * The callback runs on one of the runtime's "nginx-jvm-abort" threads,
+     * never on the event loop; a request's callbacks run in the order they
+     * were registered, and one that throws is logged. Registered after the
+     * client left, it runs at once (on such a thread). With
+     * {@code jvm_abort_interrupt on} the handler's thread is also
+     * interrupted, while the handler's call lasts.
+     *
+     * <p>A request whose response was complete (normally, or a 504 of
+     * {@code jvm_response_timeout}) never runs its callbacks.
+     *
+     * @return true when registered (or run, the client having left); false
+     *     when nothing can abort the request any more: its response is
+     *     complete, or its handler runs on the event loop (jvm_mode loop
+     *     without jvm_async), whose call nothing interrupts
+     */
+    public boolean onAbort(Runnable callback) {
+        Abort a = abort;
+        if (a == null) {
+            java.util.Objects.requireNonNull(callback, "callback");
+            return false;
+        }
+        return a.onAbort(callback);
+    }
+
+    /** True once the client left before the response was complete (see {@link #onAbort}). */
+    public boolean isAborted() {
+        Abort a = abort;
+        return a != null && a.aborted();
     }
 
     /** Event loop: the request's address, if it still lives. */

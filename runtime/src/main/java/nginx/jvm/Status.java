@@ -87,6 +87,9 @@ public final class Status implements Handler {
         head(b, "nginx_jvm_rejected_total", "counter",
                 "Requests answered 503: the pool's queue or the virtual threads' limit was full.");
         b.append("nginx_jvm_rejected_total ").append(num(sum(workers, "refused"))).append('\n');
+        head(b, "nginx_jvm_aborted_total", "counter",
+                "Requests whose client left before the response was complete (handlers off the loop, async).");
+        b.append("nginx_jvm_aborted_total ").append(num(sum(workers, "aborted"))).append('\n');
         head(b, "nginx_jvm_timeouts_total", "counter",
                 "Requests answered 504: no response within jvm_response_timeout.");
         b.append("nginx_jvm_timeouts_total ").append(timeouts).append('\n');

@@ -39,6 +39,8 @@ final class Task implements Responder, Runnable {
     volatile AsyncBody body;
 
     private volatile Thread handlerThread;
+    /** Whether the client left: the request's callbacks, the thread to interrupt. */
+    final Abort abort;
 
     Task(long id, int mode, int phase, Object handler, Request request, boolean async, Tasks tasks) {
         this.id = id;
@@ -48,13 +50,14 @@ final class Task implements Responder, Runnable {
         this.request = request;
         this.async = async;
         this.tasks = tasks;
+        this.abort = new Abort(tasks.aborts);
     }
 
     /** Runs the handler: on a pool or virtual thread, or on the loop for async handlers. */
     @Override
     public void run() {
         taken = true;
-        if (cancelled) {
+        if (cancelled || !abort.enter()) {
             // its request ended while it waited: nobody reads the answer
             return;
         }
@@ -75,6 +78,7 @@ final class Task implements Responder, Runnable {
             fail("the handler threw", t);
         } finally {
             handlerThread = null;
+            abort.leave();
         }
     }
 

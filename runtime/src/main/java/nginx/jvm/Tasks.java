@@ -37,6 +37,18 @@ final class Tasks {
 
     private static final ExecutorService PRODUCERS = Executors.newCachedThreadPool(daemon("nginx-jvm-body"));
 
+    /**
+     * The threads that run abort callbacks ({@link Request#onAbort}), never
+     * the event loop (they may block): a few daemon threads, made by
+     * {@link #configure} (on the thread that blocks nginx's signals: one made
+     * later by the event loop would take them) and kept. The queue holds at
+     * most one entry per request that was aborted, plus the callbacks
+     * registered after it: bounded by the tasks in flight (jvm_queue), not
+     * by the clients.
+     */
+    final ThreadPoolExecutor aborts;
+    static final int ABORT_THREADS = 2;
+
     Tasks(Runnable waker) {
         this(waker, () -> { });
     }
@@ -44,6 +56,13 @@ final class Tasks {
     Tasks(Runnable waker, Runnable beforeHandlers) {
         this.waker = waker;
         this.beforeHandlers = beforeHandlers;
+        java.util.concurrent.ThreadFactory f = daemon("nginx-jvm-abort");
+        this.aborts = new ThreadPoolExecutor(ABORT_THREADS, ABORT_THREADS, 60, TimeUnit.SECONDS,
+                new java.util.concurrent.LinkedBlockingQueue<>(),
+                r -> f.newThread(() -> {
+                    beforeHandlers.run();
+                    r.run();
+                }));
     }
 
     private static java.util.concurrent.ThreadFactory daemon(String name) {
@@ -60,6 +79,7 @@ final class Tasks {
      * or why virtual threads cannot be had (a JDK older than 21).
      */
     String configure(int poolSize, int queueSize, boolean useVirtual) {
+        aborts.prestartAllCoreThreads();
         if (poolSize > 0) {
             java.util.concurrent.ThreadFactory threads = daemon("nginx-jvm-pool");
             pool = new ThreadPoolExecutor(poolSize, poolSize, 60, TimeUnit.SECONDS,
@@ -223,10 +243,24 @@ final class Tasks {
         return live.get(id);
     }
 
+    /**
+     * Event loop: the client of task {@code id} left before its response
+     * was complete (the C module saw it); {@link #cancel} follows.
+     */
+    void abort(long id, boolean interrupt) {
+        Task t = live.get(id);
+        if (t != null) {
+            // never the event loop's thread (an async handler's call there)
+            t.abort.abort(interrupt && t.mode != LOOP);
+        }
+    }
+
     /** Event loop: the request is over (answered, timed out or gone). */
     boolean cancel(long id) {
         Task t = live.remove(id);
         if (t != null) {
+            // not aborted (or aborted just before): its callbacks never run
+            t.abort.complete();
             t.cancelled = true;
             t.request.handle = 0;
             Subrequests.abandon(t.request.subrequests);

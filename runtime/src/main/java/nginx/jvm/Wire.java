@@ -14,7 +14,7 @@ import java.nio.ByteOrder;
  */
 final class Wire {
     /** Checked by the C module when it binds this runtime: equal, or it refuses to start. */
-    static final int PROTOCOL = 6;
+    static final int PROTOCOL = 7;
 
     /** Request flags: the first int of a described request. */
     static final int REQ_HTTPS = 1, REQ_HAS_QUERY = 2, REQ_WEBSOCKET = 4, REQ_BODY_FILE = 8;

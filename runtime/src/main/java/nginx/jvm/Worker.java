@@ -301,7 +301,9 @@ final class Worker {
             request.handle = r;
             request.beforeContent = phase == Wire.PHASE_REWRITE || phase == Wire.PHASE_ACCESS;
             request.suspended = true;
-            String refused = tasks.submit(new Task(id, mode, phase, handler, request, async, tasks), mode);
+            Task task = new Task(id, mode, phase, handler, request, async, tasks);
+            request.abort = task.abort;
+            String refused = tasks.submit(task, mode);
             if (refused == null) {
                 Metrics.inFlight.incrementAndGet();
                 return Wire.ACCEPTED;
@@ -368,6 +370,23 @@ final class Worker {
     static void cancel(long id) {
         if (tasks.cancel(id)) {
             Metrics.inFlight.decrementAndGet();
+        }
+    }
+
+    /**
+     * Task {@code id}'s client left before its response was complete: its
+     * request's abort callbacks run on a JVM thread, its handler's thread is
+     * interrupted if {@code interrupt} (jvm_abort_interrupt on), and the task
+     * is forgotten as by {@link #cancel}.
+     */
+    static void abort(long id, boolean interrupt) {
+        try {
+            if (tasks.get(id) != null) {
+                Metrics.aborted();
+            }
+            tasks.abort(id, interrupt);
+        } finally {
+            cancel(id);
         }
     }
 

@@ -85,6 +85,32 @@
       (.put m (field-name k) (if (or (nil? v) (string? v) (sequential? v)) v (str v))))
     (.setHeaders (nginx-request req) m)))
 
+(defn on-abort
+  "Calls `f` (no arguments) once if the client leaves before the response
+  to `req` is complete: it closed or reset its connection (an HTTP/2
+  stream reset), or read too slowly (send_timeout). For handlers off the
+  event loop (jvm_mode pool or virtual) and asynchronous ones (jvm_async
+  on, in any mode), including a body that goes on after the handler
+  returned. `f` runs on one of the runtime's nginx-jvm-abort threads,
+  never on the event loop, after the callbacks registered before it; an
+  exception it throws is logged. Registered after the client left, it runs
+  at once. With jvm_abort_interrupt on, the handler's thread is also
+  interrupted (a Thread/sleep or a blocking read throws) while the call of
+  the handler lasts.
+
+  Returns true when `f` was registered (or run, the client having left);
+  false when nothing can abort the request any more: its response is
+  complete, or its handler runs on the event loop (jvm_mode loop without
+  jvm_async), which nothing interrupts mid-call."
+  [req f]
+  (.onAbort (nginx-request req) ^Runnable f))
+
+(defn aborted?
+  "True once the client of `req` left before its response was complete
+  (see on-abort)."
+  [req]
+  (.isAborted (nginx-request req)))
+
 (defn status
   "In a jvm_log handler: the status nginx answered."
   [req]

@@ -1,0 +1,131 @@
+package nginx.jvm;
+
+import java.lang.System.Logger.Level;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.Executor;
+
+/**
+ * Whether a task's client left before its response was complete, and what
+ * to do about it: the callbacks of {@link Request#onAbort} and the thread
+ * to interrupt (docs/handlers.md, "When the client leaves"). The event loop
+ * ends it once, as aborted ({@link #abort}) or completed ({@link #complete});
+ * callbacks registered before an abort run once, on the executor's threads
+ * (never the event loop's), in the order they were registered; those
+ * registered after an abort run at once there, those after completion
+ * never. It uses nothing of the runtime but the executor it is given, so
+ * that {@link Request} can hold it without reaching into the core.
+ */
+final class Abort {
+    private static final System.Logger LOG = System.getLogger("nginx.jvm");
+    private static final int LIVE = 0, ABORTED = 1, COMPLETED = 2;
+
+    private final Executor callbacks;
+    private final Object lock = new Object();
+    // guarded by lock
+    private int end = LIVE;
+    private List<Runnable> registered;
+    private Thread handlerThread;
+    /** This abort interrupted handlerThread: the flag is cleared before the thread moves on. */
+    private boolean interruptSent;
+
+    Abort(Executor callbacks) {
+        this.callbacks = callbacks;
+    }
+
+    /** Any thread: see {@link Request#onAbort}. */
+    boolean onAbort(Runnable callback) {
+        Objects.requireNonNull(callback, "callback");
+        synchronized (lock) {
+            if (end == COMPLETED) {
+                return false;
+            }
+            if (end == LIVE) {
+                if (registered == null) {
+                    registered = new ArrayList<>(2);
+                }
+                registered.add(callback);
+                return true;
+            }
+        }
+        // the client has left already: at once, on a callback thread
+        run(List.of(callback));
+        return true;
+    }
+
+    boolean aborted() {
+        synchronized (lock) {
+            return end == ABORTED;
+        }
+    }
+
+    /**
+     * The handler's call begins on this thread, which an abort may interrupt
+     * from now on; false when the request is over already (nothing to run).
+     */
+    boolean enter() {
+        synchronized (lock) {
+            if (end != LIVE) {
+                return false;
+            }
+            handlerThread = Thread.currentThread();
+            return true;
+        }
+    }
+
+    /** The handler's call is over: no interrupt reaches the thread's next work. */
+    void leave() {
+        synchronized (lock) {
+            handlerThread = null;
+            if (interruptSent) {
+                interruptSent = false;
+                Thread.interrupted();
+            }
+        }
+    }
+
+    /** Event loop: the client left; interrupts the handler's call if asked. */
+    void abort(boolean interrupt) {
+        List<Runnable> todo;
+        synchronized (lock) {
+            if (end != LIVE) {
+                return;
+            }
+            end = ABORTED;
+            todo = registered;
+            registered = null;
+            if (interrupt && handlerThread != null) {
+                interruptSent = true;
+                handlerThread.interrupt();
+            }
+        }
+        if (todo != null) {
+            run(todo);
+        }
+    }
+
+    /** Event loop: the request is over and was not aborted: the callbacks are dropped. */
+    void complete() {
+        synchronized (lock) {
+            if (end == LIVE) {
+                end = COMPLETED;
+                registered = null;
+            }
+        }
+    }
+
+    private void run(List<Runnable> todo) {
+        callbacks.execute(() -> {
+            for (Runnable c : todo) {
+                try {
+                    c.run();
+                } catch (Throwable t) {
+                    LOG.log(Level.ERROR, "an abort callback threw", t);
+                }
+                // a callback's interrupt stays its own
+                Thread.interrupted();
+            }
+        });
+    }
+}
