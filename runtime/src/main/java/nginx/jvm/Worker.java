@@ -228,6 +228,54 @@ final class Worker {
         }
     }
 
+    /**
+     * Runs the body filter {@code index} on a chunk of the response of the
+     * request in the request buffer: {@code size} bytes after the request's
+     * {@code length}; {@code last}: the body's last chunk. Returns
+     * {@link Wire#CHUNK_SAME}, the length of what replaces the chunk, at the
+     * start of the response buffer, or {@link Wire#CHUNK_FAILED} with an int
+     * length and the message there.
+     */
+    static int body(int index, int length, long r, int size, boolean last) {
+        Object handler = handlers.get(index);
+        String message;
+        Throwable error = null;
+        if (handler instanceof BodyFilter) {
+            Request request = request(length);
+            request.handle = r;
+            try {
+                ByteBuffer chunk = requestBuffer.slice(length, size).asReadOnlyBuffer();
+                byte[] b = ((BodyFilter) handler).filter(request, chunk, last);
+                if (b == null) {
+                    return Wire.CHUNK_SAME;
+                }
+                ByteBuffer out = encoder.buffer();
+                if (b.length > out.capacity()) {
+                    encoder.grow(b.length);
+                    out = encoder.buffer();
+                }
+                Wire.put(out, 0, b, 0, b.length);
+                return b.length;
+            } catch (Throwable t) {
+                message = "the jvm_body_filter handler threw";
+                error = t;
+            } finally {
+                request.handle = 0;
+                request.end();
+            }
+        } else {
+            message = handler == null
+                    ? "the jvm_body_filter handler failed to load (see the log at worker start)"
+                    : handler.getClass().getName() + " does not implement " + BodyFilter.class.getName();
+        }
+        ByteBuffer out = encoder.buffer();
+        byte[] msg = Failure.describe(message, error).getBytes(StandardCharsets.UTF_8);
+        int n = Math.min(msg.length, out.capacity() - 4);
+        out.putInt(0, n);
+        out.put(4, msg, 0, n);
+        return Wire.CHUNK_FAILED;
+    }
+
     private static String string(ByteBuffer b, int at) {
         byte[] s = new byte[b.getInt(at)];
         Wire.get(b, at + 4, s, 0, s.length);
