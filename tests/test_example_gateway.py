@@ -47,6 +47,7 @@ def test_static_needs_a_token(gw):
     assert r.header("WWW-Authenticate") == 'Bearer realm="gateway"'
     r = gw.request("GET", "/", headers={"Authorization": "Bearer wrong"})
     assert r.status == 401
+    assert r.body == b"a valid bearer token is needed\n"
 
 
 def test_static_with_token(gw):
