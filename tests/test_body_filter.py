@@ -285,6 +285,8 @@ def test_large_body_keeps_rss_flat(ng, big_upper, path):
     assert resp.status == 200 and n == BIG and digest == big_upper
     assert ng.worker_pids() == [pid]
     limit = 32 * 1024
+    print("%s: RSS %d kB after a first pass, %d kB in a pause, %d kB after"
+          % (path, before, mid[0], after))
     assert mid[0] - before < limit, (before, mid, after)
     assert after - before < limit, (before, mid, after)
 
