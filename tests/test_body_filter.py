@@ -44,6 +44,9 @@ LOCATIONS = """
         location /count-proxy/ { jvm_body_filter @F@Count;
                                  proxy_pass http://127.0.0.1:@PORT@/files/; }
         location /report { jvm_content @F@Report; }
+        location /ssi/ { ssi on; alias html/ssi/; }
+        location /ssi-filtered/ { ssi on; jvm_body_filter @F@Tail;
+                                  alias html/ssi/; }
         location /throw/ { jvm_body_filter @F@Throws; alias html/files/; }
         location /throw-later/ { jvm_body_filter @F@ThrowsLater;
                                  proxy_pass http://127.0.0.1:@PORT@/files/; }
@@ -101,6 +104,11 @@ def ng(mode, up):
             f.write("static file\n")
         open(os.path.join(files, "empty.txt"), "w").close()
         write_pattern(os.path.join(files, "mid.bin"), MID)
+        os.makedirs(n.path("html", "ssi"))
+        with open(n.path("html", "ssi", "page.html"), "w") as f:
+            f.write('<p>[<!--# include virtual="/static/a.txt" -->]'
+                    '[<!--# include virtual="/tail/a.txt" -->]'
+                    '[<!--# include virtual="/files/a.txt" -->]</p>\n')
         write_pattern(os.path.join(files, "big.bin"), BIG)
         yield n
 
@@ -233,6 +241,21 @@ def test_clojure_filters(ng):
 
 
 # -- the contract of last and of the chunks ---------------------------------
+
+def test_subrequests_have_their_own_filter_and_last(ng):
+    # each SSI include is filtered by its own location's filter, with a
+    # last of its own; the page's location has none.  (nginx sends an
+    # empty static file as a subrequest without any body buffer: its
+    # filter is not called then, docs/directives.md says so.)
+    r = ng.get("/ssi/page.html")
+    assert r.status == 200
+    assert r.body == b"<p>[STATIC FILE\n][static file\n[tail]][static file\n]</p>\n"
+    # the page's filter sees the page's own body, not what it includes:
+    # one last, at the page's end
+    r = ng.get("/ssi-filtered/page.html")
+    assert r.body == (b"<p>[STATIC FILE\n][static file\n[tail]][static file\n]</p>\n"
+                      b"[tail]")
+
 
 def test_last_once_and_file_chunks_bounded(ng):
     r = ng.get("/count/mid.bin", headers={"X-Id": "mid-static"})
