@@ -44,6 +44,7 @@ LOCATIONS = """
         location /count-proxy/ { jvm_body_filter @F@Count;
                                  proxy_pass http://127.0.0.1:@PORT@/files/; }
         location /report { jvm_content @F@Report; }
+        location /numbered/ { jvm_body_filter @F@Numbered; alias html/files/; }
         location /ssi/ { ssi on; alias html/ssi/; }
         location /ssi-filtered/ { ssi on; jvm_body_filter @F@Tail;
                                   alias html/ssi/; }
@@ -273,6 +274,28 @@ def test_last_once_for_a_proxied_body(ng):
     assert r.status == 200 and len(r.body) == MID
     calls, lasts, size, _ = report(ng, "mid-proxy")
     assert lasts == 1 and size == MID and calls > 1
+
+
+def test_a_filter_of_its_own_per_response(ng):
+    # BodyFilter.start: each response counts on its own, even interleaved
+    conns = [http.client.HTTPConnection("127.0.0.1", ng.port, timeout=30)
+             for _ in range(3)]
+    try:
+        for c in conns:
+            c.request("GET", "/numbered/mid.bin")
+        resps = [c.getresponse() for c in conns]
+        bodies = [b"".join(iter(lambda r=r: r.read(65536), b"")) for r in resps]
+    finally:
+        for c in conns:
+            c.close()
+    plain = b"".join(pattern(MID))
+    for b in bodies:
+        assert b[:MID] == plain
+        tail = b[MID:]
+        chunks, size = tail.strip(b"[]").split()
+        assert int(size) == MID and int(chunks) >= MID // (32 * 1024)
+    assert ng.get("/numbered/a.txt").body == b"static file\n[1 12]"
+    assert ng.get("/numbered/empty.txt").body == b"[1 0]"
 
 
 def test_head_and_304_see_no_body(ng):

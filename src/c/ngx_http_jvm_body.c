@@ -34,6 +34,7 @@ struct ngx_http_jvm_body_s {
     ngx_chain_t              *free;         /* replacements, reusable */
     ngx_chain_t              *busy;         /* replacements not yet sent */
     ngx_int_t                 handler;
+    unsigned                  started:1;    /* Java knows it by address */
     unsigned                  last:1;       /* the handler saw the end */
     unsigned                  failed:1;
 };
@@ -52,6 +53,7 @@ static ngx_chain_t *ngx_http_jvm_body_buf(ngx_http_request_t *r,
     ngx_http_jvm_body_t *bf, size_t size);
 static void ngx_http_jvm_body_update(ngx_http_jvm_body_t *bf,
     ngx_chain_t *ours);
+static void ngx_http_jvm_body_cleanup(void *data);
 
 
 static ngx_http_output_body_filter_pt  ngx_http_next_body_filter;
@@ -79,6 +81,7 @@ ngx_http_jvm_body_init(ngx_conf_t *cf)
 ngx_int_t
 ngx_http_jvm_body_header(ngx_http_request_t *r, ngx_int_t handler)
 {
+    ngx_pool_cleanup_t        *cln;
     ngx_http_jvm_ctx_t        *ctx;
     ngx_http_jvm_body_t       *bf;
     ngx_http_core_loc_conf_t  *clcf;
@@ -94,9 +97,14 @@ ngx_http_jvm_body_header(ngx_http_request_t *r, ngx_int_t handler)
     }
 
     bf = ngx_pcalloc(r->pool, sizeof(ngx_http_jvm_body_t));
-    if (bf == NULL) {
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+
+    if (bf == NULL || cln == NULL) {
         return NGX_ERROR;
     }
+
+    cln->handler = ngx_http_jvm_body_cleanup;
+    cln->data = bf;
 
     clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
 
@@ -251,6 +259,7 @@ ngx_http_jvm_body_chunk(ngx_http_request_t *r, ngx_http_jvm_body_t *bf,
             return NGX_ERROR;
         }
 
+        bf->started = 1;
         bf->last = last;
     }
 
@@ -336,7 +345,24 @@ ngx_http_jvm_body_call(ngx_http_request_t *r, ngx_http_jvm_body_t *bf,
                    "jvm: body filter chunk of %uz bytes, last: %ui",
                    size, last);
 
-    return ngx_http_jvm_vm_body(r, bf->handler, len, size, last, out);
+    return ngx_http_jvm_vm_body(r, bf->handler, bf, len, size, last, out);
+}
+
+
+/*
+ * The response is over.  A body cut short (the client left, the upstream
+ * failed, the filter threw) never got to its last chunk: Java forgets the
+ * filter it started for the response.
+ */
+
+static void
+ngx_http_jvm_body_cleanup(void *data)
+{
+    ngx_http_jvm_body_t  *bf = data;
+
+    if (bf->started && !bf->last && ngx_http_jvm_vm.ready) {
+        ngx_http_jvm_vm_body_end(bf);
+    }
 }
 
 

@@ -86,6 +86,7 @@ static jmethodID   ngx_http_jvm_quitting_mid;
 static jmethodID   ngx_http_jvm_variable_mid;
 static jmethodID   ngx_http_jvm_filter_mid;
 static jmethodID   ngx_http_jvm_body_mid;
+static jmethodID   ngx_http_jvm_body_end_mid;
 static jmethodID   ngx_http_jvm_subrequest_done_mid;
 
 
@@ -105,7 +106,8 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
     { &ngx_http_jvm_submit_mid, "submit", "(IIJIZJI)I" },
     { &ngx_http_jvm_variable_mid, "variable", "(IIJ)I" },
     { &ngx_http_jvm_filter_mid, "filter", "(IIJI)I" },
-    { &ngx_http_jvm_body_mid, "body", "(IIJIZ)I" },
+    { &ngx_http_jvm_body_mid, "body", "(IIJJIZ)I" },
+    { &ngx_http_jvm_body_end_mid, "bodyEnd", "(J)V" },
     { &ngx_http_jvm_subrequest_done_mid, "subrequestDone", "(II)V" },
     { &ngx_http_jvm_poll_mid, "poll", "()J" },
     { &ngx_http_jvm_take_mid, "take", "(J)I" },
@@ -1386,14 +1388,15 @@ ngx_http_jvm_vm_filter(ngx_http_request_t *r, ngx_int_t handler,
 
 /*
  * Worker.body(): a jvm_body_filter handler sees a chunk of the response's
- * body, "size" bytes in the request buffer after the request's "len".
+ * body, "size" bytes in the request buffer after the request's "len"; Java
+ * knows the response by "id" until its last chunk or Worker.bodyEnd().
  * NGX_DECLINED: it left the chunk as it was; NGX_OK: *out replaces it (in
  * the response buffer); NGX_ERROR: it failed, and why is logged.
  */
 
 ngx_int_t
-ngx_http_jvm_vm_body(ngx_http_request_t *r, ngx_int_t handler, size_t len,
-    size_t size, ngx_uint_t last, ngx_str_t *out)
+ngx_http_jvm_vm_body(ngx_http_request_t *r, ngx_int_t handler, void *id,
+    size_t len, size_t size, ngx_uint_t last, ngx_str_t *out)
 {
     jint                   n;
     ngx_str_t              msg;
@@ -1407,6 +1410,7 @@ ngx_http_jvm_vm_body(ngx_http_request_t *r, ngx_int_t handler, size_t len,
                                                  ngx_http_jvm_body_mid,
                                                  (jint) handler, (jint) len,
                                                  (jlong) (uintptr_t) r,
+                                                 (jlong) (uintptr_t) id,
                                                  (jint) size,
                                                  (jboolean) (last != 0));
 
@@ -1446,6 +1450,25 @@ ngx_http_jvm_vm_body(ngx_http_request_t *r, ngx_int_t handler, size_t len,
     out->len = n;
 
     return NGX_OK;
+}
+
+
+/* Worker.bodyEnd(): a filtered body ended before its last chunk. */
+
+void
+ngx_http_jvm_vm_body_end(void *id)
+{
+    JNIEnv  *env;
+
+    env = ngx_http_jvm_env;
+
+    (*env)->CallStaticVoidMethod(env, ngx_http_jvm_worker,
+                                 ngx_http_jvm_body_end_mid,
+                                 (jlong) (uintptr_t) id);
+
+    if ((*env)->ExceptionCheck(env)) {
+        (*env)->ExceptionClear(env);
+    }
 }
 
 

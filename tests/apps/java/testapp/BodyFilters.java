@@ -59,6 +59,32 @@ public final class BodyFilters {
         }
     }
 
+    /** A filter of its own per response: "[chunks bytes]" appended at the end. */
+    public static final class Numbered implements BodyFilter {
+        private long chunks;
+        private long bytes;
+
+        @Override
+        public BodyFilter start(Request r) {
+            return new Numbered();
+        }
+
+        @Override
+        public byte[] filter(Request r, ByteBuffer chunk, boolean last) {
+            chunks++;
+            bytes += chunk.remaining();
+            if (!last) {
+                return null;
+            }
+            byte[] b = bytes(chunk);
+            byte[] tail = ("[" + chunks + " " + bytes + "]").getBytes(StandardCharsets.US_ASCII);
+            byte[] out = new byte[b.length + tail.length];
+            System.arraycopy(b, 0, out, 0, b.length);
+            System.arraycopy(tail, 0, out, b.length, tail.length);
+            return out;
+        }
+    }
+
     /** Throws at its first chunk. */
     public static final class Throws implements BodyFilter {
         @Override

@@ -18,7 +18,11 @@ import java.nio.ByteBuffer;
  * failed).
  *
  * <p>Answers null to send the chunk as it is, an empty array to send nothing
- * for it, or the bytes to send instead. Called on the event loop, whatever
+ * for it, or the bytes to send instead.
+ *
+ * <p>One object serves every response of the worker, unless {@link #start}
+ * answers one of its own for a response (state kept across its chunks: a
+ * pattern split between two chunks, a count). Called on the event loop, whatever
  * {@code jvm_mode} says: nginx cannot suspend a body filter; keep it quick.
  * An exception is logged with its stack trace and ends the response: the
  * status and header fields have gone, so nginx closes the connection and
@@ -27,4 +31,13 @@ import java.nio.ByteBuffer;
 @FunctionalInterface
 public interface BodyFilter {
     byte[] filter(Request request, ByteBuffer chunk, boolean last) throws Exception;
+
+    /**
+     * Called once per response, before its first chunk: the filter that gets
+     * the response's chunks, until the one with {@code last} or until the
+     * response ends cut short, when it is dropped. By default this one.
+     */
+    default BodyFilter start(Request request) throws Exception {
+        return this;
+    }
 }

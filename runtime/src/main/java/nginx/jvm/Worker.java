@@ -229,14 +229,23 @@ final class Worker {
     }
 
     /**
-     * Runs the body filter {@code index} on a chunk of the response of the
-     * request in the request buffer: {@code size} bytes after the request's
-     * {@code length}; {@code last}: the body's last chunk. Returns
+     * The filters of the responses whose bodies are being filtered, by the
+     * id the C module gives each response, from its first chunk to its last
+     * one or to {@link #bodyEnd}.
+     */
+    private static final Map<Long, BodyFilter> filtering = new HashMap<>();
+
+    /**
+     * Runs the body filter {@code index} on a chunk of the response
+     * {@code id} of the request in the request buffer: {@code size} bytes
+     * after the request's {@code length}; {@code last}: the body's last
+     * chunk. The filter's {@link BodyFilter#start} runs at the response's
+     * first chunk. Returns
      * {@link Wire#CHUNK_SAME}, the length of what replaces the chunk, at the
      * start of the response buffer, or {@link Wire#CHUNK_FAILED} with an int
      * length and the message there.
      */
-    static int body(int index, int length, long r, int size, boolean last) {
+    static int body(int index, int length, long r, long id, int size, boolean last) {
         Object handler = handlers.get(index);
         String message;
         Throwable error = null;
@@ -244,8 +253,18 @@ final class Worker {
             Request request = request(length);
             request.handle = r;
             try {
+                BodyFilter filter = last ? filtering.remove(id) : filtering.get(id);
+                if (filter == null) {
+                    filter = ((BodyFilter) handler).start(request);
+                    if (filter == null) {
+                        throw new IllegalStateException("BodyFilter.start answered null");
+                    }
+                    if (!last) {
+                        filtering.put(id, filter);
+                    }
+                }
                 ByteBuffer chunk = requestBuffer.slice(length, size).asReadOnlyBuffer();
-                byte[] b = ((BodyFilter) handler).filter(request, chunk, last);
+                byte[] b = filter.filter(request, chunk, last);
                 if (b == null) {
                     return Wire.CHUNK_SAME;
                 }
@@ -257,6 +276,7 @@ final class Worker {
                 Wire.put(out, 0, b, 0, b.length);
                 return b.length;
             } catch (Throwable t) {
+                filtering.remove(id);
                 message = "the jvm_body_filter handler threw";
                 error = t;
             } finally {
@@ -274,6 +294,16 @@ final class Worker {
         out.putInt(0, n);
         out.put(4, msg, 0, n);
         return Wire.CHUNK_FAILED;
+    }
+
+    /** The body of response {@code id} ended before its last chunk: its filter goes. */
+    static void bodyEnd(long id) {
+        filtering.remove(id);
+    }
+
+    /** How many responses have a body filter started (tests). */
+    static int filtering() {
+        return filtering.size();
     }
 
     private static String string(ByteBuffer b, int at) {
@@ -564,6 +594,7 @@ final class Worker {
     static void clear() {
         Timers.stop();
         handlers.clear();
+        filtering.clear();
         sockets.stop();
         removeAttachSocket();
     }
