@@ -55,6 +55,8 @@ LOCATIONS = """
                                proxy_pass http://127.0.0.1:@UP@/; }
         location /clj-tail/ { jvm_body_filter testapp.bodyfilter/tail;
                               alias html/files/; }
+        location /clj-counted/ { jvm_body_filter testapp.bodyfilter/counted;
+                                 alias html/files/; }
         location /clj-wrong/ { jvm_body_filter testapp.bodyfilter/wrong;
                                alias html/files/; }
 """
@@ -296,6 +298,11 @@ def test_a_filter_of_its_own_per_response(ng):
         assert int(size) == MID and int(chunks) >= MID // (32 * 1024)
     assert ng.get("/numbered/a.txt").body == b"static file\n[1 12]"
     assert ng.get("/numbered/empty.txt").body == b"[1 0]"
+    # Clojure: a var holding a reified BodyFilter
+    assert ng.get("/clj-counted/a.txt").body == b"static file\n[clj 1 12]"
+    r = ng.get("/clj-counted/mid.bin")
+    chunks, size = r.body[MID:].strip(b"[]").split()[1:]
+    assert int(size) == MID and int(chunks) >= MID // (32 * 1024)
 
 
 def test_head_and_304_see_no_body(ng):

@@ -12,6 +12,28 @@
   (when last?
     (str (String. chunk "ISO-8859-1") "[clj " (:uri req) "]")))
 
+(defn- counter
+  "A filter of its own for one response: its chunks as they are, then
+  their count and size after the last."
+  []
+  (let [n (atom 0) size (atom 0)]
+    (reify nginx.jvm.BodyFilter
+      (filter [_ _ chunk last?]
+        (swap! n inc)
+        (swap! size + (.remaining ^java.nio.ByteBuffer chunk))
+        (when last?
+          (let [b (byte-array (.remaining ^java.nio.ByteBuffer chunk))]
+            (.get ^java.nio.ByteBuffer chunk b)
+            (.getBytes (str (String. b "ISO-8859-1") "[clj " @n " " @size "]")
+                       "ISO-8859-1")))))))
+
+(def counted
+  "jvm_body_filter testapp.bodyfilter/counted: a BodyFilter whose start
+  answers a counter per response."
+  (reify nginx.jvm.BodyFilter
+    (start [_ _] (counter))
+    (filter [_ _ _ _] (throw (IllegalStateException. "not started")))))
+
 (defn wrong
   "Answers something that is not a body."
   [_ _ _]

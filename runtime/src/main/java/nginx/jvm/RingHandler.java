@@ -153,6 +153,16 @@ final class RingHandler implements Handler, AsyncHandler, PhaseHandler, Variable
                 + out.getClass().getName() + ", not bytes, a String or nil");
     }
 
+    /**
+     * A var whose value is a {@link BodyFilter} (a {@code reify}) filters
+     * itself, with its own {@code start}: state per response from Clojure.
+     */
+    @Override
+    public BodyFilter start(Request request) throws Exception {
+        Object v = var.deref();
+        return v instanceof BodyFilter ? ((BodyFilter) v).start(request) : this;
+    }
+
     /** The 3-arity form: {@code (handler request respond raise)}. */
     @Override
     public void handle(Request request, Responder responder) {
