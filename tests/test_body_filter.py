@@ -36,6 +36,8 @@ LOCATIONS = """
                           proxy_pass http://127.0.0.1:@PORT@/files/; }
         location /jvm/ { jvm_body_filter @F@Upper;
                          jvm_content testapp.Bodies; }
+        location /slow/ { send_timeout 1s; jvm_body_filter @F@Upper;
+                          alias html/files/; }
         location /drop/ { jvm_body_filter @F@Drop; alias html/files/; }
         location /tail/ { jvm_body_filter @F@Tail; alias html/files/; }
         location /tail-jvm/ { jvm_body_filter @F@Tail;
@@ -182,6 +184,15 @@ def test_static_file_upper_cased(ng):
     plain = ng.get("/files/a.txt")
     assert plain.header("Content-Length") == "12"
     assert r.header("ETag") == "W/" + plain.header("ETag")
+
+
+def test_http10_gets_the_body_to_the_close(ng):
+    data = ng.raw(b"GET /static/a.txt HTTP/1.0\r\n\r\n")
+    reply = parse_raw(data)
+    assert reply.status == 200
+    assert reply.header("Content-Length") is None
+    assert reply.header("Transfer-Encoding") is None
+    assert reply.body == b"STATIC FILE\n"
 
 
 def test_range_request_gets_the_whole_filtered_body(ng):
@@ -366,6 +377,34 @@ def test_client_vanishes_mid_body(ng, path):
         # the JVM body's source was closed when its client left
         assert wait_for(lambda: int(ng.get("/jvm/closes").text)
                         >= closes + 3, 10)
+
+
+def test_client_that_stops_reading_times_out(ng):
+    # send_timeout applies as without the filter: the response ends,
+    # the worker holds nothing for it
+    pid = ng.worker_pids()[0]
+    since = ng.log_size()
+    with socket.create_connection(("127.0.0.1", ng.port), timeout=30) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        s.sendall(b"GET /slow/big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = 0
+        while got < MB:
+            got += len(s.recv(65536))
+        time.sleep(4)
+        started = time.monotonic()
+        try:
+            while True:
+                b = s.recv(1 << 20)
+                if not b:
+                    break
+                got += len(b)
+        except ConnectionResetError:
+            pass
+        assert time.monotonic() - started < 20
+    assert got < BIG / 4
+    assert "client timed out" in ng.log_text(since)
+    assert ng.worker_pids() == [pid]
+    assert ng.get("/static/a.txt").body == b"STATIC FILE\n"
 
 
 @pytest.mark.log_allows("the jvm_body_filter handler threw",
