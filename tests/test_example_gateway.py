@@ -11,7 +11,8 @@ from upstream import Upstream
 LOCATIONS = """
         set $gateway_user "";
         jvm_access gateway.core/auth;
-        location / { root @ROOT@/examples/gateway/public; }
+        location / { root @ROOT@/examples/gateway/public;
+                     jvm_body_filter gateway.core/stamp; }
         location /api/ { jvm_access gateway.core/api-auth;
                          proxy_pass http://backend/; }
         location = /dashboard { jvm_async on;
@@ -46,12 +47,21 @@ def test_static_needs_a_token(gw):
     assert r.header("WWW-Authenticate") == 'Bearer realm="gateway"'
     r = gw.request("GET", "/", headers={"Authorization": "Bearer wrong"})
     assert r.status == 401
+    assert r.body == b"a valid bearer token is needed\n"
 
 
 def test_static_with_token(gw):
     r = gw.request("GET", "/", headers=AUTH)
     assert r.status == 200
     assert "gateway example" in r.text
+
+
+def test_static_pages_are_stamped_by_the_body_filter(gw):
+    r = gw.request("GET", "/", headers={"Authorization": "Bearer me-too"})
+    assert r.status == 200
+    assert r.text.startswith("<!doctype html>")
+    assert r.text.endswith("<!-- served to bob by nginx-jvm -->\n")
+    assert r.header("Content-Length") is None
 
 
 def test_api_gets_the_user(gw):

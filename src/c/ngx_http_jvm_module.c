@@ -135,6 +135,13 @@ static ngx_command_t  ngx_http_jvm_commands[] = {
       offsetof(ngx_http_jvm_loc_conf_t, header_filter),
       NULL },
 
+    { ngx_string("jvm_body_filter"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_jvm_phase_directive,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_jvm_loc_conf_t, body_filter),
+      NULL },
+
     { ngx_string("jvm_log"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_http_jvm_phase_directive,
@@ -399,6 +406,7 @@ ngx_http_jvm_create_loc_conf(ngx_conf_t *cf)
     jlcf->rewrite = NGX_CONF_UNSET;
     jlcf->access = NGX_CONF_UNSET;
     jlcf->header_filter = NGX_CONF_UNSET;
+    jlcf->body_filter = NGX_CONF_UNSET;
     jlcf->log = NGX_CONF_UNSET;
     jlcf->mode = NGX_CONF_UNSET_UINT;
     jlcf->async = NGX_CONF_UNSET;
@@ -424,6 +432,8 @@ ngx_http_jvm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_value(conf->rewrite, prev->rewrite, NGX_CONF_UNSET);
     ngx_conf_merge_value(conf->access, prev->access, NGX_CONF_UNSET);
     ngx_conf_merge_value(conf->header_filter, prev->header_filter,
+                         NGX_CONF_UNSET);
+    ngx_conf_merge_value(conf->body_filter, prev->body_filter,
                          NGX_CONF_UNSET);
     ngx_conf_merge_value(conf->log, prev->log, NGX_CONF_UNSET);
     ngx_conf_merge_uint_value(conf->mode, prev->mode, NGX_HTTP_JVM_LOOP);
@@ -454,6 +464,18 @@ ngx_http_jvm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         ngx_conf_log_error(NGX_LOG_NOTICE, cf, 0,
                            "jvm_header_filter and jvm_set handlers run on "
                            "the event loop whatever \"jvm_mode\" says");
+    }
+
+    /* nor a body filter */
+
+    if (conf->body_filter != NGX_CONF_UNSET
+        && conf->mode != NGX_HTTP_JVM_LOOP
+        && (conf->body_filter != prev->body_filter
+            || conf->mode != prev->mode))
+    {
+        ngx_conf_log_error(NGX_LOG_NOTICE, cf, 0,
+                           "jvm_body_filter handlers run on the event loop "
+                           "whatever \"jvm_mode\" says");
     }
 
     /* the worker starts only the executors that some location uses */

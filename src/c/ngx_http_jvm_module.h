@@ -14,6 +14,7 @@
  *   ngx_http_jvm_natives.c   the natives Java calls up, registered at the
  *                            worker's start
  *   ngx_http_jvm_phase.c     rewrite, access, header filter, log, jvm_set
+ *   ngx_http_jvm_body.c      jvm_body_filter: bodies chunk by chunk
  *   ngx_http_jvm_request.c   content handler: the request described to Java
  *   ngx_http_jvm_handler.c   the handlers directives name, by id
  *   ngx_http_jvm_subrequest.c subrequests answered in memory (loop only)
@@ -129,6 +130,7 @@ typedef struct {
     unsigned                  uses_rewrite:1;
     unsigned                  uses_access:1;
     unsigned                  uses_filter:1;
+    unsigned                  uses_body_filter:1;
     unsigned                  uses_log:1;
     unsigned                  uses_set:1;
     unsigned                  cache_ready:1;
@@ -140,6 +142,7 @@ typedef struct {
     ngx_int_t                 rewrite;      /* jvm_rewrite, the same */
     ngx_int_t                 access;       /* jvm_access */
     ngx_int_t                 header_filter;
+    ngx_int_t                 body_filter;  /* jvm_body_filter */
     ngx_int_t                 log;          /* jvm_log */
     ngx_uint_t                mode;
     ngx_flag_t                async;
@@ -149,6 +152,10 @@ typedef struct {
     ngx_msec_t                ws_idle_timeout;
     ngx_msec_t                ws_ping_interval;
 } ngx_http_jvm_loc_conf_t;
+
+
+/* jvm_body_filter's state for a response (ngx_http_jvm_body.c). */
+typedef struct ngx_http_jvm_body_s  ngx_http_jvm_body_t;
 
 
 /* A request's state once it outlives one call into Java. */
@@ -164,6 +171,7 @@ typedef struct {
     off_t                     sent;
     ngx_event_t               timer;        /* jvm_response_timeout */
     ngx_event_t               sr_run;       /* runs subrequests started */
+    ngx_http_jvm_body_t      *body;         /* jvm_body_filter's, or NULL */
     unsigned                  task:1;       /* Java knows it by its address */
     unsigned                  ready:1;      /* Java has something for it */
     unsigned                  responded:1;
@@ -273,6 +281,10 @@ char *ngx_http_jvm_phase_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 char *ngx_http_jvm_set(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 ngx_int_t ngx_http_jvm_phase_init(ngx_conf_t *cf);
 
+/* ngx_http_jvm_body.c: the event loop only */
+ngx_int_t ngx_http_jvm_body_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_jvm_body_header(ngx_http_request_t *r, ngx_int_t handler);
+
 /* ngx_http_jvm_subrequest.c: the event loop only */
 const char *ngx_http_jvm_subrequest_start(ngx_http_request_t *r,
     ngx_int_t id, u_char *spec, size_t len);
@@ -347,6 +359,9 @@ ngx_int_t ngx_http_jvm_vm_variable(ngx_http_request_t *r, ngx_int_t handler,
     size_t len, ngx_str_t *value);
 ngx_int_t ngx_http_jvm_vm_filter(ngx_http_request_t *r, ngx_int_t handler,
     size_t len, size_t headers, size_t *out);
+ngx_int_t ngx_http_jvm_vm_body(ngx_http_request_t *r, ngx_int_t handler,
+    void *id, size_t len, size_t size, ngx_uint_t last, ngx_str_t *out);
+void ngx_http_jvm_vm_body_end(void *id);
 void *ngx_http_jvm_vm_poll(ngx_log_t *log);
 ngx_int_t ngx_http_jvm_vm_take(ngx_log_t *log, void *id, size_t *out);
 void ngx_http_jvm_vm_cancel(void *id);

@@ -11,6 +11,9 @@
  *   jvm_header_filter         the status and header fields of each response
  *                             of the location; always on the event loop,
  *                             since nginx cannot suspend a header filter.
+ *   jvm_body_filter           the body of each response of the location,
+ *                             chunk by chunk (ngx_http_jvm_body.c); its
+ *                             header part is here.
  *   jvm_log                   the log phase, after the response has gone;
  *                             on a JVM thread in pool and virtual modes.
  *   jvm_set                   a variable's get handler: on the event loop,
@@ -41,7 +44,7 @@ static ngx_int_t ngx_http_jvm_variable_handler(ngx_http_request_t *r,
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
 
 
-/* jvm_rewrite, jvm_access, jvm_header_filter, jvm_log HANDLER */
+/* jvm_rewrite, jvm_access, jvm_header_filter, jvm_body_filter, jvm_log */
 
 char *
 ngx_http_jvm_phase_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
@@ -80,6 +83,10 @@ ngx_http_jvm_phase_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     case offsetof(ngx_http_jvm_loc_conf_t, header_filter):
         jmcf->uses_filter = 1;
+        break;
+
+    case offsetof(ngx_http_jvm_loc_conf_t, body_filter):
+        jmcf->uses_body_filter = 1;
         break;
 
     default: /* log */
@@ -193,9 +200,13 @@ ngx_http_jvm_phase_init(ngx_conf_t *cf)
         *h = ngx_http_jvm_log_handler;
     }
 
-    if (jmcf->uses_filter || jmcf->uses_set) {
+    if (jmcf->uses_filter || jmcf->uses_set || jmcf->uses_body_filter) {
         ngx_http_next_header_filter = ngx_http_top_header_filter;
         ngx_http_top_header_filter = ngx_http_jvm_header_filter;
+    }
+
+    if (jmcf->uses_body_filter && ngx_http_jvm_body_init(cf) != NGX_OK) {
+        return NGX_ERROR;
     }
 
     return NGX_OK;
@@ -384,6 +395,15 @@ ngx_http_jvm_header_filter(ngx_http_request_t *r)
     }
 
     jlcf = ngx_http_get_module_loc_conf(r, ngx_http_jvm_module);
+
+    /* first: a header filter then sees the fields the client will get */
+
+    if (jlcf->body_filter != NGX_CONF_UNSET && ngx_http_jvm_vm.ready
+        && !r->filter_finalize
+        && ngx_http_jvm_body_header(r, jlcf->body_filter) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
 
     if (jlcf->header_filter == NGX_CONF_UNSET || !ngx_http_jvm_vm.ready
         || r->filter_finalize)

@@ -86,6 +86,8 @@ static jmethodID   ngx_http_jvm_timers_mid;
 static jmethodID   ngx_http_jvm_quitting_mid;
 static jmethodID   ngx_http_jvm_variable_mid;
 static jmethodID   ngx_http_jvm_filter_mid;
+static jmethodID   ngx_http_jvm_body_mid;
+static jmethodID   ngx_http_jvm_body_end_mid;
 static jmethodID   ngx_http_jvm_subrequest_done_mid;
 
 
@@ -105,6 +107,8 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
     { &ngx_http_jvm_submit_mid, "submit", "(IIJIZJI)I" },
     { &ngx_http_jvm_variable_mid, "variable", "(IIJ)I" },
     { &ngx_http_jvm_filter_mid, "filter", "(IIJI)I" },
+    { &ngx_http_jvm_body_mid, "body", "(IIJJIZ)I" },
+    { &ngx_http_jvm_body_end_mid, "bodyEnd", "(J)V" },
     { &ngx_http_jvm_subrequest_done_mid, "subrequestDone", "(II)V" },
     { &ngx_http_jvm_poll_mid, "poll", "()J" },
     { &ngx_http_jvm_take_mid, "take", "(J)I" },
@@ -1381,6 +1385,92 @@ ngx_http_jvm_vm_filter(ngx_http_request_t *r, ngx_int_t handler,
 
     return ngx_http_jvm_vm_response(r->connection->log, n, out,
                                     "Worker.filter()");
+}
+
+
+/*
+ * Worker.body(): a jvm_body_filter handler sees a chunk of the response's
+ * body, "size" bytes in the request buffer after the request's "len"; Java
+ * knows the response by "id" until its last chunk or Worker.bodyEnd().
+ * NGX_DECLINED: it left the chunk as it was; NGX_OK: *out replaces it (in
+ * the response buffer); NGX_ERROR: it failed, and why is logged.
+ */
+
+ngx_int_t
+ngx_http_jvm_vm_body(ngx_http_request_t *r, ngx_int_t handler, void *id,
+    size_t len, size_t size, ngx_uint_t last, ngx_str_t *out)
+{
+    jint                   n;
+    ngx_str_t              msg;
+    ngx_log_t             *log;
+    ngx_http_jvm_reader_t  rd;
+
+    log = r->connection->log;
+
+    n = (*ngx_http_jvm_env)->CallStaticIntMethod(ngx_http_jvm_env,
+                                                 ngx_http_jvm_worker,
+                                                 ngx_http_jvm_body_mid,
+                                                 (jint) handler, (jint) len,
+                                                 (jlong) (uintptr_t) r,
+                                                 (jlong) (uintptr_t) id,
+                                                 (jint) size,
+                                                 (jboolean) (last != 0));
+
+    if ((*ngx_http_jvm_env)->ExceptionCheck(ngx_http_jvm_env)) {
+        return ngx_http_jvm_vm_failed(log, "Worker.body()");
+    }
+
+    if (n == NGX_HTTP_JVM_CHUNK_SAME) {
+        return NGX_DECLINED;
+    }
+
+    if (n == NGX_HTTP_JVM_CHUNK_FAILED) {
+        /* the response buffer holds the message, a string */
+        ngx_http_jvm_reader_init(&rd, ngx_http_jvm_vm.resp_addr,
+                                 ngx_http_jvm_vm.resp_cap);
+
+        if (ngx_http_jvm_get_str(&rd, &msg) == NGX_OK) {
+            ngx_http_jvm_log_text(NGX_LOG_ERR, log, msg.data, msg.len);
+        }
+
+        return NGX_ERROR;
+    }
+
+    if (n > 0 && (size_t) n > ngx_http_jvm_vm.resp_cap
+        && ngx_http_jvm_vm_response_buffer(log) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (n < 0 || (size_t) n > ngx_http_jvm_vm.resp_cap) {
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      "jvm: Worker.body() answered %d", n);
+        return NGX_ERROR;
+    }
+
+    out->data = ngx_http_jvm_vm.resp_addr;
+    out->len = n;
+
+    return NGX_OK;
+}
+
+
+/* Worker.bodyEnd(): a filtered body ended before its last chunk. */
+
+void
+ngx_http_jvm_vm_body_end(void *id)
+{
+    JNIEnv  *env;
+
+    env = ngx_http_jvm_env;
+
+    (*env)->CallStaticVoidMethod(env, ngx_http_jvm_worker,
+                                 ngx_http_jvm_body_end_mid,
+                                 (jlong) (uintptr_t) id);
+
+    if ((*env)->ExceptionCheck(env)) {
+        (*env)->ExceptionClear(env);
+    }
 }
 
 

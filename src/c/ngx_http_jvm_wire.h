@@ -54,6 +54,10 @@
 /* Worker.filter(): the handler changed nothing. */
 #define NGX_HTTP_JVM_FILTER_SAME      -1
 
+/* Worker.body(): the chunk is unchanged; the handler failed. */
+#define NGX_HTTP_JVM_CHUNK_SAME       -1
+#define NGX_HTTP_JVM_CHUNK_FAILED     -2  /* the message follows */
+
 /* Worker.submit(): the task was accepted (else a response length). */
 #define NGX_HTTP_JVM_ACCEPTED         0
 

@@ -42,6 +42,20 @@
                                 "Authorization" nil})
           nil)))
 
+(defn stamp
+  "jvm_body_filter: the static pages go out as they are (nil), chunk by
+  chunk, and their last chunk gets a comment naming the user appended
+  (not to a 401, which has no user). Bytes, not a String: a chunk may end
+  in the middle of a UTF-8 character."
+  [req ^bytes chunk last?]
+  (let [user (when last? (nr/variable req :gateway_user))]
+    (when (seq user)
+      (let [tail (.getBytes (str "<!-- served to " user " by nginx-jvm -->\n")
+                            "UTF-8")
+            out (java.util.Arrays/copyOf chunk (+ (alength chunk) (alength tail)))]
+        (System/arraycopy tail 0 out (alength chunk) (alength tail))
+        out))))
+
 (defn- json-str [s]
   (str "\"" (str/escape (str s) {\" "\\\"" \\ "\\\\" \newline "\\n"}) "\""))
 

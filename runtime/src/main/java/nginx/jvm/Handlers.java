@@ -22,10 +22,12 @@ final class Handlers {
         }
         Class<?> c = Class.forName(name);
         if (!Handler.class.isAssignableFrom(c) && !AsyncHandler.class.isAssignableFrom(c)
-                && !HeaderFilter.class.isAssignableFrom(c) && !VariableHandler.class.isAssignableFrom(c)) {
+                && !HeaderFilter.class.isAssignableFrom(c) && !VariableHandler.class.isAssignableFrom(c)
+                && !BodyFilter.class.isAssignableFrom(c)) {
             throw new IllegalArgumentException(name + " implements none of "
                     + Handler.class.getName() + ", " + AsyncHandler.class.getName() + ", "
-                    + HeaderFilter.class.getName() + ", " + VariableHandler.class.getName());
+                    + HeaderFilter.class.getName() + ", " + VariableHandler.class.getName() + ", "
+                    + BodyFilter.class.getName());
         }
         return c.getDeclaredConstructor().newInstance();
     }

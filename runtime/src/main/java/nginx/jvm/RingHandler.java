@@ -20,7 +20,8 @@ import java.util.Map;
  * {@link Response}. The runtime reaches this class only by reflection, so it
  * needs Clojure only when a Clojure handler is configured.
  */
-final class RingHandler implements Handler, AsyncHandler, PhaseHandler, VariableHandler, HeaderFilter {
+final class RingHandler implements Handler, AsyncHandler, PhaseHandler, VariableHandler, HeaderFilter,
+        BodyFilter {
     private static final Keyword STATUS = Keyword.intern("status");
     private static final Keyword HEADERS = Keyword.intern("headers");
     private static final Keyword BODY = Keyword.intern("body");
@@ -130,6 +131,36 @@ final class RingHandler implements Handler, AsyncHandler, PhaseHandler, Variable
         Object ring = var.invoke(new RingRequest(request),
                 clojure.lang.PersistentArrayMap.EMPTY.assoc(STATUS, response.status()).assoc(HEADERS, h));
         return ring == null ? null : response(ring);
+    }
+
+    /**
+     * A body filter: {@code (f request chunk last?)} with the chunk as a byte
+     * array of its own; answers nil (the chunk as it is), bytes or a String
+     * (UTF-8) to send instead, empty to send nothing for it.
+     */
+    @Override
+    public byte[] filter(Request request, java.nio.ByteBuffer chunk, boolean last) {
+        byte[] bytes = new byte[chunk.remaining()];
+        chunk.get(bytes);
+        Object out = var.invoke(new RingRequest(request), bytes, last ? Boolean.TRUE : Boolean.FALSE);
+        if (out == null || out instanceof byte[]) {
+            return (byte[]) out;
+        }
+        if (out instanceof String) {
+            return ((String) out).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        }
+        throw new BadResponseException("the jvm_body_filter handler returned a "
+                + out.getClass().getName() + ", not bytes, a String or nil");
+    }
+
+    /**
+     * A var whose value is a {@link BodyFilter} (a {@code reify}) filters
+     * itself, with its own {@code start}: state per response from Clojure.
+     */
+    @Override
+    public BodyFilter start(Request request) throws Exception {
+        Object v = var.deref();
+        return v instanceof BodyFilter ? ((BodyFilter) v).start(request) : this;
     }
 
     /** The 3-arity form: {@code (handler request respond raise)}. */

@@ -38,6 +38,12 @@ final class Wire {
     /** {@link Worker#filter}: the header filter changed nothing. */
     static final int FILTER_SAME = -1;
 
+    /**
+     * {@link Worker#body}, besides a replacement's length: the chunk is unchanged; the body
+     * filter failed (the response buffer then holds an int length and the message).
+     */
+    static final int CHUNK_SAME = -1, CHUNK_FAILED = -2;
+
     /** The fixed part of an encoded response: int status, int kind, long length, int count. */
     static final int RESPONSE_HEAD = 20;
 

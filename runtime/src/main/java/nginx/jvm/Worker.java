@@ -229,6 +229,84 @@ final class Worker {
         }
     }
 
+    /**
+     * The filters of the responses whose bodies are being filtered, by the
+     * id the C module gives each response, from its first chunk to its last
+     * one or to {@link #bodyEnd}.
+     */
+    private static final Map<Long, BodyFilter> filtering = new HashMap<>();
+
+    /**
+     * Runs the body filter {@code index} on a chunk of the response
+     * {@code id} of the request in the request buffer: {@code size} bytes
+     * after the request's {@code length}; {@code last}: the body's last
+     * chunk. The filter's {@link BodyFilter#start} runs at the response's
+     * first chunk. Returns
+     * {@link Wire#CHUNK_SAME}, the length of what replaces the chunk, at the
+     * start of the response buffer, or {@link Wire#CHUNK_FAILED} with an int
+     * length and the message there.
+     */
+    static int body(int index, int length, long r, long id, int size, boolean last) {
+        Object handler = handlers.get(index);
+        String message;
+        Throwable error = null;
+        if (handler instanceof BodyFilter) {
+            Request request = request(length);
+            request.handle = r;
+            try {
+                BodyFilter filter = last ? filtering.remove(id) : filtering.get(id);
+                if (filter == null) {
+                    filter = ((BodyFilter) handler).start(request);
+                    if (filter == null) {
+                        throw new IllegalStateException("BodyFilter.start answered null");
+                    }
+                    if (!last) {
+                        filtering.put(id, filter);
+                    }
+                }
+                ByteBuffer chunk = requestBuffer.slice(length, size).asReadOnlyBuffer();
+                byte[] b = filter.filter(request, chunk, last);
+                if (b == null) {
+                    return Wire.CHUNK_SAME;
+                }
+                ByteBuffer out = encoder.buffer();
+                if (b.length > out.capacity()) {
+                    encoder.grow(b.length);
+                    out = encoder.buffer();
+                }
+                Wire.put(out, 0, b, 0, b.length);
+                return b.length;
+            } catch (Throwable t) {
+                filtering.remove(id);
+                message = "the jvm_body_filter handler threw";
+                error = t;
+            } finally {
+                request.handle = 0;
+                request.end();
+            }
+        } else {
+            message = handler == null
+                    ? "the jvm_body_filter handler failed to load (see the log at worker start)"
+                    : handler.getClass().getName() + " does not implement " + BodyFilter.class.getName();
+        }
+        ByteBuffer out = encoder.buffer();
+        byte[] msg = Failure.describe(message, error).getBytes(StandardCharsets.UTF_8);
+        int n = Math.min(msg.length, out.capacity() - 4);
+        out.putInt(0, n);
+        out.put(4, msg, 0, n);
+        return Wire.CHUNK_FAILED;
+    }
+
+    /** The body of response {@code id} ended before its last chunk: its filter goes. */
+    static void bodyEnd(long id) {
+        filtering.remove(id);
+    }
+
+    /** How many responses have a body filter started (tests). */
+    static int filtering() {
+        return filtering.size();
+    }
+
     private static String string(ByteBuffer b, int at) {
         byte[] s = new byte[b.getInt(at)];
         Wire.get(b, at + 4, s, 0, s.length);
@@ -537,6 +615,7 @@ final class Worker {
     static void clear() {
         Timers.stop();
         handlers.clear();
+        filtering.clear();
         sockets.stop();
         removeAttachSocket();
     }

@@ -53,7 +53,8 @@ class HandlersTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> Handlers.load(NotAHandler.class.getName()));
         assertEquals(NotAHandler.class.getName() + " implements none of nginx.jvm.Handler,"
-                + " nginx.jvm.AsyncHandler, nginx.jvm.HeaderFilter, nginx.jvm.VariableHandler",
+                + " nginx.jvm.AsyncHandler, nginx.jvm.HeaderFilter, nginx.jvm.VariableHandler,"
+                + " nginx.jvm.BodyFilter",
                 e.getMessage());
         // Checked before any instance is made: String has a no-argument constructor too.
         assertThrows(IllegalArgumentException.class, () -> Handlers.load("java.lang.String"));

@@ -326,4 +326,136 @@ class WorkerTest {
         assertEquals(0, Worker.streams(), "closed bodies are forgotten");
         return all.toString(StandardCharsets.ISO_8859_1);
     }
+
+    // ---- jvm_body_filter: Worker.body() as the C module calls it ----
+
+    public static class Reverse implements BodyFilter {
+        @Override
+        public byte[] filter(Request r, ByteBuffer chunk, boolean last) {
+            if (chunk.remaining() == 0) {
+                return last ? ("end of " + r.uri()).getBytes(StandardCharsets.UTF_8) : null;
+            }
+            byte[] b = new byte[chunk.remaining()];
+            for (int i = 0; i < b.length; i++) {
+                b[i] = chunk.get(chunk.limit() - 1 - i);
+            }
+            return b;
+        }
+    }
+
+    public static class Huge implements BodyFilter {
+        @Override
+        public byte[] filter(Request r, ByteBuffer chunk, boolean last) {
+            return new byte[Worker.responseBuffer().capacity() + 1];
+        }
+    }
+
+    public static class BodyThrower implements BodyFilter {
+        @Override
+        public byte[] filter(Request r, ByteBuffer chunk, boolean last) {
+            throw new IllegalStateException("body filter exploded");
+        }
+    }
+
+    /** Counts the bytes of each response on its own, and answers the count at the end. */
+    public static class Counting implements BodyFilter {
+        private long bytes;
+
+        @Override
+        public BodyFilter start(Request r) {
+            return new Counting();
+        }
+
+        @Override
+        public byte[] filter(Request r, ByteBuffer chunk, boolean last) {
+            bytes += chunk.remaining();
+            return last ? ("n=" + bytes).getBytes(StandardCharsets.UTF_8) : null;
+        }
+    }
+
+    private static String answer(int n) {
+        byte[] out = new byte[n];
+        Worker.responseBuffer().get(0, out);
+        return new String(out, StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void bodyFilterStartedPerResponseKeepsItsStateUntilTheEnd() {
+        assertNull(Worker.register(Counting.class.getName()));
+        byte[] two = "ab".getBytes(StandardCharsets.UTF_8);
+        assertEquals(Wire.CHUNK_SAME, body(0, 7, two, false));
+        assertEquals(Wire.CHUNK_SAME, body(0, 8, two, false));
+        assertEquals(Wire.CHUNK_SAME, body(0, 7, two, false));
+        assertEquals(2, Worker.filtering());
+        assertEquals("n=6", answer(body(0, 7, two, true)));
+        // the other response, cut short: its filter goes at bodyEnd
+        assertEquals(1, Worker.filtering());
+        Worker.bodyEnd(8);
+        assertEquals(0, Worker.filtering());
+        // a body of one chunk: started and ended in one call
+        assertEquals("n=2", answer(body(0, 9, two, true)));
+        assertEquals(0, Worker.filtering());
+    }
+
+    private static int body(int index, byte[] chunk, boolean last) {
+        return body(index, 1, chunk, last);
+    }
+
+    /** The request, then the chunk after it, in the request buffer; returns Worker.body()'s answer. */
+    private static int body(int index, long id, byte[] chunk, boolean last) {
+        byte[] request = new RequestBytes().path("/filtered").build();
+        ByteBuffer in = Worker.requestBuffer(request.length + chunk.length);
+        in.put(0, request);
+        in.put(request.length, chunk);
+        return Worker.body(index, request.length, 0, id, chunk.length, last);
+    }
+
+    private static String message(int n) {
+        assertEquals(Wire.CHUNK_FAILED, n);
+        ByteBuffer out = Worker.responseBuffer();
+        byte[] msg = new byte[out.getInt(0)];
+        out.get(4, msg);
+        return new String(msg, StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void bodyFilterReplacesAChunkAndAnswersAtTheEnd() {
+        assertNull(Worker.register(Reverse.class.getName()));
+        int n = body(0, "abc".getBytes(StandardCharsets.UTF_8), false);
+        assertEquals(3, n);
+        byte[] out = new byte[n];
+        Worker.responseBuffer().get(0, out);
+        assertEquals("cba", new String(out, StandardCharsets.UTF_8));
+        n = body(0, new byte[0], true);
+        out = new byte[n];
+        Worker.responseBuffer().get(0, out);
+        assertEquals("end of /filtered", new String(out, StandardCharsets.UTF_8));
+        assertEquals(Wire.CHUNK_SAME, body(0, new byte[0], false));
+    }
+
+    @Test
+    void bodyFilterAnswerLargerThanTheBufferGrowsIt() {
+        assertNull(Worker.register(Huge.class.getName()));
+        int before = Worker.responseBuffer().capacity();
+        int n = body(0, "x".getBytes(StandardCharsets.UTF_8), true);
+        assertEquals(before + 1, n);
+        assertTrue(Worker.responseBuffer().capacity() >= n);
+    }
+
+    @Test
+    void bodyFilterThatThrowsAnswersItsStackTrace() {
+        assertNull(Worker.register(BodyThrower.class.getName()));
+        String msg = message(body(0, "x".getBytes(StandardCharsets.UTF_8), false));
+        assertEquals(0, Worker.filtering());
+        assertTrue(msg.contains("the jvm_body_filter handler threw"), msg);
+        assertTrue(msg.contains("body filter exploded"), msg);
+        assertTrue(msg.contains("at nginx.jvm.WorkerTest$BodyThrower.filter"), msg);
+    }
+
+    @Test
+    void bodyFilterOfAClassThatIsNoneSaysSo() {
+        assertNull(Worker.register(Echo.class.getName()));
+        String msg = message(body(0, new byte[0], true));
+        assertTrue(msg.contains("does not implement nginx.jvm.BodyFilter"), msg);
+    }
 }
