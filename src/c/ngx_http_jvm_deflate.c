@@ -32,9 +32,6 @@
 #define NGX_HTTP_JVM_DEFLATE_LEVEL     1
 #define NGX_HTTP_JVM_DEFLATE_MEMLEVEL  8
 
-/* smaller messages gain nothing: they are sent as they are */
-#define NGX_HTTP_JVM_DEFLATE_MIN       32
-
 /* an offer's parameters, each allowed once */
 #define NGX_HTTP_JVM_PMD_SERVER_NCT    0x01
 #define NGX_HTTP_JVM_PMD_CLIENT_NCT    0x02
@@ -57,7 +54,7 @@ static ngx_int_t ngx_http_jvm_deflate_bits(ngx_http_jvm_span_t *value,
     ngx_uint_t *bits);
 static z_stream *ngx_http_jvm_deflater(ngx_uint_t bits, ngx_log_t *log);
 static ngx_int_t ngx_http_jvm_deflate_message(ngx_uint_t bits, u_char *in,
-    size_t len, u_char *out, size_t *out_len, ngx_log_t *log);
+    size_t len, u_char *out, size_t room, size_t *out_len, ngx_log_t *log);
 
 
 /* the worker's streams, made on first use, kept for its life */
@@ -71,11 +68,12 @@ static u_char        ngx_http_jvm_deflate_tail[4] = { 0, 0, 0xff, 0xff };
 
 /*
  * An outgoing frame, whole (FIN), in a new buffer from *start to *end: its
- * header, then its payload, or, when bits is not 0 (permessage-deflate
- * with the window of 2^bits), a text or binary message compressed if that
- * makes it smaller (else it goes as it is, RFC 7692 6).  Room is made for
- * the longest header, written just before the payload once its length is
- * known.
+ * header, then its payload; when bits is not 0 (permessage-deflate with
+ * the window of 2^bits), a text or binary message is compressed, whatever
+ * its size (RFC 7692 6 would let small or incompressible ones go as they
+ * are, but some clients, kosoku's Autobahn among them, then mistake them;
+ * level 1 costs little on either).  Room is made for the longest header,
+ * written just before the payload once its length is known.
  */
 
 u_char *
@@ -83,10 +81,25 @@ ngx_http_jvm_deflate_frame(ngx_uint_t bits, ngx_uint_t opcode, u_char *p,
     size_t len, size_t *start, size_t *end, ngx_log_t *log)
 {
     u_char     *out, *h;
-    size_t      head, n;
+    size_t      head, n, room;
+    z_stream   *zs;
     ngx_uint_t  rsv;
 
-    out = ngx_alloc(10 + len + (bits ? 4 : 0), log);
+    zs = NULL;
+    room = len;
+
+    if (bits && (opcode == 0x1 || opcode == 0x2)
+        && len <= NGX_MAX_INT32_VALUE / 2)
+    {
+        zs = ngx_http_jvm_deflater(bits, log);
+
+        if (zs) {
+            /* and the flush's empty stored block */
+            room = ngx_max(len, deflateBound(zs, len) + 16);
+        }
+    }
+
+    out = ngx_alloc(10 + room, log);
     if (out == NULL) {
         return NULL;
     }
@@ -94,8 +107,8 @@ ngx_http_jvm_deflate_frame(ngx_uint_t bits, ngx_uint_t opcode, u_char *p,
     rsv = 0;
     n = len;
 
-    if (bits && (opcode == 0x1 || opcode == 0x2)
-        && ngx_http_jvm_deflate_message(bits, p, len, out + 10, &n, log)
+    if (zs
+        && ngx_http_jvm_deflate_message(bits, p, len, out + 10, room, &n, log)
            == NGX_OK)
     {
         rsv = 0x40;     /* RSV1: a compressed message */
@@ -435,34 +448,26 @@ ngx_http_jvm_deflater(ngx_uint_t bits, ngx_log_t *log)
 
 
 /*
- * A message compressed with the window of 2^bits, into out, whose room is
- * len + 4 bytes: NGX_OK with its compressed length, smaller than len;
- * NGX_DECLINED when it should be sent as it is (too small to gain, or it
- * does not shrink).
+ * A message compressed with the window of 2^bits into out, room bytes:
+ * NGX_OK with its compressed length; NGX_DECLINED when it did not fit
+ * (then it goes as it is).
  */
 
 static ngx_int_t
 ngx_http_jvm_deflate_message(ngx_uint_t bits, u_char *in, size_t len,
-    u_char *out, size_t *out_len, ngx_log_t *log)
+    u_char *out, size_t room, size_t *out_len, ngx_log_t *log)
 {
     int         rc;
     size_t      n;
     z_stream   *zs;
     ngx_int_t   result;
 
-    if (len < NGX_HTTP_JVM_DEFLATE_MIN || len > NGX_MAX_INT32_VALUE) {
-        return NGX_DECLINED;
-    }
-
-    zs = ngx_http_jvm_deflater(bits, log);
-    if (zs == NULL) {
-        return NGX_DECLINED;
-    }
+    zs = &ngx_http_jvm_deflaters[bits];
 
     zs->next_in = in;
     zs->avail_in = (uInt) len;
     zs->next_out = out;
-    zs->avail_out = (uInt) (len + 3);
+    zs->avail_out = (uInt) room;
 
     rc = deflate(zs, Z_SYNC_FLUSH);
 
@@ -478,7 +483,7 @@ ngx_http_jvm_deflate_message(ngx_uint_t bits, u_char *in, size_t len,
     } else {
         /* the empty stored block's 00 00 ff ff is left off (RFC 7692 7.2.1) */
         *out_len = n - 4;
-        result = (n - 4 < len) ? NGX_OK : NGX_DECLINED;
+        result = NGX_OK;
     }
 
     if (deflateReset(zs) != Z_OK) {
