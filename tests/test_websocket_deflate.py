@@ -346,6 +346,17 @@ def test_the_servers_window_is_kept_to(ng):
         assert d.decompress(payload + b"\x00\x00\xff\xff") == text
 
 
+def test_compressed_message_trickled_byte_by_byte(ng):
+    s, head = handshake(ng.port)
+    with s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        text = b"slowly, one byte at a time " * 8
+        for b in frame(1, deflate(text), rsv1=True):
+            s.sendall(bytes([b]))
+            time.sleep(0.002)
+        assert read_message(s)[:2] == (1, text)
+
+
 # --- what the client may not do ------------------------------------------------
 
 @pytest.mark.parametrize("data, code", [
@@ -521,3 +532,17 @@ def test_memory_per_idle_compressed_socket(mode, capsys):
         # median of three batches of each, interleaved
         assert sorted(deflated)[1] < sorted(plain)[1] + 1024, figures
         assert sorted(deflated)[1] < 4096, figures
+
+
+# --- configuration ------------------------------------------------------------
+
+@pytest.mark.parametrize("directive", ["jvm_websocket_deflate maybe;",
+                                       "jvm_websocket_deflate on off;"])
+def test_bad_directive_fails_nginx_t(directive):
+    n = Nginx("location / { %s jvm_content testapp.ws/echo; }" % directive)
+    try:
+        r = n.test_config()
+        assert r.returncode != 0
+        assert "jvm_websocket_deflate" in r.stderr, r.stderr
+    finally:
+        n.cleanup()
