@@ -464,24 +464,27 @@ def rss_kb(pid):
 
 @pytest.mark.skipif(SANITIZED, reason=sanitized_rss)
 def test_memory_per_idle_compressed_socket(mode, capsys):
-    """2,000 idle WebSockets, each having echoed one compressed message both
-    ways, cost the worker what 2,000 plain ones do: a socket keeps no zlib
+    """1,500 idle WebSockets, each having echoed one compressed message both
+    ways, cost the worker what 1,500 plain ones do: a socket keeps no zlib
     state between messages (the worker's own streams are made once, by the
     warm-up).  Each batch is held open while the next is measured, so that
     each takes fresh memory (none freed by the one before); with a fixed,
     pre-touched heap, what grows is the worker's C memory (the Java
-    objects of a socket are the same either way)."""
+    objects of a socket are the same either way).  RSS moves by a few MB
+    on its own (the JVM's native memory, malloc's free lists), hence five
+    batches of each, interleaved, and their medians; zlib's state kept per
+    socket would cost 40 KB (an inflater) to 300 KB, far past the margin."""
     if mode != "loop":
         pytest.skip("once is enough: the C side is the same in every mode")
     http = ("    jvm_options -Xms64m -Xmx64m -XX:+AlwaysPreTouch "
             "-XX:+UseSerialGC;\n")
-    count = 2000
+    count = 1500
     n = Nginx(LOCATIONS, http=http, mode=mode)
     with open(n.conf) as f:
         conf = f.read()
     with open(n.conf, "w") as f:
         f.write(conf.replace("worker_connections 256;",
-                             "worker_connections %d;" % (7 * count + 256)))
+                             "worker_connections %d;" % (11 * count + 256)))
     with n:
         (pid,) = n.worker_pids()
         text = b"an idle socket's one message " * 10
@@ -511,7 +514,7 @@ def test_memory_per_idle_compressed_socket(mode, capsys):
         figures = []
         try:
             for path, compressed in (("/ws/pure", True),
-                                     ("/ws/pure-plain", False)) * 3:
+                                     ("/ws/pure-plain", False)) * 5:
                 time.sleep(0.2)
                 before = rss_kb(pid)
                 held += hold(path, compressed)
@@ -528,10 +531,8 @@ def test_memory_per_idle_compressed_socket(mode, capsys):
                   "plain %s, compressed %s" % (
                       count, ", ".join("%.0f" % b for b in plain),
                       ", ".join("%.0f" % b for b in deflated)))
-        # RSS moves by a few MB on its own (the JVM's native memory): the
-        # median of three batches of each, interleaved
-        assert sorted(deflated)[1] < sorted(plain)[1] + 1024, figures
-        assert sorted(deflated)[1] < 4096, figures
+        assert sorted(deflated)[2] < sorted(plain)[2] + 2048, figures
+        assert sorted(deflated)[2] < 4096, figures
 
 
 # --- configuration ------------------------------------------------------------
