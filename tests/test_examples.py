@@ -325,6 +325,7 @@ def test_notes_json_api(notes):
 # --- examples/live -----------------------------------------------------------
 
 LIVE = """
+        jvm_websocket_deflate on;
         location / { jvm_async on; jvm_content live.core/app; }
 """
 
@@ -334,6 +335,7 @@ LIVE_HTTP = """
     jvm_shared_dict chat 64k;
     server {
         listen 127.0.0.1:@PORT2@ reuseport;
+        jvm_websocket_deflate on;
         location / { jvm_async on; jvm_content live.core/app; }
     }
 """
@@ -363,6 +365,9 @@ def test_live_chat_between_two_clients(live):
     connect = websocket_client()
     url = "ws://127.0.0.1:%d/chat" % live.port
     with connect(url) as a:
+        # the chat's messages are compressed (the README's --server)
+        assert [e.name for e in a.protocol.extensions] == \
+            ["permessage-deflate"]
         assert "joined" in a.recv(timeout=10)
         with connect(url) as b:
             assert "joined" in b.recv(timeout=10)

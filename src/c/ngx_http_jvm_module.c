@@ -230,6 +230,13 @@ static ngx_command_t  ngx_http_jvm_commands[] = {
       offsetof(ngx_http_jvm_loc_conf_t, ws_ping_interval),
       NULL },
 
+    { ngx_string("jvm_websocket_deflate"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_jvm_loc_conf_t, ws_deflate),
+      NULL },
+
     { ngx_string("jvm_websocket_send_queue"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_num_slot,
@@ -415,6 +422,7 @@ ngx_http_jvm_create_loc_conf(ngx_conf_t *cf)
     jlcf->ws_max_message = NGX_CONF_UNSET_SIZE;
     jlcf->ws_idle_timeout = NGX_CONF_UNSET_MSEC;
     jlcf->ws_ping_interval = NGX_CONF_UNSET_MSEC;
+    jlcf->ws_deflate = NGX_CONF_UNSET;
 
     return jlcf;
 }
@@ -446,6 +454,7 @@ ngx_http_jvm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_msec_value(conf->ws_idle_timeout, prev->ws_idle_timeout, 0);
     ngx_conf_merge_msec_value(conf->ws_ping_interval, prev->ws_ping_interval,
                               0);
+    ngx_conf_merge_value(conf->ws_deflate, prev->ws_deflate, 0);
 
     if (conf->ws_max_message > NGX_MAX_INT32_VALUE / 2) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

@@ -31,6 +31,8 @@
  *                            any thread
  *   ngx_http_jvm_wire.c      a response's header fields encoded for Java
  *   ngx_http_jvm_websocket.c WebSocket handshake, frames, close (RFC 6455)
+ *   ngx_http_jvm_deflate.c   WebSocket compression: permessage-deflate
+ *                            (RFC 7692), the worker's zlib streams
  *   ngx_http_jvm_stream.c    the request's context; bodies sent in pieces
  *   ngx_http_jvm_vm.c        the worker's JVM and every call down into it
  *
@@ -151,6 +153,7 @@ typedef struct {
     size_t                    ws_max_message;
     ngx_msec_t                ws_idle_timeout;
     ngx_msec_t                ws_ping_interval;
+    ngx_flag_t                ws_deflate;   /* permessage-deflate */
 } ngx_http_jvm_loc_conf_t;
 
 
@@ -326,6 +329,14 @@ ngx_int_t ngx_http_jvm_edit_headers(ngx_http_request_t *r, size_t len);
 ngx_uint_t ngx_http_jvm_ws_request(ngx_http_request_t *r);
 ngx_int_t ngx_http_jvm_ws_upgrade(ngx_http_request_t *r, ngx_int_t id);
 void ngx_http_jvm_ws_ready(ngx_int_t id, ngx_uint_t resume);
+
+/* ngx_http_jvm_deflate.c: the event loop only */
+ngx_int_t ngx_http_jvm_deflate_negotiate(ngx_http_request_t *r,
+    ngx_str_t *answer, ngx_uint_t *window_bits);
+u_char *ngx_http_jvm_deflate_frame(ngx_uint_t bits, ngx_uint_t opcode,
+    u_char *p, size_t len, size_t *start, size_t *end, ngx_log_t *log);
+ngx_int_t ngx_http_jvm_inflate_message(u_char *in, size_t len, size_t max,
+    u_char **out, size_t *out_len, ngx_log_t *log);
 
 /* ngx_http_jvm_stream.c */
 ngx_http_jvm_ctx_t *ngx_http_jvm_get_ctx(ngx_http_request_t *r);

@@ -12,6 +12,8 @@
  * event loop; Java gets whole messages, and gives whole frames to send
  * (Worker.wsTake), one at a time, each only once the one before has left,
  * so a slow client fills the socket's bounded queue in Java, not memory.
+ * With permessage-deflate (jvm_websocket_deflate), messages are inflated
+ * and deflated here too (ngx_http_jvm_deflate.c): Java sees none of it.
  */
 
 
@@ -28,6 +30,8 @@
 #define NGX_HTTP_JVM_WS_CLOSE     0x8
 #define NGX_HTTP_JVM_WS_PING      0x9
 #define NGX_HTTP_JVM_WS_PONG      0xa
+
+#define NGX_HTTP_JVM_WS_RSV1      0x40      /* a compressed message */
 
 #define NGX_HTTP_JVM_WS_READ      16384     /* the worker's read buffer */
 #define NGX_HTTP_JVM_WS_CLOSE_WAIT  2000    /* for the peer's close frame */
@@ -72,7 +76,10 @@ struct ngx_http_jvm_ws_s {
     uint8_t                   message;      /* opcode of the message, or 0 */
     uint8_t                   utf8_need;    /* the message's UTF-8 state */
     uint8_t                   utf8_first;
+    uint8_t                   deflate_bits; /* permessage-deflate's server
+                                               window, or 0: it is off */
 
+    unsigned                  compressed:1; /* the message being received */
     unsigned                  fin:1;
     unsigned                  in_payload:1;
     unsigned                  java_pings:1; /* the listener answers pings */
@@ -105,6 +112,7 @@ static ngx_int_t ngx_http_jvm_ws_parse(ngx_http_jvm_ws_t *ws, u_char *p,
 static ngx_int_t ngx_http_jvm_ws_frame_head(ngx_http_jvm_ws_t *ws);
 static ngx_int_t ngx_http_jvm_ws_frame_done(ngx_http_jvm_ws_t *ws);
 static ngx_int_t ngx_http_jvm_ws_closed_by_peer(ngx_http_jvm_ws_t *ws);
+static ngx_int_t ngx_http_jvm_ws_inflate(ngx_http_jvm_ws_t *ws);
 static void ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws);
 static ngx_int_t ngx_http_jvm_ws_queue(ngx_http_jvm_ws_t *ws,
     ngx_uint_t opcode, u_char *data, size_t len);
@@ -283,13 +291,15 @@ ngx_http_jvm_ws_token(ngx_str_t *value, char *token, size_t len)
 ngx_int_t
 ngx_http_jvm_ws_upgrade(ngx_http_request_t *r, ngx_int_t id)
 {
-    u_char               *accept;
-    ngx_int_t             rc;
-    ngx_str_t             key, encoded, digest;
-    ngx_sha1_t            sha1;
-    ngx_connection_t     *c;
-    ngx_http_jvm_ctx_t   *ctx;
-    u_char                hash[20];
+    u_char                   *accept;
+    ngx_int_t                 rc;
+    ngx_str_t                 key, encoded, digest, extensions;
+    ngx_uint_t                bits;
+    ngx_sha1_t                sha1;
+    ngx_connection_t         *c;
+    ngx_http_jvm_ctx_t       *ctx;
+    ngx_http_jvm_loc_conf_t  *jlcf;
+    u_char                    hash[20];
 
     c = r->connection;
 
@@ -353,6 +363,22 @@ ngx_http_jvm_ws_upgrade(ngx_http_request_t *r, ngx_int_t id)
            != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    jlcf = ngx_http_get_module_loc_conf(r, ngx_http_jvm_module);
+
+    if (jlcf->ws_deflate) {
+        rc = ngx_http_jvm_deflate_negotiate(r, &extensions, &bits);
+
+        if (rc == NGX_ERROR
+            || (rc == NGX_OK
+                && ngx_http_jvm_ws_add_header(r, "Sec-WebSocket-Extensions",
+                                              extensions.data,
+                                              extensions.len)
+                   != NGX_OK))
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
     }
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, c->log, 0,
@@ -492,7 +518,7 @@ ngx_http_jvm_ws_detach(ngx_http_request_t *r)
     size_t                     n;
     ngx_int_t                  id, rc;
     ngx_buf_t                 *b;
-    ngx_uint_t                 size;
+    ngx_uint_t                 size, bits;
     ngx_chain_t               *cl, *ln;
     ngx_connection_t          *c;
     ngx_http_jvm_ws_t         *ws, **slot;
@@ -519,6 +545,13 @@ ngx_http_jvm_ws_detach(ngx_http_request_t *r)
     ws->id = id;
     ws->active = ngx_current_msec;
     ws->send_timeout = clcf->send_timeout;
+
+    /* what the 101 answered, found again from the same offers */
+
+    if (ws->conf->ws_deflate) {
+        (void) ngx_http_jvm_deflate_negotiate(r, NULL, &bits);
+        ws->deflate_bits = (uint8_t) bits;
+    }
 
     /* frames the client sent right after its handshake */
 
@@ -852,6 +885,7 @@ ngx_http_jvm_ws_parse(ngx_http_jvm_ws_t *ws, u_char *p, u_char *last,
 
         if (ws->opcode < NGX_HTTP_JVM_WS_CLOSE
             && ws->message == NGX_HTTP_JVM_WS_TEXT
+            && !ws->compressed
             && ngx_http_jvm_utf8(&ws->utf8_need, &ws->utf8_first, dst, k)
                != NGX_OK)
         {
@@ -910,7 +944,14 @@ ngx_http_jvm_ws_frame_head(ngx_http_jvm_ws_t *ws)
         at = 10;
     }
 
-    if (h[0] & 0x70) {
+    /* RSV1 marks a compressed message's first frame, when negotiated */
+
+    if ((h[0] & 0x30)
+        || ((h[0] & NGX_HTTP_JVM_WS_RSV1)
+            && (ws->deflate_bits == 0
+                || (opcode != NGX_HTTP_JVM_WS_TEXT
+                    && opcode != NGX_HTTP_JVM_WS_BINARY))))
+    {
         ngx_http_jvm_ws_fail(ws, 1002, "reserved bits set");
         return NGX_DECLINED;
     }
@@ -955,6 +996,7 @@ ngx_http_jvm_ws_frame_head(ngx_http_jvm_ws_t *ws)
         }
 
         ws->message = (uint8_t) opcode;
+        ws->compressed = (h[0] & NGX_HTTP_JVM_WS_RSV1) ? 1 : 0;
         ws->utf8_need = 0;
         ws->utf8_first = 0;
         ws->msg_len = 0;
@@ -1069,6 +1111,12 @@ ngx_http_jvm_ws_frame_done(ngx_http_jvm_ws_t *ws)
             return NGX_OK;
         }
 
+        if (ws->compressed && !ws->closing
+            && ngx_http_jvm_ws_inflate(ws) != NGX_OK)
+        {
+            return ws->done ? NGX_DONE : NGX_DECLINED;
+        }
+
         if (ws->message == NGX_HTTP_JVM_WS_TEXT && ws->utf8_need)
         {
             ngx_http_jvm_ws_fail(ws, 1007, "invalid UTF-8 in a text message");
@@ -1107,6 +1155,58 @@ ngx_http_jvm_ws_frame_done(ngx_http_jvm_ws_t *ws)
         /* Java's queue is full: no more reading until it drains */
         ws->paused = 1;
         return NGX_AGAIN;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A whole compressed message, inflated in place of what came, within
+ * jvm_websocket_max_message (what it inflates to counts, not what came),
+ * then checked as UTF-8 if it is text.
+ */
+
+static ngx_int_t
+ngx_http_jvm_ws_inflate(ngx_http_jvm_ws_t *ws)
+{
+    u_char     *out;
+    size_t      len;
+    ngx_int_t   rc;
+
+    rc = ngx_http_jvm_inflate_message(ws->msg, ws->msg_len,
+                                      ws->conf->ws_max_message, &out, &len,
+                                      ws->connection->log);
+
+    switch (rc) {
+
+    case NGX_OK:
+        break;
+
+    case NGX_DECLINED:
+        ngx_http_jvm_ws_fail(ws, 1009, "message too big once inflated");
+        return NGX_DECLINED;
+
+    case NGX_ERROR:
+        ngx_http_jvm_ws_fail(ws, 1007, "invalid compressed data");
+        return NGX_DECLINED;
+
+    default:
+        ngx_http_jvm_ws_finish(ws, 1011);
+        return NGX_DONE;
+    }
+
+    ngx_free(ws->msg);
+    ws->msg = out;
+    ws->msg_len = len;
+    ws->msg_cap = len;
+
+    if (ws->message == NGX_HTTP_JVM_WS_TEXT
+        && ngx_http_jvm_utf8(&ws->utf8_need, &ws->utf8_first, out, len)
+           != NGX_OK)
+    {
+        ngx_http_jvm_ws_fail(ws, 1007, "invalid UTF-8 in a text message");
+        return NGX_DECLINED;
     }
 
     return NGX_OK;
@@ -1302,14 +1402,13 @@ static void
 ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws)
 {
     u_char                    *p;
-    size_t                     len, head;
+    size_t                     len;
     ssize_t                    n, budget;
     uint32_t                   opcode;
     ngx_int_t                  rc;
     ngx_event_t               *wev;
     ngx_connection_t          *c;
     ngx_http_jvm_reader_t      rd;
-    u_char                     frame[10];
 
     c = ws->connection;
     wev = c->write;
@@ -1399,45 +1498,20 @@ ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws)
             ws->close_code = len >= 2 ? (p[0] << 8 | p[1]) : 1005;
         }
 
-        frame[0] = (u_char) (0x80 | opcode);
-
-        if (len < 126) {
-            frame[1] = (u_char) len;
-            head = 2;
-
-        } else if (len < 65536) {
-            frame[1] = 126;
-            frame[2] = (u_char) (len >> 8);
-            frame[3] = (u_char) len;
-            head = 4;
-
-        } else {
-            frame[1] = 127;
-            frame[2] = 0;
-            frame[3] = 0;
-            frame[4] = 0;
-            frame[5] = 0;
-            frame[6] = (u_char) (len >> 24);
-            frame[7] = (u_char) (len >> 16);
-            frame[8] = (u_char) (len >> 8);
-            frame[9] = (u_char) len;
-            head = 10;
-        }
-
         /* the frame is copied out: the response buffer is Java's again */
 
-        ws->out = ngx_alloc(head + len, c->log);
+        /* the frame is compressed when its socket negotiated it */
+
+        ws->out = ngx_http_jvm_deflate_frame(ws->deflate_bits, opcode, p, len,
+                                             &ws->out_pos, &ws->out_len,
+                                             c->log);
         if (ws->out == NULL) {
             ngx_http_jvm_ws_finish(ws, 1011);
             return;
         }
 
-        ngx_memcpy(ws->out, frame, head);
-        ngx_memcpy(ws->out + head, p, len);
-        ws->out_pos = 0;
-        ws->out_len = head + len;
-
-        budget -= ngx_max(head + len, NGX_HTTP_JVM_WS_FRAME_COST);
+        /* what it took: the message's bytes, compressed or not */
+        budget -= ngx_max(len, NGX_HTTP_JVM_WS_FRAME_COST);
     }
 }
 
