@@ -116,7 +116,10 @@ def test_run_server_reload_and_stop():
              "--workers", "3", "--mode", "pool", "--queue", "7",
              "--jvm-path", "/x/libjvm.so", "--jvm-option", "-Xmx64m",
              "--cache", "off"] + (["--user", "root"] if os.geteuid() == 0
-                                  else []),
+                                  else [])
+            # run-server passes on $NGINX_JVM_MODULE (make asan's build)
+            + (["--module", os.environ["NGINX_JVM_MODULE"]]
+               if os.environ.get("NGINX_JVM_MODULE") else []),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             check=True).stdout
         assert without_classpath(conf) == without_classpath(launcher)
