@@ -350,10 +350,16 @@ def test_a_client_that_leaves_mid_operation_leaves_a_whole_list(ng):
         s = socket.create_connection(("127.0.0.1", ng.port2))
         s.sendall(data if cut is None else data[:cut])
         s.close()
-    # the first ran (or runs) to its end; the others never were requests
-    assert wait_for(lambda: ok(ng, op="llen", key="l0") == "2000", 30)
+    # the others never were requests; the first ran to its end, or never
+    # ran: a task whose client left before it started is skipped (the
+    # race is real in pool and virtual modes), so l0 is whole or empty
+    whole = ("0", "2000")
+    assert wait_for(lambda: ok(ng, op="llen", key="l0") in whole, 30)
+    time.sleep(1)
+    n = ok(ng, op="llen", key="l0")
+    assert n in whole, n
     assert ok(ng, op="popall", key="l0") \
-        == ",".join(str(i) for i in range(2000))
+        == ",".join(str(i) for i in range(int(n)))
     assert ok(ng, op="llen", key="l1") == "0"
     assert ok(ng, op="llen", key="l2") == "0"
     assert set(ng.worker_pids()) == pids
