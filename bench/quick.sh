@@ -96,11 +96,22 @@ for url in "${warm[@]}"; do
     wrk -t1 -c"$conns" -d3s "$url" >/dev/null
 done
 
-rate() {  # url -> requests/s; a run with any error answer is no measurement
-    local out
+rate() {  # url [master] -> requests/s; a run with any error answer is no
+    # measurement. With a master PID, also its workers' CPU time per request
+    # in microseconds ("rps:us"): on a busy machine it varies less than
+    # requests per second
+    local out t0 t1
+    [ -z "${2:-}" ] || t0=$(workers_cpu "$2")
     out=$(wrk -t1 -c"$conns" -d"${duration}s" "$1")
     if grep -q 'Non-2xx' <<<"$out"; then echo "$1: error answers" >&2; echo "$out" >&2; exit 1; fi
-    awk '/^Requests\/sec/ {print $2}' <<<"$out"
+    if [ -n "${2:-}" ]; then
+        t1=$(workers_cpu "$2")
+        awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" \
+            '/requests in/ {n = $1} /^Requests\/sec/ {r = $2}
+             END {printf "%s:%.2f\n", r, t * 1e6 / hz / n}' <<<"$out"
+    else
+        awk '/^Requests\/sec/ {print $2}' <<<"$out"
+    fi
 }
 
 # case name, plain nginx's route, nginx-jvm's url, run-server's url (if
@@ -110,7 +121,15 @@ cases=("hello|hello|http://127.0.0.1:$jvm_port/hello|http://127.0.0.1:$rs_port/h
        "pool-hello|hello|http://127.0.0.1:$jvm_port/pool/hello||0.75")
 [ -n "$vt_port" ] && cases+=("virtual-hello|hello|http://127.0.0.1:$vt_port/virtual/hello||0.75")
 
-declare -A results
+# the masters whose workers' CPU is measured: the launcher's server on
+# JDK 17 (pool and virtual run on other servers) and run-server's
+jvm_master=${pids[1]}
+rs_master=$(pgrep -P "${jpids[0]}" nginx)
+declare -A results cpu
+add() {  # server case "rps:us"
+    results[$1,$2]+="${3%%:*} "
+    cpu[$1,$2]+="${3#*:} "
+}
 for c in "${cases[@]}"; do
     IFS='|' read -r name route url rs_url target <<<"$c"
     for r in $(seq 1 "$rounds"); do
@@ -118,11 +137,11 @@ for c in "${cases[@]}"; do
         # the launcher's server and run-server's take turns at going first,
         # so that neither always runs right after plain nginx
         if [ $((r % 2)) -eq 1 ] || [ -z "$rs_url" ]; then
-            results[jvm,$name]+="$(rate "$url") "
-            [ -z "$rs_url" ] || results[rs,$name]+="$(rate "$rs_url") "
+            add jvm "$name" "$(rate "$url" "$jvm_master")"
+            [ -z "$rs_url" ] || add rs "$name" "$(rate "$rs_url" "$rs_master")"
         else
-            results[rs,$name]+="$(rate "$rs_url") "
-            results[jvm,$name]+="$(rate "$url") "
+            add rs "$name" "$(rate "$rs_url" "$rs_master")"
+            add jvm "$name" "$(rate "$url" "$jvm_master")"
         fi
     done
 done
@@ -131,8 +150,8 @@ done
 echo "nginx-jvm bench-quick: wrk -t1 -c$conns -d${duration}s, $rounds interleaved rounds, median"
 echo "JDK: $jdk_home${vt_port:+ (virtual threads: $vt_jdk)}"
 echo "nginx-jvm: the launcher's nginx.conf; run-server: nginx.jvm.server/run-server (the same writer)"
-printf '%-14s %12s %12s %8s %8s %12s %8s\n' case "nginx req/s" "nginx-jvm" ratio target \
-    run-server ratio
+printf '%-14s %12s %12s %8s %8s %12s %8s %18s\n' case "nginx req/s" "nginx-jvm" ratio target \
+    run-server ratio "CPU us/req jvm/rs"
 for c in "${cases[@]}"; do
     IFS='|' read -r name route url rs_url target <<<"$c"
     n=$(echo "${results[nginx,$name]}" | median)
@@ -141,7 +160,8 @@ for c in "${cases[@]}"; do
         "$(echo "$j / $n" | bc -l)" "$target"
     if [ -n "$rs_url" ]; then
         s=$(echo "${results[rs,$name]}" | median)
-        printf ' %12.0f %8.3f' "$s" "$(echo "$s / $n" | bc -l)"
+        printf ' %12.0f %8.3f %8.2f/%-8.2f' "$s" "$(echo "$s / $n" | bc -l)" \
+            "$(echo "${cpu[jvm,$name]}" | median)" "$(echo "${cpu[rs,$name]}" | median)"
     fi
     printf '\n'
 done
