@@ -379,6 +379,37 @@ def test_client_vanishes_mid_body(ng, path):
                         >= closes + 3, 10)
 
 
+@pytest.mark.parametrize("rng", ["bytes=0-3", "bytes=0-1,100-200,5-6",
+                                 "bytes=-5", "bytes=99999999999-",
+                                 "bytes=garbage"])
+def test_ranges_get_the_whole_body_and_a_client_may_leave(ng, rng):
+    """A filtered body has no ranges (its bytes are the filter's): single,
+    multiple, suffix, unsatisfiable and malformed ranges all get the whole
+    filtered body with 200, and a client that leaves mid-body costs the
+    worker nothing."""
+    pid = ng.worker_pids()[0]
+    r = ng.get("/static/a.txt", headers={"Range": rng})
+    assert r.status == 200, (rng, r.status)
+    assert r.body == b"STATIC FILE\n"
+    assert r.header("Content-Range") is None
+    with socket.create_connection(("127.0.0.1", ng.port), timeout=30) as s:
+        s.sendall(b"GET /static/big.bin HTTP/1.1\r\nHost: x\r\n"
+                  b"Range: " + rng.encode() + b"\r\n\r\n")
+        data = b""
+        while b"\r\n\r\n" not in data or len(data) < 2 * MB:
+            b = s.recv(65536)
+            assert b, "the body ended early"
+            data += b
+        head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1")
+        assert head.startswith("HTTP/1.1 200 "), head
+        assert "content-range" not in head.lower()
+        # chunked: the filter's length is unknown up front
+        assert "transfer-encoding: chunked" in head.lower()
+        assert LINE.upper() * 2 in data.split(b"\r\n\r\n", 1)[1][:MB]
+    assert ng.get("/static/a.txt").body == b"STATIC FILE\n"
+    assert ng.worker_pids() == [pid]
+
+
 def test_client_that_stops_reading_times_out(ng):
     # send_timeout applies as without the filter: the response ends,
     # the worker holds nothing for it
