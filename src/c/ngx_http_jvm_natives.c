@@ -530,7 +530,7 @@ ngx_http_jvm_shm_value(JNIEnv *env, ngx_http_jvm_dict_t *d, size_t klen,
 }
 
 
-/* Copies a zone's name into buf (NAME_MAX bytes); declines a bad one. */
+/* Copies a zone's name into buf (DICT_NAME_MAX bytes), or declines it. */
 
 static ngx_int_t
 ngx_http_jvm_shm_name(JNIEnv *env, jbyteArray name, u_char *buf, size_t *len)
