@@ -44,6 +44,18 @@ def mode(request):
     return request.param
 
 
+@pytest.fixture(scope="module")
+def ng(request, mode):
+    """The test module's nginx, in `mode`: its LOCATIONS (the server's
+    locations), HTTP (the http block's, if it has one) and NGINX_ARGS (more
+    arguments of Nginx, if any).  A module whose nginx needs more (files,
+    certificates, an upstream) defines its own `ng`, which wins."""
+    m = request.module
+    with Nginx(m.LOCATIONS, http=getattr(m, "HTTP", ""), mode=mode,
+               **getattr(m, "NGINX_ARGS", {})) as n:
+        yield n
+
+
 @pytest.fixture(autouse=True)
 def _reload_each(request):
     """NGINX_JVM_RELOAD=1: `nginx -s reload` of every nginx the tests run,

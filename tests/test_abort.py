@@ -64,12 +64,6 @@ WAIT = 15
 OFF_LOOP = ("pool", "virtual")
 
 
-@pytest.fixture(scope="module")
-def ng(mode):
-    with Nginx(LOCATIONS, http=HTTP, mode=mode) as n:
-        yield n
-
-
 def off_loop_only(ng):
     if ng.mode not in OFF_LOOP:
         pytest.skip("a sync handler that sleeps runs off the loop only")

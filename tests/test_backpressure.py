@@ -11,6 +11,7 @@ sends fail once it is a bounded amount behind) and costs the others
 nothing.  In every mode.
 """
 
+import contextlib
 import socket
 import threading
 import time
@@ -20,7 +21,7 @@ import pytest
 websockets = pytest.importorskip("websockets")
 from websockets.sync.client import connect  # noqa: E402
 
-from harness import Nginx, wait_for  # noqa: E402
+from harness import wait_for  # noqa: E402
 from test_websocket import frame, handshake, read_frame  # noqa: E402
 
 LOCATIONS = """
@@ -36,12 +37,6 @@ LOCATIONS = """
 HTTP = """
     jvm_topic f 4m;
 """
-
-
-@pytest.fixture(scope="module")
-def ng(mode):
-    with Nginx(LOCATIONS, http=HTTP, mode=mode) as n:
-        yield n
 
 
 def echoed(handler, text):
@@ -128,8 +123,10 @@ def failures(ng):
 
 def test_a_topic_burst_reaches_every_websocket_client_that_reads(ng):
     base = subscribers(ng)
-    clients = [connect("ws://127.0.0.1:%d/fan/ws" % ng.port) for _ in range(3)]
-    try:
+    with contextlib.ExitStack() as stack:
+        clients = [stack.enter_context(
+                       connect("ws://127.0.0.1:%d/fan/ws" % ng.port))
+                   for _ in range(3)]
         assert wait_for(lambda: subscribers(ng) == base + 3, 10)
         before = failures(ng)
         publish(ng, 300)
@@ -137,9 +134,6 @@ def test_a_topic_burst_reaches_every_websocket_client_that_reads(ng):
             for i in range(300):
                 assert c.recv(timeout=20) == "m%d" % i
         assert failures(ng) == before
-    finally:
-        for c in clients:
-            c.close()
     assert wait_for(lambda: subscribers(ng) == base, 10)
     assert ng.log_problems() == []
 
@@ -211,33 +205,34 @@ def test_a_subscriber_that_does_not_read_is_closed_and_costs_the_others_nothing(
     else:
         idle = small_window(ng, b"GET /fan/sse HTTP/1.1\r\nHost: localhost\r\n\r\n")
         read_until(idle, b": subscribed")
-    reader = connect("ws://127.0.0.1:%d/fan/ws" % ng.port, max_size=None)
     bursts, n = 40, 100
     got = []
 
-    def read():
+    def read(reader):
         try:
             while len(got) < bursts * n:
                 got.append(reader.recv(timeout=30).split(" ")[0])
         except Exception as e:          # noqa: BLE001 (reported below)
             got.append(e)
 
-    t = threading.Thread(target=read)
-    t.start()
     try:
-        assert wait_for(lambda: subscribers(ng) == base + 2, 10)
-        pad = "y" * 4000
-        for burst in range(bursts):
-            assert ng.get("/fan/publish?n=%d&pad=%s" % (n, pad)).text == \
-                "%d published" % n
-            time.sleep(0.02)
-        t.join(60)
-        assert got == ["m%d" % i for i in range(n)] * bursts, got[-1:]
-        # the idle client is let go: send_timeout is 2 s
-        assert wait_for(lambda: subscribers(ng) == base + 1, 15), subscribers(ng)
-        assert ng.get("/ok").text == "ok"
+        with connect("ws://127.0.0.1:%d/fan/ws" % ng.port,
+                     max_size=None) as reader:
+            t = threading.Thread(target=read, args=(reader,))
+            t.start()
+            assert wait_for(lambda: subscribers(ng) == base + 2, 10)
+            pad = "y" * 4000
+            for burst in range(bursts):
+                assert ng.get("/fan/publish?n=%d&pad=%s" % (n, pad)).text \
+                    == "%d published" % n
+                time.sleep(0.02)
+            t.join(60)
+            assert got == ["m%d" % i for i in range(n)] * bursts, got[-1:]
+            # the idle client is let go: send_timeout is 2 s
+            assert wait_for(lambda: subscribers(ng) == base + 1, 15), \
+                subscribers(ng)
+            assert ng.get("/ok").text == "ok"
     finally:
-        reader.close()
         idle.close()
     assert wait_for(lambda: subscribers(ng) == base, 10)
     assert ng.log_problems() == []

@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from harness import Nginx, parse_raw, request
+from harness import parse_raw, request
 
 LOCATIONS = """
         location /string-too-short { jvm_content testapp.lengths/string-too-short; }
@@ -15,12 +15,6 @@ LOCATIONS = """
         location /head-length { jvm_content testapp.lengths/head-length; }
         location /no-body { jvm_content testapp.lengths/no-body; }
 """
-
-
-@pytest.fixture(scope="module")
-def ng(mode):
-    with Nginx(LOCATIONS, mode=mode) as n:
-        yield n
 
 
 def two_on_one_connection(n, path):

@@ -18,7 +18,6 @@ import socket
 
 import pytest
 
-from harness import Nginx
 
 SEED = int(os.environ.get("NGINX_JVM_FUZZ_SEED", "20261123"))
 COUNT = int(os.environ.get("NGINX_JVM_FUZZ_COUNT", "150"))
@@ -41,12 +40,6 @@ NGINX_ERRORS = [r"client intended to send too large (chunked )?body",
 
 TCHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-"
 ODD_NAME_CHARS = "!#$%&'*+.^_`|~ @:()\x80\xff"
-
-
-@pytest.fixture(scope="module")
-def ng(mode):
-    with Nginx(LOCATIONS, mode=mode) as n:
-        yield n
 
 
 def latin1(b):

@@ -31,10 +31,11 @@ HOOKS = {"ngx_http_jvm_init_module", "ngx_http_jvm_init_process",
          "ngx_http_jvm_exit_process"}
 HOOK_FILE = "ngx_http_jvm_module.c"
 
-# the files that may include jni.h: the JVM, the natives, the master's
-# child JVMs and the header they share
-JNI_FILES = {"ngx_http_jvm_vm.c", "ngx_http_jvm_natives.c",
-             "ngx_http_jvm_child.c", "ngx_http_jvm_jni.h"}
+# the files that may include jni.h: the JVM (and the WebSocket's calls down
+# into it), the natives, the master's child JVMs and the header they share
+JNI_FILES = {"ngx_http_jvm_vm.c", "ngx_http_jvm_vm_websocket.c",
+             "ngx_http_jvm_natives.c", "ngx_http_jvm_child.c",
+             "ngx_http_jvm_jni.h"}
 
 
 def strip(text):

@@ -3,19 +3,11 @@ middleware, served through nginx."""
 
 import urllib.parse
 
-import pytest
-
-from harness import Nginx, read_edn
+from harness import read_edn
 
 LOCATIONS = """
         location /mw/ { jvm_content testapp.mw/app; }
 """
-
-
-@pytest.fixture(scope="module")
-def ng(mode):
-    with Nginx(LOCATIONS, mode=mode) as n:
-        yield n
 
 
 def test_route_param_is_decoded(ng):

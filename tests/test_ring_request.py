@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from harness import Keyword, Nginx, read_edn
+from harness import Keyword, read_edn
 
 LOCATIONS = """
         client_max_body_size 16m;
@@ -31,12 +31,6 @@ RING_KEYS = sorted([
     "scheme", "request-method", "protocol", "headers", "content-type",
     "content-length", "character-encoding", "ssl-client-cert", "body",
     "request"])      # :nginx.jvm/request
-
-
-@pytest.fixture(scope="module")
-def ng(mode):
-    with Nginx(LOCATIONS, mode=mode) as n:
-        yield n
 
 
 def echo(ng, method="GET", path="/echo", headers=None, body=None):

@@ -26,12 +26,8 @@ HTTP = """
     }
 """
 
-
-@pytest.fixture(scope="module")
-def ng(mode):
-    with Nginx(LOCATIONS, http=HTTP, classpath="java", workers=2,
-               mode=mode) as n:
-        yield n
+# Java handlers, two workers (what one writes the other reads)
+NGINX_ARGS = {"classpath": "java", "workers": 2}
 
 
 def op(ng_, **params):

@@ -32,12 +32,8 @@ LOCATIONS = """
         location = /status { jvm_status; }
 """
 
-
-@pytest.fixture(scope="module")
-def ng(mode):
-    with Nginx(LOCATIONS, http=HTTP, classpath="java", workers=2,
-               mode=mode) as n:
-        yield n
+# Java handlers, two workers (the figures are of every worker)
+NGINX_ARGS = {"classpath": "java", "workers": 2}
 
 
 # --- a strict reader of the text exposition format (0.0.4) -----------------

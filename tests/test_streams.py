@@ -5,21 +5,13 @@ the client stays, and stopped promptly when it leaves."""
 import socket
 import time
 
-import pytest
-
-from harness import Nginx, read_edn, wait_for
+from harness import read_edn, wait_for
 
 LOCATIONS = """
         location /sse { jvm_async on; jvm_response_timeout 1s;
                         jvm_content testapp.streams/sse; }
         location /producer { jvm_content testapp.streams/producer; }
 """
-
-
-@pytest.fixture(scope="module")
-def ng(mode):
-    with Nginx(LOCATIONS, mode=mode) as n:
-        yield n
 
 
 def open_stream(ng, path):

@@ -17,12 +17,6 @@ LOCATIONS = """
 """
 
 
-@pytest.fixture(scope="module")
-def ng(mode):
-    with Nginx(LOCATIONS, mode=mode) as n:
-        yield n
-
-
 def get(n, **params):
     r = n.get("/timer?" + "&".join("%s=%s" % kv for kv in params.items()))
     assert r.status == 200, r.text

@@ -51,12 +51,6 @@ ANSWER = b"permessage-deflate; server_no_context_takeover; " \
 SMALL = 64 * 1024
 
 
-@pytest.fixture(scope="module")
-def ng(mode):
-    with Nginx(LOCATIONS, http=HTTP, mode=mode) as n:
-        yield n
-
-
 # --- a raw client that knows RSV1 --------------------------------------------
 
 def handshake(port, path="/ws/deflate", offers=(b"permessage-deflate",)):

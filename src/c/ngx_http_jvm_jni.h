@@ -2,6 +2,7 @@
 /*
  * nginx-jvm: the JNI state the JVM's own files share.  Only
  * ngx_http_jvm_vm.c (the worker's JVM, the calls down into Java),
+ * ngx_http_jvm_vm_websocket.c (the WebSocket's calls down),
  * ngx_http_jvm_natives.c (the natives Java calls up) and
  * ngx_http_jvm_child.c (the master's JVMs) include it, and with it jni.h:
  * the feature files are plain C and reach the JVM through module.h.
@@ -31,6 +32,17 @@ ngx_int_t ngx_http_jvm_vm_args(ngx_cycle_t *cycle,
 ngx_int_t ngx_http_jvm_vm_bind(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_jvm_vm_failed(ngx_log_t *log, const char *what);
 void ngx_http_jvm_vm_block_signals(sigset_t *old);
+
+/* ngx_http_jvm_vm.c: what ngx_http_jvm_vm_websocket.c calls with */
+extern jclass     ngx_http_jvm_worker;      /* nginx.jvm.Worker */
+extern jmethodID  ngx_http_jvm_ws_open_mid;
+extern jmethodID  ngx_http_jvm_ws_abandon_mid;
+extern jmethodID  ngx_http_jvm_ws_message_mid;
+extern jmethodID  ngx_http_jvm_ws_closed_mid;
+extern jmethodID  ngx_http_jvm_ws_poll_mid;
+extern jmethodID  ngx_http_jvm_ws_take_mid;
+
+ngx_int_t ngx_http_jvm_vm_response_buffer(ngx_log_t *log);
 
 /* ngx_http_jvm_natives.c */
 ngx_int_t ngx_http_jvm_natives_shm(ngx_cycle_t *cycle);

@@ -466,23 +466,100 @@ ngx_http_jvm_vm_throw(JNIEnv *env, const char *cls, ngx_str_t *name,
 
 #define NGX_HTTP_JVM_SHM_STACK  1024
 
+#define ngx_http_jvm_shm_dict_of(dict)                                      \
+    ((ngx_http_jvm_dict_t *) (uintptr_t) (dict))
 
-/* Copies a Java byte[] into buf, or into malloc()'s memory if larger. */
 
-static u_char *
-ngx_http_jvm_shm_bytes(JNIEnv *env, jbyteArray a, u_char *buf, size_t cap,
-    size_t *len)
+/* A key copied out of Java: in buf, or in malloc()'s memory if larger. */
+
+typedef struct {
+    u_char   *data;
+    size_t    len;
+    u_char    buf[NGX_HTTP_JVM_SHM_STACK];
+} ngx_http_jvm_shm_key_t;
+
+
+static ngx_int_t
+ngx_http_jvm_shm_key(JNIEnv *env, jbyteArray key, ngx_http_jvm_shm_key_t *k)
 {
-    u_char  *p;
+    k->len = (size_t) (*env)->GetArrayLength(env, key);
+    k->data = (k->len <= sizeof(k->buf)) ? k->buf : malloc(k->len);
 
-    *len = (size_t) (*env)->GetArrayLength(env, a);
-    p = (*len <= cap) ? buf : malloc(*len);
-
-    if (p != NULL) {
-        (*env)->GetByteArrayRegion(env, a, 0, (jsize) *len, (jbyte *) p);
+    if (k->data == NULL) {
+        return NGX_ERROR;
     }
 
-    return p;
+    (*env)->GetByteArrayRegion(env, key, 0, (jsize) k->len,
+                               (jbyte *) k->data);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_jvm_shm_key_free(ngx_http_jvm_shm_key_t *k)
+{
+    if (k->data != k->buf) {
+        free(k->data);
+    }
+}
+
+
+/*
+ * The bytes of value, pinned, once key and value could ever fit: no copy
+ * of a large value; nothing of the JVM's may be called until the caller
+ * releases them (ReleasePrimitiveArrayCritical, JNI_ABORT).
+ */
+
+static ngx_int_t
+ngx_http_jvm_shm_value(JNIEnv *env, ngx_http_jvm_dict_t *d, size_t klen,
+    jbyteArray value, u_char **v, size_t *vlen)
+{
+    *vlen = (size_t) (*env)->GetArrayLength(env, value);
+
+    if (!ngx_http_jvm_dict_fits(d, klen, *vlen)) {
+        return NGX_HTTP_JVM_DICT_TOO_LARGE;
+    }
+
+    *v = (*env)->GetPrimitiveArrayCritical(env, value, NULL);
+    if (*v == NULL) {
+        return NGX_HTTP_JVM_DICT_NO_MEMORY;
+    }
+
+    return NGX_HTTP_JVM_DICT_OK;
+}
+
+
+/* Copies a zone's name into buf (DICT_NAME_MAX bytes), or declines it. */
+
+static ngx_int_t
+ngx_http_jvm_shm_name(JNIEnv *env, jbyteArray name, u_char *buf, size_t *len)
+{
+    jsize  n;
+
+    n = (*env)->GetArrayLength(env, name);
+
+    if (n <= 0 || n > NGX_HTTP_JVM_DICT_NAME_MAX) {
+        return NGX_DECLINED;
+    }
+
+    (*env)->GetByteArrayRegion(env, name, 0, n, (jbyte *) buf);
+    *len = (size_t) n;
+
+    return NGX_OK;
+}
+
+
+/* out[0] = n when the call went well; its code either way. */
+
+static jint
+ngx_http_jvm_shm_long_out(JNIEnv *env, ngx_int_t rc, jlongArray out, jlong n)
+{
+    if (rc == NGX_HTTP_JVM_DICT_OK) {
+        (*env)->SetLongArrayRegion(env, out, 0, 1, &n);
+    }
+
+    return (jint) rc;
 }
 
 
@@ -490,24 +567,20 @@ static jlong JNICALL
 ngx_http_jvm_shm_dict(JNIEnv *env, jclass cls, jbyteArray name)
 {
     u_char  buf[NGX_HTTP_JVM_DICT_NAME_MAX];
-    jsize   len;
+    size_t  len;
 
-    len = (*env)->GetArrayLength(env, name);
-
-    if (len <= 0 || len > NGX_HTTP_JVM_DICT_NAME_MAX) {
+    if (ngx_http_jvm_shm_name(env, name, buf, &len) != NGX_OK) {
         return 0;
     }
 
-    (*env)->GetByteArrayRegion(env, name, 0, len, (jbyte *) buf);
-
-    return (jlong) (uintptr_t) ngx_http_jvm_dict_find(buf, (size_t) len);
+    return (jlong) (uintptr_t) ngx_http_jvm_dict_find(buf, len);
 }
 
 
 static jlong JNICALL
 ngx_http_jvm_shm_dict_capacity(JNIEnv *env, jclass cls, jlong dict)
 {
-    return (jlong) ((ngx_http_jvm_dict_t *) (uintptr_t) dict)->size;
+    return (jlong) ngx_http_jvm_shm_dict_of(dict)->size;
 }
 
 
@@ -538,16 +611,16 @@ static jbyteArray
 ngx_http_jvm_shm_get(JNIEnv *env, jlong dict, jbyteArray key,
     ngx_uint_t with_stale)
 {
-    u_char      kbuf[NGX_HTTP_JVM_SHM_STACK], vbuf[4 * NGX_HTTP_JVM_SHM_STACK];
-    u_char     *k, *v, *p;
-    jbyte       head[2];
-    size_t      klen, cap, len, hlen;
-    ngx_int_t   rc;
-    ngx_uint_t  type, stale;
-    jbyteArray  a;
+    u_char                  vbuf[4 * NGX_HTTP_JVM_SHM_STACK];
+    u_char                 *v, *p;
+    jbyte                   head[2];
+    size_t                  cap, len, hlen;
+    ngx_int_t               rc;
+    ngx_uint_t              type, stale;
+    jbyteArray              a;
+    ngx_http_jvm_shm_key_t  k;
 
-    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
-    if (k == NULL) {
+    if (ngx_http_jvm_shm_key(env, key, &k) != NGX_OK) {
         return NULL;
     }
 
@@ -555,8 +628,8 @@ ngx_http_jvm_shm_get(JNIEnv *env, jlong dict, jbyteArray key,
     cap = sizeof(vbuf);
 
     for ( ;; ) {
-        rc = ngx_http_jvm_dict_get((ngx_http_jvm_dict_t *) (uintptr_t) dict,
-                                   k, klen, v, cap, &len, &type,
+        rc = ngx_http_jvm_dict_get(ngx_http_jvm_shm_dict_of(dict),
+                                   k.data, k.len, v, cap, &len, &type,
                                    with_stale ? &stale : NULL);
 
         if (rc != NGX_HTTP_JVM_DICT_AGAIN) {
@@ -599,9 +672,7 @@ ngx_http_jvm_shm_get(JNIEnv *env, jlong dict, jbyteArray key,
         free(v);
     }
 
-    if (k != kbuf) {
-        free(k);
-    }
+    ngx_http_jvm_shm_key_free(&k);
 
     return a;
 }
@@ -611,44 +682,28 @@ static jint JNICALL
 ngx_http_jvm_shm_dict_set(JNIEnv *env, jclass cls, jlong dict, jint op,
     jbyteArray key, jbyteArray value, jint type, jlong ttl)
 {
-    u_char               kbuf[NGX_HTTP_JVM_SHM_STACK];
-    u_char              *k, *v;
-    size_t               klen, vlen;
-    ngx_int_t            rc;
-    ngx_http_jvm_dict_t  *d;
+    u_char                 *v;
+    size_t                  vlen;
+    ngx_int_t               rc;
+    ngx_http_jvm_dict_t    *d;
+    ngx_http_jvm_shm_key_t  k;
 
-    d = (ngx_http_jvm_dict_t *) (uintptr_t) dict;
-
-    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
-    if (k == NULL) {
+    if (ngx_http_jvm_shm_key(env, key, &k) != NGX_OK) {
         return NGX_HTTP_JVM_DICT_NO_MEMORY;
     }
 
-    vlen = (size_t) (*env)->GetArrayLength(env, value);
+    d = ngx_http_jvm_shm_dict_of(dict);
 
-    if (!ngx_http_jvm_dict_fits(d, klen, vlen)) {
-        rc = NGX_HTTP_JVM_DICT_TOO_LARGE;
-        goto done;
+    rc = ngx_http_jvm_shm_value(env, d, k.len, value, &v, &vlen);
+
+    if (rc == NGX_HTTP_JVM_DICT_OK) {
+        rc = ngx_http_jvm_dict_set(d, (ngx_uint_t) op, k.data, k.len, v, vlen,
+                                   (ngx_uint_t) type, (int64_t) ttl);
+
+        (*env)->ReleasePrimitiveArrayCritical(env, value, v, JNI_ABORT);
     }
 
-    /* no copy of a large value; nothing of the JVM's is called meanwhile */
-
-    v = (*env)->GetPrimitiveArrayCritical(env, value, NULL);
-    if (v == NULL) {
-        rc = NGX_HTTP_JVM_DICT_NO_MEMORY;
-        goto done;
-    }
-
-    rc = ngx_http_jvm_dict_set(d, (ngx_uint_t) op, k, klen, v, vlen,
-                               (ngx_uint_t) type, (int64_t) ttl);
-
-    (*env)->ReleasePrimitiveArrayCritical(env, value, v, JNI_ABORT);
-
-done:
-
-    if (k != kbuf) {
-        free(k);
-    }
+    ngx_http_jvm_shm_key_free(&k);
 
     return (jint) rc;
 }
@@ -658,37 +713,29 @@ static jint JNICALL
 ngx_http_jvm_shm_dict_incr(JNIEnv *env, jclass cls, jlong dict,
     jbyteArray key, jlong delta, jlong init, jlong ttl, jlongArray result)
 {
-    u_char               kbuf[NGX_HTTP_JVM_SHM_STACK];
-    u_char              *k;
-    size_t               klen;
-    int64_t              n;
-    ngx_int_t            rc;
-    ngx_http_jvm_dict_t  *d;
+    int64_t                 n;
+    ngx_int_t               rc;
+    ngx_http_jvm_dict_t    *d;
+    ngx_http_jvm_shm_key_t  k;
 
-    d = (ngx_http_jvm_dict_t *) (uintptr_t) dict;
-
-    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
-    if (k == NULL) {
+    if (ngx_http_jvm_shm_key(env, key, &k) != NGX_OK) {
         return NGX_HTTP_JVM_DICT_NO_MEMORY;
     }
 
-    if (!ngx_http_jvm_dict_fits(d, klen, sizeof(int64_t))) {
+    d = ngx_http_jvm_shm_dict_of(dict);
+    n = 0;
+
+    if (!ngx_http_jvm_dict_fits(d, k.len, sizeof(int64_t))) {
         rc = NGX_HTTP_JVM_DICT_TOO_LARGE;
 
     } else {
-        rc = ngx_http_jvm_dict_incr(d, k, klen, (int64_t) delta,
+        rc = ngx_http_jvm_dict_incr(d, k.data, k.len, (int64_t) delta,
                                     (int64_t) init, (int64_t) ttl, &n);
     }
 
-    if (k != kbuf) {
-        free(k);
-    }
+    ngx_http_jvm_shm_key_free(&k);
 
-    if (rc == NGX_HTTP_JVM_DICT_OK) {
-        (*env)->SetLongArrayRegion(env, result, 0, 1, (jlong *) &n);
-    }
-
-    return (jint) rc;
+    return ngx_http_jvm_shm_long_out(env, rc, result, (jlong) n);
 }
 
 
@@ -696,22 +743,17 @@ static jint JNICALL
 ngx_http_jvm_shm_dict_delete(JNIEnv *env, jclass cls, jlong dict,
     jbyteArray key)
 {
-    u_char     kbuf[NGX_HTTP_JVM_SHM_STACK];
-    u_char    *k;
-    size_t     klen;
-    ngx_int_t  rc;
+    ngx_int_t               rc;
+    ngx_http_jvm_shm_key_t  k;
 
-    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
-    if (k == NULL) {
+    if (ngx_http_jvm_shm_key(env, key, &k) != NGX_OK) {
         return NGX_HTTP_JVM_DICT_NO_MEMORY;
     }
 
-    rc = ngx_http_jvm_dict_delete((ngx_http_jvm_dict_t *) (uintptr_t) dict,
-                                  k, klen);
+    rc = ngx_http_jvm_dict_delete(ngx_http_jvm_shm_dict_of(dict),
+                                  k.data, k.len);
 
-    if (k != kbuf) {
-        free(k);
-    }
+    ngx_http_jvm_shm_key_free(&k);
 
     return (jint) rc;
 }
@@ -726,7 +768,7 @@ ngx_http_jvm_shm_dict_keys(JNIEnv *env, jclass cls, jlong dict, jint limit)
     size_t       len;
     jbyteArray   a;
 
-    if (ngx_http_jvm_dict_keys((ngx_http_jvm_dict_t *) (uintptr_t) dict,
+    if (ngx_http_jvm_dict_keys(ngx_http_jvm_shm_dict_of(dict),
                                (ngx_uint_t) limit, &buf, &len)
         != NGX_HTTP_JVM_DICT_OK)
     {
@@ -754,8 +796,8 @@ ngx_http_jvm_shm_dict_stats(JNIEnv *env, jclass cls, jlong dict,
     jlong       v[2];
     ngx_uint_t  evicted;
 
-    v[0] = (jlong) ngx_http_jvm_dict_size(
-                       (ngx_http_jvm_dict_t *) (uintptr_t) dict, &evicted);
+    v[0] = (jlong) ngx_http_jvm_dict_size(ngx_http_jvm_shm_dict_of(dict),
+                                          &evicted);
     v[1] = (jlong) evicted;
 
     (*env)->SetLongArrayRegion(env, out, 0, 2, v);
@@ -765,7 +807,7 @@ ngx_http_jvm_shm_dict_stats(JNIEnv *env, jclass cls, jlong dict,
 static void JNICALL
 ngx_http_jvm_shm_dict_clear(JNIEnv *env, jclass cls, jlong dict)
 {
-    ngx_http_jvm_dict_clear((ngx_http_jvm_dict_t *) (uintptr_t) dict);
+    ngx_http_jvm_dict_clear(ngx_http_jvm_shm_dict_of(dict));
 }
 
 
@@ -773,17 +815,13 @@ static jlong JNICALL
 ngx_http_jvm_shm_topic(JNIEnv *env, jclass cls, jbyteArray name)
 {
     u_char  buf[NGX_HTTP_JVM_DICT_NAME_MAX];
-    jsize   len;
+    size_t  len;
 
-    len = (*env)->GetArrayLength(env, name);
-
-    if (len <= 0 || len > NGX_HTTP_JVM_DICT_NAME_MAX) {
+    if (ngx_http_jvm_shm_name(env, name, buf, &len) != NGX_OK) {
         return 0;
     }
 
-    (*env)->GetByteArrayRegion(env, name, 0, len, (jbyte *) buf);
-
-    return (jlong) (uintptr_t) ngx_http_jvm_topic_find(buf, (size_t) len);
+    return (jlong) (uintptr_t) ngx_http_jvm_topic_find(buf, len);
 }
 
 
@@ -849,52 +887,31 @@ static jint JNICALL
 ngx_http_jvm_shm_dict_push(JNIEnv *env, jclass cls, jlong dict, jint end,
     jbyteArray key, jbyteArray value, jint type, jlongArray out)
 {
-    u_char               kbuf[NGX_HTTP_JVM_SHM_STACK];
-    u_char              *k, *v;
-    jlong                n;
-    size_t               klen, vlen, length;
-    ngx_int_t            rc;
-    ngx_http_jvm_dict_t  *d;
+    u_char                 *v;
+    size_t                  vlen, length;
+    ngx_int_t               rc;
+    ngx_http_jvm_dict_t    *d;
+    ngx_http_jvm_shm_key_t  k;
 
-    d = (ngx_http_jvm_dict_t *) (uintptr_t) dict;
-
-    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
-    if (k == NULL) {
+    if (ngx_http_jvm_shm_key(env, key, &k) != NGX_OK) {
         return NGX_HTTP_JVM_DICT_NO_MEMORY;
     }
 
-    vlen = (size_t) (*env)->GetArrayLength(env, value);
+    d = ngx_http_jvm_shm_dict_of(dict);
+    length = 0;
 
-    if (!ngx_http_jvm_dict_fits(d, klen, vlen)) {
-        rc = NGX_HTTP_JVM_DICT_TOO_LARGE;
-        goto done;
-    }
-
-    /* as for set: no copy; nothing of the JVM's is called meanwhile */
-
-    v = (*env)->GetPrimitiveArrayCritical(env, value, NULL);
-    if (v == NULL) {
-        rc = NGX_HTTP_JVM_DICT_NO_MEMORY;
-        goto done;
-    }
-
-    rc = ngx_http_jvm_dict_push(d, (ngx_uint_t) end, k, klen, v, vlen,
-                                (ngx_uint_t) type, &length);
-
-    (*env)->ReleasePrimitiveArrayCritical(env, value, v, JNI_ABORT);
+    rc = ngx_http_jvm_shm_value(env, d, k.len, value, &v, &vlen);
 
     if (rc == NGX_HTTP_JVM_DICT_OK) {
-        n = (jlong) length;
-        (*env)->SetLongArrayRegion(env, out, 0, 1, &n);
+        rc = ngx_http_jvm_dict_push(d, (ngx_uint_t) end, k.data, k.len, v,
+                                    vlen, (ngx_uint_t) type, &length);
+
+        (*env)->ReleasePrimitiveArrayCritical(env, value, v, JNI_ABORT);
     }
 
-done:
+    ngx_http_jvm_shm_key_free(&k);
 
-    if (k != kbuf) {
-        free(k);
-    }
-
-    return (jint) rc;
+    return ngx_http_jvm_shm_long_out(env, rc, out, (jlong) length);
 }
 
 
@@ -907,24 +924,24 @@ static jint JNICALL
 ngx_http_jvm_shm_dict_pop(JNIEnv *env, jclass cls, jlong dict, jint end,
     jbyteArray key, jobjectArray out)
 {
-    u_char      kbuf[NGX_HTTP_JVM_SHM_STACK], vbuf[4 * NGX_HTTP_JVM_SHM_STACK];
-    u_char     *k, *v;
-    jbyte       t;
-    size_t      klen, len;
-    ngx_int_t   rc;
-    ngx_uint_t  type;
-    jbyteArray  a;
+    u_char                  vbuf[4 * NGX_HTTP_JVM_SHM_STACK];
+    u_char                 *v;
+    jbyte                   t;
+    size_t                  len;
+    ngx_int_t               rc;
+    ngx_uint_t              type;
+    jbyteArray              a;
+    ngx_http_jvm_shm_key_t  k;
 
-    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
-    if (k == NULL) {
+    if (ngx_http_jvm_shm_key(env, key, &k) != NGX_OK) {
         return NGX_HTTP_JVM_DICT_NO_MEMORY;
     }
 
     v = NULL;
 
-    rc = ngx_http_jvm_dict_pop((ngx_http_jvm_dict_t *) (uintptr_t) dict,
-                               (ngx_uint_t) end, k, klen, vbuf, sizeof(vbuf),
-                               &v, &len, &type);
+    rc = ngx_http_jvm_dict_pop(ngx_http_jvm_shm_dict_of(dict),
+                               (ngx_uint_t) end, k.data, k.len,
+                               vbuf, sizeof(vbuf), &v, &len, &type);
 
     if (rc == NGX_HTTP_JVM_DICT_OK) {
         a = (*env)->NewByteArray(env, (jsize) (len + 1));
@@ -943,9 +960,7 @@ ngx_http_jvm_shm_dict_pop(JNIEnv *env, jclass cls, jlong dict, jint end,
         free(v);
     }
 
-    if (k != kbuf) {
-        free(k);
-    }
+    ngx_http_jvm_shm_key_free(&k);
 
     return (jint) rc;
 }
@@ -957,30 +972,22 @@ static jint JNICALL
 ngx_http_jvm_shm_dict_llen(JNIEnv *env, jclass cls, jlong dict,
     jbyteArray key, jlongArray out)
 {
-    u_char     kbuf[NGX_HTTP_JVM_SHM_STACK];
-    u_char    *k;
-    jlong      n;
-    size_t     klen, length;
-    ngx_int_t  rc;
+    size_t                  length;
+    ngx_int_t               rc;
+    ngx_http_jvm_shm_key_t  k;
 
-    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
-    if (k == NULL) {
+    if (ngx_http_jvm_shm_key(env, key, &k) != NGX_OK) {
         return NGX_HTTP_JVM_DICT_NO_MEMORY;
     }
 
-    rc = ngx_http_jvm_dict_llen((ngx_http_jvm_dict_t *) (uintptr_t) dict,
-                                k, klen, &length);
+    length = 0;
 
-    if (k != kbuf) {
-        free(k);
-    }
+    rc = ngx_http_jvm_dict_llen(ngx_http_jvm_shm_dict_of(dict),
+                                k.data, k.len, &length);
 
-    if (rc == NGX_HTTP_JVM_DICT_OK) {
-        n = (jlong) length;
-        (*env)->SetLongArrayRegion(env, out, 0, 1, &n);
-    }
+    ngx_http_jvm_shm_key_free(&k);
 
-    return (jint) rc;
+    return ngx_http_jvm_shm_long_out(env, rc, out, (jlong) length);
 }
 
 
@@ -990,31 +997,22 @@ static jint JNICALL
 ngx_http_jvm_shm_dict_ttl(JNIEnv *env, jclass cls, jlong dict,
     jbyteArray key, jlongArray out)
 {
-    u_char     kbuf[NGX_HTTP_JVM_SHM_STACK];
-    u_char    *k;
-    jlong      n;
-    size_t     klen;
-    int64_t    ttl;
-    ngx_int_t  rc;
+    int64_t                 ttl;
+    ngx_int_t               rc;
+    ngx_http_jvm_shm_key_t  k;
 
-    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
-    if (k == NULL) {
+    if (ngx_http_jvm_shm_key(env, key, &k) != NGX_OK) {
         return NGX_HTTP_JVM_DICT_NO_MEMORY;
     }
 
-    rc = ngx_http_jvm_dict_ttl((ngx_http_jvm_dict_t *) (uintptr_t) dict,
-                               k, klen, &ttl);
+    ttl = 0;
 
-    if (k != kbuf) {
-        free(k);
-    }
+    rc = ngx_http_jvm_dict_ttl(ngx_http_jvm_shm_dict_of(dict),
+                               k.data, k.len, &ttl);
 
-    if (rc == NGX_HTTP_JVM_DICT_OK) {
-        n = (jlong) ttl;
-        (*env)->SetLongArrayRegion(env, out, 0, 1, &n);
-    }
+    ngx_http_jvm_shm_key_free(&k);
 
-    return (jint) rc;
+    return ngx_http_jvm_shm_long_out(env, rc, out, (jlong) ttl);
 }
 
 
@@ -1022,22 +1020,17 @@ static jint JNICALL
 ngx_http_jvm_shm_dict_expire(JNIEnv *env, jclass cls, jlong dict,
     jbyteArray key, jlong ttl)
 {
-    u_char     kbuf[NGX_HTTP_JVM_SHM_STACK];
-    u_char    *k;
-    size_t     klen;
-    ngx_int_t  rc;
+    ngx_int_t               rc;
+    ngx_http_jvm_shm_key_t  k;
 
-    k = ngx_http_jvm_shm_bytes(env, key, kbuf, sizeof(kbuf), &klen);
-    if (k == NULL) {
+    if (ngx_http_jvm_shm_key(env, key, &k) != NGX_OK) {
         return NGX_HTTP_JVM_DICT_NO_MEMORY;
     }
 
-    rc = ngx_http_jvm_dict_expire((ngx_http_jvm_dict_t *) (uintptr_t) dict,
-                                  k, klen, (int64_t) ttl);
+    rc = ngx_http_jvm_dict_expire(ngx_http_jvm_shm_dict_of(dict),
+                                  k.data, k.len, (int64_t) ttl);
 
-    if (k != kbuf) {
-        free(k);
-    }
+    ngx_http_jvm_shm_key_free(&k);
 
     return (jint) rc;
 }
@@ -1051,9 +1044,8 @@ ngx_http_jvm_shm_dict_flush_expired(JNIEnv *env, jclass cls, jlong dict,
 {
     ngx_uint_t  n;
 
-    n = ngx_http_jvm_dict_flush_expired(
-            (ngx_http_jvm_dict_t *) (uintptr_t) dict,
-            (ngx_uint_t) (max > 0 ? max : 0));
+    n = ngx_http_jvm_dict_flush_expired(ngx_http_jvm_shm_dict_of(dict),
+                                        (ngx_uint_t) (max > 0 ? max : 0));
 
     return (jint) ngx_min(n, (ngx_uint_t) NGX_MAX_INT32_VALUE);
 }

@@ -61,6 +61,19 @@ typedef struct {
 } ngx_http_jvm_dict_item_t;
 
 
+/*
+ * An operation on one key, between ngx_http_jvm_dict_lock() and _unlock():
+ * the key's hash and the time, taken before the lock, and the evictions
+ * ever counted when it was taken, for the debug line.
+ */
+typedef struct {
+    ngx_uint_t                 hash;
+    uint64_t                   now;
+    size_t                     klen;
+    ngx_uint_t                 evicted;
+} ngx_http_jvm_dict_op_t;
+
+
 /* The queue of a list's items, after its key (value_len counts them). */
 #define ngx_http_jvm_dict_list(dn)                                            \
     ((ngx_queue_t *) ngx_align_ptr((dn)->data + (dn)->key_len, NGX_ALIGNMENT))
@@ -80,6 +93,10 @@ static ngx_int_t ngx_http_jvm_dict_init_zone(ngx_shm_zone_t *zone,
     void *data);
 static void ngx_http_jvm_dict_rbtree_insert(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
+static void ngx_http_jvm_dict_lock(ngx_http_jvm_dict_t *dict, u_char *key,
+    size_t klen, ngx_http_jvm_dict_op_t *op);
+static ngx_int_t ngx_http_jvm_dict_unlock(ngx_http_jvm_dict_t *dict,
+    ngx_http_jvm_dict_op_t *op, const char *name, ngx_int_t rc);
 static ngx_http_jvm_dict_node_t *ngx_http_jvm_dict_find_node(
     ngx_http_jvm_dict_t *dict, ngx_uint_t hash, u_char *key, size_t klen);
 static ngx_http_jvm_dict_node_t *ngx_http_jvm_dict_lookup(
@@ -413,6 +430,43 @@ ngx_http_jvm_dict_expires(int64_t ttl, uint64_t now)
 }
 
 
+/* Starts an operation on key: its hash and the time, then the lock. */
+
+static void
+ngx_http_jvm_dict_lock(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
+    ngx_http_jvm_dict_op_t *op)
+{
+    op->hash = ngx_crc32_short(key, klen);
+    op->now = ngx_http_jvm_dict_now();
+    op->klen = klen;
+
+    ngx_shmtx_lock(&dict->shpool->mutex);
+
+    op->evicted = dict->sh->evicted;
+}
+
+
+/*
+ * Ends it: the lock released, then its debug line (name, and the entries
+ * evicted meanwhile); answers rc.
+ */
+
+static ngx_int_t
+ngx_http_jvm_dict_unlock(ngx_http_jvm_dict_t *dict, ngx_http_jvm_dict_op_t *op,
+    const char *name, ngx_int_t rc)
+{
+    ngx_uint_t  evicted;
+
+    evicted = dict->sh->evicted - op->evicted;
+
+    ngx_shmtx_unlock(&dict->shpool->mutex);
+
+    ngx_http_jvm_dict_debug(dict, name, op->klen, rc, evicted);
+
+    return rc;
+}
+
+
 static void
 ngx_http_jvm_dict_rbtree_insert(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel)
@@ -662,19 +716,15 @@ ngx_int_t
 ngx_http_jvm_dict_get(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
     u_char *buf, size_t cap, size_t *len, ngx_uint_t *type, ngx_uint_t *stale)
 {
-    uint64_t                   now;
     ngx_int_t                  rc;
-    ngx_uint_t                 hash;
     ngx_http_jvm_dict_node_t  *dn;
+    ngx_http_jvm_dict_op_t     ctx;
 
-    hash = ngx_crc32_short(key, klen);
-    now = ngx_http_jvm_dict_now();
+    ngx_http_jvm_dict_lock(dict, key, klen, &ctx);
 
-    ngx_shmtx_lock(&dict->shpool->mutex);
+    dn = ngx_http_jvm_dict_find_node(dict, ctx.hash, key, klen);
 
-    dn = ngx_http_jvm_dict_find_node(dict, hash, key, klen);
-
-    if (dn && ngx_http_jvm_dict_expired(dn, now)) {
+    if (dn && ngx_http_jvm_dict_expired(dn, ctx.now)) {
         if (stale == NULL) {
             dn = NULL;
 
@@ -703,7 +753,7 @@ ngx_http_jvm_dict_get(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
 
             /* a stale value is no use of the entry: it stays to go first */
 
-            if (!ngx_http_jvm_dict_expired(dn, now)) {
+            if (!ngx_http_jvm_dict_expired(dn, ctx.now)) {
                 ngx_queue_remove(&dn->queue);
                 ngx_queue_insert_head(&dict->sh->lru, &dn->queue);
             }
@@ -715,11 +765,7 @@ ngx_http_jvm_dict_get(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
         }
     }
 
-    ngx_shmtx_unlock(&dict->shpool->mutex);
-
-    ngx_http_jvm_dict_debug(dict, "get", klen, rc, 0);
-
-    return rc;
+    return ngx_http_jvm_dict_unlock(dict, &ctx, "get", rc);
 }
 
 
@@ -734,19 +780,13 @@ ngx_int_t
 ngx_http_jvm_dict_set(ngx_http_jvm_dict_t *dict, ngx_uint_t op, u_char *key,
     size_t klen, u_char *value, size_t vlen, ngx_uint_t type, int64_t ttl)
 {
-    uint64_t                   now;
     ngx_int_t                  rc;
-    ngx_uint_t                 hash, evicted;
     ngx_http_jvm_dict_node_t  *dn;
+    ngx_http_jvm_dict_op_t     ctx;
 
-    hash = ngx_crc32_short(key, klen);
-    now = ngx_http_jvm_dict_now();
+    ngx_http_jvm_dict_lock(dict, key, klen, &ctx);
 
-    ngx_shmtx_lock(&dict->shpool->mutex);
-
-    evicted = dict->sh->evicted;
-
-    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen, now);
+    dn = ngx_http_jvm_dict_lookup(dict, ctx.hash, key, klen, ctx.now);
 
     if (dn && op == NGX_HTTP_JVM_DICT_ADD) {
         rc = NGX_HTTP_JVM_DICT_EXISTS;
@@ -762,7 +802,7 @@ ngx_http_jvm_dict_set(ngx_http_jvm_dict_t *dict, ngx_uint_t op, u_char *key,
         /* the same size: in place */
         ngx_memcpy(dn->data + klen, value, vlen);
         dn->type = (u_char) type;
-        dn->expires = ngx_http_jvm_dict_expires(ttl, now);
+        dn->expires = ngx_http_jvm_dict_expires(ttl, ctx.now);
         ngx_queue_remove(&dn->queue);
         ngx_queue_insert_head(&dict->sh->lru, &dn->queue);
         rc = NGX_HTTP_JVM_DICT_OK;
@@ -773,18 +813,13 @@ ngx_http_jvm_dict_set(ngx_http_jvm_dict_t *dict, ngx_uint_t op, u_char *key,
         ngx_http_jvm_dict_remove(dict, dn);
     }
 
-    rc = ngx_http_jvm_dict_insert(dict, hash, key, klen, value, vlen, type,
-                                  ngx_http_jvm_dict_expires(ttl, now), now);
+    rc = ngx_http_jvm_dict_insert(dict, ctx.hash, key, klen, value, vlen,
+                                  type, ngx_http_jvm_dict_expires(ttl, ctx.now),
+                                  ctx.now);
 
 done:
 
-    evicted = dict->sh->evicted - evicted;
-
-    ngx_shmtx_unlock(&dict->shpool->mutex);
-
-    ngx_http_jvm_dict_debug(dict, "set", klen, rc, evicted);
-
-    return rc;
+    return ngx_http_jvm_dict_unlock(dict, &ctx, "set", rc);
 }
 
 
@@ -799,29 +834,23 @@ ngx_http_jvm_dict_incr(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
     int64_t delta, int64_t init, int64_t ttl, int64_t *result)
 {
     int64_t                    n;
-    uint64_t                   now;
     ngx_int_t                  rc;
-    ngx_uint_t                 hash, evicted;
     ngx_http_jvm_dict_node_t  *dn;
+    ngx_http_jvm_dict_op_t     ctx;
 
-    hash = ngx_crc32_short(key, klen);
-    now = ngx_http_jvm_dict_now();
+    ngx_http_jvm_dict_lock(dict, key, klen, &ctx);
 
-    ngx_shmtx_lock(&dict->shpool->mutex);
-
-    evicted = dict->sh->evicted;
-
-    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen, now);
+    dn = ngx_http_jvm_dict_lookup(dict, ctx.hash, key, klen, ctx.now);
 
     if (dn == NULL) {
         /* wraps around as Java's long does */
         n = (int64_t) ((uint64_t) init + (uint64_t) delta);
 
-        rc = ngx_http_jvm_dict_insert(dict, hash, key, klen, (u_char *) &n,
+        rc = ngx_http_jvm_dict_insert(dict, ctx.hash, key, klen, (u_char *) &n,
                                       sizeof(int64_t),
                                       NGX_HTTP_JVM_DICT_NUMBER,
-                                      ngx_http_jvm_dict_expires(ttl, now),
-                                      now);
+                                      ngx_http_jvm_dict_expires(ttl, ctx.now),
+                                      ctx.now);
         if (rc == NGX_HTTP_JVM_DICT_OK) {
             *result = n;
         }
@@ -848,13 +877,7 @@ ngx_http_jvm_dict_incr(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
 
 done:
 
-    evicted = dict->sh->evicted - evicted;
-
-    ngx_shmtx_unlock(&dict->shpool->mutex);
-
-    ngx_http_jvm_dict_debug(dict, "incr", klen, rc, evicted);
-
-    return rc;
+    return ngx_http_jvm_dict_unlock(dict, &ctx, "incr", rc);
 }
 
 
@@ -863,17 +886,13 @@ done:
 ngx_int_t
 ngx_http_jvm_dict_delete(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen)
 {
-    uint64_t                   now;
     ngx_int_t                  rc;
-    ngx_uint_t                 hash;
     ngx_http_jvm_dict_node_t  *dn;
+    ngx_http_jvm_dict_op_t     ctx;
 
-    hash = ngx_crc32_short(key, klen);
-    now = ngx_http_jvm_dict_now();
+    ngx_http_jvm_dict_lock(dict, key, klen, &ctx);
 
-    ngx_shmtx_lock(&dict->shpool->mutex);
-
-    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen, now);
+    dn = ngx_http_jvm_dict_lookup(dict, ctx.hash, key, klen, ctx.now);
 
     if (dn == NULL) {
         rc = NGX_HTTP_JVM_DICT_NOT_FOUND;
@@ -883,11 +902,7 @@ ngx_http_jvm_dict_delete(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen)
         rc = NGX_HTTP_JVM_DICT_OK;
     }
 
-    ngx_shmtx_unlock(&dict->shpool->mutex);
-
-    ngx_http_jvm_dict_debug(dict, "delete", klen, rc, 0);
-
-    return rc;
+    return ngx_http_jvm_dict_unlock(dict, &ctx, "delete", rc);
 }
 
 
@@ -1064,22 +1079,18 @@ ngx_http_jvm_dict_push(ngx_http_jvm_dict_t *dict, ngx_uint_t end,
     u_char *key, size_t klen, u_char *value, size_t vlen, ngx_uint_t type,
     size_t *length)
 {
-    uint64_t                   now;
     ngx_int_t                  rc;
-    ngx_uint_t                 hash, evicted, created;
+    ngx_uint_t                 created;
     ngx_queue_t               *list;
     ngx_http_jvm_dict_node_t  *dn;
     ngx_http_jvm_dict_item_t  *item;
+    ngx_http_jvm_dict_op_t     ctx;
 
-    hash = ngx_crc32_short(key, klen);
-    now = ngx_http_jvm_dict_now();
+    ngx_http_jvm_dict_lock(dict, key, klen, &ctx);
 
-    ngx_shmtx_lock(&dict->shpool->mutex);
-
-    evicted = dict->sh->evicted;
     created = 0;
 
-    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen, now);
+    dn = ngx_http_jvm_dict_lookup(dict, ctx.hash, key, klen, ctx.now);
 
     if (dn && dn->type != NGX_HTTP_JVM_DICT_LIST) {
         rc = NGX_HTTP_JVM_DICT_NOT_LIST;
@@ -1087,7 +1098,7 @@ ngx_http_jvm_dict_push(ngx_http_jvm_dict_t *dict, ngx_uint_t end,
     }
 
     if (dn == NULL) {
-        dn = ngx_http_jvm_dict_new_list(dict, hash, key, klen, now);
+        dn = ngx_http_jvm_dict_new_list(dict, ctx.hash, key, klen, ctx.now);
         if (dn == NULL) {
             rc = NGX_HTTP_JVM_DICT_NO_MEMORY;
             goto done;
@@ -1102,7 +1113,7 @@ ngx_http_jvm_dict_push(ngx_http_jvm_dict_t *dict, ngx_uint_t end,
 
     item = ngx_http_jvm_dict_alloc(dict,
                                    offsetof(ngx_http_jvm_dict_item_t, data)
-                                   + vlen, now, dn);
+                                   + vlen, ctx.now, dn);
     if (item == NULL) {
         if (created) {
             ngx_http_jvm_dict_remove(dict, dn);
@@ -1131,13 +1142,7 @@ ngx_http_jvm_dict_push(ngx_http_jvm_dict_t *dict, ngx_uint_t end,
 
 done:
 
-    evicted = dict->sh->evicted - evicted;
-
-    ngx_shmtx_unlock(&dict->shpool->mutex);
-
-    ngx_http_jvm_dict_debug(dict, "push", klen, rc, evicted);
-
-    return rc;
+    return ngx_http_jvm_dict_unlock(dict, &ctx, "push", rc);
 }
 
 
@@ -1155,19 +1160,15 @@ ngx_http_jvm_dict_pop(ngx_http_jvm_dict_t *dict, ngx_uint_t end,
     size_t *len, ngx_uint_t *type)
 {
     u_char                    *p;
-    uint64_t                   now;
     ngx_int_t                  rc;
-    ngx_uint_t                 hash;
     ngx_queue_t               *list, *q;
     ngx_http_jvm_dict_node_t  *dn;
     ngx_http_jvm_dict_item_t  *item;
+    ngx_http_jvm_dict_op_t     ctx;
 
-    hash = ngx_crc32_short(key, klen);
-    now = ngx_http_jvm_dict_now();
+    ngx_http_jvm_dict_lock(dict, key, klen, &ctx);
 
-    ngx_shmtx_lock(&dict->shpool->mutex);
-
-    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen, now);
+    dn = ngx_http_jvm_dict_lookup(dict, ctx.hash, key, klen, ctx.now);
 
     if (dn == NULL) {
         rc = NGX_HTTP_JVM_DICT_NOT_FOUND;
@@ -1213,11 +1214,7 @@ ngx_http_jvm_dict_pop(ngx_http_jvm_dict_t *dict, ngx_uint_t end,
 
 done:
 
-    ngx_shmtx_unlock(&dict->shpool->mutex);
-
-    ngx_http_jvm_dict_debug(dict, "pop", klen, rc, 0);
-
-    return rc;
+    return ngx_http_jvm_dict_unlock(dict, &ctx, "pop", rc);
 }
 
 
@@ -1227,19 +1224,15 @@ ngx_int_t
 ngx_http_jvm_dict_llen(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
     size_t *length)
 {
-    uint64_t                   now;
     ngx_int_t                  rc;
-    ngx_uint_t                 hash;
     ngx_http_jvm_dict_node_t  *dn;
+    ngx_http_jvm_dict_op_t     ctx;
 
-    hash = ngx_crc32_short(key, klen);
-    now = ngx_http_jvm_dict_now();
+    ngx_http_jvm_dict_lock(dict, key, klen, &ctx);
 
-    ngx_shmtx_lock(&dict->shpool->mutex);
+    dn = ngx_http_jvm_dict_find_node(dict, ctx.hash, key, klen);
 
-    dn = ngx_http_jvm_dict_find_node(dict, hash, key, klen);
-
-    if (dn == NULL || ngx_http_jvm_dict_expired(dn, now)) {
+    if (dn == NULL || ngx_http_jvm_dict_expired(dn, ctx.now)) {
         *length = 0;
         rc = NGX_HTTP_JVM_DICT_OK;
 
@@ -1251,11 +1244,7 @@ ngx_http_jvm_dict_llen(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
         rc = NGX_HTTP_JVM_DICT_OK;
     }
 
-    ngx_shmtx_unlock(&dict->shpool->mutex);
-
-    ngx_http_jvm_dict_debug(dict, "llen", klen, rc, 0);
-
-    return rc;
+    return ngx_http_jvm_dict_unlock(dict, &ctx, "llen", rc);
 }
 
 
@@ -1268,32 +1257,24 @@ ngx_int_t
 ngx_http_jvm_dict_ttl(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
     int64_t *ttl)
 {
-    uint64_t                   now;
     ngx_int_t                  rc;
-    ngx_uint_t                 hash;
     ngx_http_jvm_dict_node_t  *dn;
+    ngx_http_jvm_dict_op_t     ctx;
 
-    hash = ngx_crc32_short(key, klen);
-    now = ngx_http_jvm_dict_now();
+    ngx_http_jvm_dict_lock(dict, key, klen, &ctx);
 
-    ngx_shmtx_lock(&dict->shpool->mutex);
+    dn = ngx_http_jvm_dict_find_node(dict, ctx.hash, key, klen);
 
-    dn = ngx_http_jvm_dict_find_node(dict, hash, key, klen);
-
-    if (dn == NULL || ngx_http_jvm_dict_expired(dn, now)) {
+    if (dn == NULL || ngx_http_jvm_dict_expired(dn, ctx.now)) {
         rc = NGX_HTTP_JVM_DICT_NOT_FOUND;
 
     } else {
         /* a live entry's expiry is later than now: at least 1 ms */
-        *ttl = (dn->expires == 0) ? 0 : (int64_t) (dn->expires - now);
+        *ttl = (dn->expires == 0) ? 0 : (int64_t) (dn->expires - ctx.now);
         rc = NGX_HTTP_JVM_DICT_OK;
     }
 
-    ngx_shmtx_unlock(&dict->shpool->mutex);
-
-    ngx_http_jvm_dict_debug(dict, "ttl", klen, rc, 0);
-
-    return rc;
+    return ngx_http_jvm_dict_unlock(dict, &ctx, "ttl", rc);
 }
 
 
@@ -1306,31 +1287,23 @@ ngx_int_t
 ngx_http_jvm_dict_expire(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
     int64_t ttl)
 {
-    uint64_t                   now;
     ngx_int_t                  rc;
-    ngx_uint_t                 hash;
     ngx_http_jvm_dict_node_t  *dn;
+    ngx_http_jvm_dict_op_t     ctx;
 
-    hash = ngx_crc32_short(key, klen);
-    now = ngx_http_jvm_dict_now();
+    ngx_http_jvm_dict_lock(dict, key, klen, &ctx);
 
-    ngx_shmtx_lock(&dict->shpool->mutex);
-
-    dn = ngx_http_jvm_dict_lookup(dict, hash, key, klen, now);
+    dn = ngx_http_jvm_dict_lookup(dict, ctx.hash, key, klen, ctx.now);
 
     if (dn == NULL) {
         rc = NGX_HTTP_JVM_DICT_NOT_FOUND;
 
     } else {
-        dn->expires = ngx_http_jvm_dict_expires(ttl, now);
+        dn->expires = ngx_http_jvm_dict_expires(ttl, ctx.now);
         rc = NGX_HTTP_JVM_DICT_OK;
     }
 
-    ngx_shmtx_unlock(&dict->shpool->mutex);
-
-    ngx_http_jvm_dict_debug(dict, "expire", klen, rc, 0);
-
-    return rc;
+    return ngx_http_jvm_dict_unlock(dict, &ctx, "expire", rc);
 }
 
 

@@ -8,8 +8,10 @@
  * each checking for a pending Java exception before anything else is done
  * with the JVM (calling JNI with an exception pending is undefined).  The
  * codes Java answers with are the wire protocol's (docs/internals.md); they
- * become nginx's codes here.  The natives Java calls up are in
- * ngx_http_jvm_natives.c, the master's JVMs in ngx_http_jvm_child.c.
+ * become nginx's codes here.  The WebSocket's calls down are in
+ * ngx_http_jvm_vm_websocket.c (their method ids are bound here, with the
+ * rest); the natives Java calls up are in ngx_http_jvm_natives.c, the
+ * master's JVMs in ngx_http_jvm_child.c.
  */
 
 
@@ -43,7 +45,6 @@ static ngx_uint_t ngx_http_jvm_vm_mapped(ngx_http_jvm_main_conf_t *jmcf);
 static ngx_uint_t ngx_http_jvm_vm_version(ngx_http_jvm_main_conf_t *jmcf);
 static ngx_int_t ngx_http_jvm_vm_buffer(jobject buf, jobject *ref,
     u_char **addr, size_t *cap);
-static ngx_int_t ngx_http_jvm_vm_response_buffer(ngx_log_t *log);
 static ngx_int_t ngx_http_jvm_vm_response(ngx_log_t *log, jint n,
     size_t *out, const char *what);
 static ngx_int_t ngx_http_jvm_vm_call_string(ngx_cycle_t *cycle,
@@ -56,7 +57,7 @@ ngx_http_jvm_vm_t  ngx_http_jvm_vm;
 
 static JavaVM     *ngx_http_jvm_jvm;
 JNIEnv            *ngx_http_jvm_env;
-static jclass      ngx_http_jvm_worker;       /* nginx.jvm.Worker */
+jclass             ngx_http_jvm_worker;       /* nginx.jvm.Worker */
 static jobject     ngx_http_jvm_req_ref;      /* the buffers, global refs */
 static jobject     ngx_http_jvm_resp_ref;
 ngx_fd_t           ngx_http_jvm_notify_fd = -1;
@@ -75,12 +76,13 @@ static jmethodID   ngx_http_jvm_abort_mid;
 static jmethodID   ngx_http_jvm_next_mid;
 static jmethodID   ngx_http_jvm_close_mid;
 static jmethodID   ngx_http_jvm_stop_mid;
-static jmethodID   ngx_http_jvm_ws_open_mid;
-static jmethodID   ngx_http_jvm_ws_abandon_mid;
-static jmethodID   ngx_http_jvm_ws_message_mid;
-static jmethodID   ngx_http_jvm_ws_closed_mid;
-static jmethodID   ngx_http_jvm_ws_poll_mid;
-static jmethodID   ngx_http_jvm_ws_take_mid;
+/* called in ngx_http_jvm_vm_websocket.c */
+jmethodID          ngx_http_jvm_ws_open_mid;
+jmethodID          ngx_http_jvm_ws_abandon_mid;
+jmethodID          ngx_http_jvm_ws_message_mid;
+jmethodID          ngx_http_jvm_ws_closed_mid;
+jmethodID          ngx_http_jvm_ws_poll_mid;
+jmethodID          ngx_http_jvm_ws_take_mid;
 static jmethodID   ngx_http_jvm_topic_messages_mid;
 static jmethodID   ngx_http_jvm_timers_mid;
 static jmethodID   ngx_http_jvm_quitting_mid;
@@ -866,7 +868,12 @@ ngx_http_jvm_vm_buffer(jobject buf, jobject *ref, u_char **addr, size_t *cap)
 }
 
 
-static ngx_int_t
+/*
+ * Worker.responseBuffer(): the response buffer Java now writes to, after
+ * it answered "moved" (a larger one).
+ */
+
+ngx_int_t
 ngx_http_jvm_vm_response_buffer(ngx_log_t *log)
 {
     jobject  buf;
@@ -1614,187 +1621,6 @@ ngx_http_jvm_vm_next(ngx_log_t *log, ngx_int_t stream, size_t *out)
                   "jvm: Worker.next() answered an invalid length %d", n);
 
     return NGX_ERROR;
-}
-
-
-/* Copies bytes into the request buffer, for Java to read there. */
-
-static ngx_int_t
-ngx_http_jvm_vm_copy_in(ngx_log_t *log, u_char *data, size_t len)
-{
-    if (len > ngx_http_jvm_vm.req_cap
-        && ngx_http_jvm_vm_request_buffer(log, len) != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    if (len) {
-        ngx_memcpy(ngx_http_jvm_vm.req_addr, data, len);
-    }
-
-    return NGX_OK;
-}
-
-
-/*
- * Worker.wsOpen(): the 101 has left, the socket is open.  NGX_DECLINED:
- * the listener answers pings itself.
- */
-
-ngx_int_t
-ngx_http_jvm_vm_ws_open(ngx_log_t *log, ngx_int_t id)
-{
-    jint  n;
-
-    n = (*ngx_http_jvm_env)->CallStaticIntMethod(ngx_http_jvm_env,
-                                                 ngx_http_jvm_worker,
-                                                 ngx_http_jvm_ws_open_mid,
-                                                 (jint) id);
-
-    if ((*ngx_http_jvm_env)->ExceptionCheck(ngx_http_jvm_env)) {
-        return ngx_http_jvm_vm_failed(log, "Worker.wsOpen()");
-    }
-
-    return n == NGX_HTTP_JVM_WS_JAVA_PINGS ? NGX_DECLINED : NGX_OK;
-}
-
-
-/* Worker.wsAbandon(): the upgrade did not happen; Java forgets the socket. */
-
-void
-ngx_http_jvm_vm_ws_abandon(ngx_int_t id)
-{
-    JNIEnv  *env;
-
-    env = ngx_http_jvm_env;
-
-    (*env)->CallStaticVoidMethod(env, ngx_http_jvm_worker,
-                                 ngx_http_jvm_ws_abandon_mid, (jint) id);
-
-    if ((*env)->ExceptionCheck(env)) {
-        (*env)->ExceptionClear(env);
-    }
-}
-
-
-/*
- * Worker.wsMessage(): a whole message (or a ping or pong the listener
- * takes).  NGX_AGAIN: the socket's inbound queue is full, reading stops
- * until Worker.wsPoll() names the socket.
- */
-
-ngx_int_t
-ngx_http_jvm_vm_ws_message(ngx_log_t *log, ngx_int_t id, ngx_uint_t opcode,
-    u_char *data, size_t len)
-{
-    jint  n;
-
-    if (ngx_http_jvm_vm_copy_in(log, data, len) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    n = (*ngx_http_jvm_env)->CallStaticIntMethod(ngx_http_jvm_env,
-                                                 ngx_http_jvm_worker,
-                                                 ngx_http_jvm_ws_message_mid,
-                                                 (jint) id, (jint) opcode,
-                                                 (jint) len);
-
-    if ((*ngx_http_jvm_env)->ExceptionCheck(ngx_http_jvm_env)) {
-        return ngx_http_jvm_vm_failed(log, "Worker.wsMessage()");
-    }
-
-    return n == NGX_HTTP_JVM_WS_PAUSE ? NGX_AGAIN : NGX_OK;
-}
-
-
-/* Worker.wsClosed(): the connection is over, with this code and reason. */
-
-void
-ngx_http_jvm_vm_ws_closed(ngx_log_t *log, ngx_int_t id, ngx_uint_t code,
-    u_char *reason, size_t len)
-{
-    JNIEnv  *env;
-
-    env = ngx_http_jvm_env;
-
-    if (ngx_http_jvm_vm_copy_in(log, reason, len) != NGX_OK) {
-        len = 0;
-    }
-
-    (*env)->CallStaticVoidMethod(env, ngx_http_jvm_worker,
-                                 ngx_http_jvm_ws_closed_mid, (jint) id,
-                                 (jint) code, (jint) len);
-
-    if ((*env)->ExceptionCheck(env)) {
-        (void) ngx_http_jvm_vm_failed(log, "Worker.wsClosed()");
-    }
-}
-
-
-/* Worker.wsPoll(): the next socket with something for the loop, or -1. */
-
-ngx_int_t
-ngx_http_jvm_vm_ws_poll(ngx_log_t *log)
-{
-    jint  id;
-
-    id = (*ngx_http_jvm_env)->CallStaticIntMethod(ngx_http_jvm_env,
-                                                  ngx_http_jvm_worker,
-                                                  ngx_http_jvm_ws_poll_mid);
-
-    if ((*ngx_http_jvm_env)->ExceptionCheck(ngx_http_jvm_env)) {
-        (void) ngx_http_jvm_vm_failed(log, "Worker.wsPoll()");
-        return -1;
-    }
-
-    return id;
-}
-
-
-/*
- * Worker.wsTake(): the socket's next frame to send, *out bytes at the start
- * of the response buffer: an int opcode, then the payload.  NGX_DONE: none.
- */
-
-ngx_int_t
-ngx_http_jvm_vm_ws_take(ngx_log_t *log, ngx_int_t id, size_t *out)
-{
-    jint  n;
-
-    for ( ;; ) {
-        n = (*ngx_http_jvm_env)->CallStaticIntMethod(ngx_http_jvm_env,
-                                                     ngx_http_jvm_worker,
-                                                     ngx_http_jvm_ws_take_mid,
-                                                     (jint) id);
-
-        if ((*ngx_http_jvm_env)->ExceptionCheck(ngx_http_jvm_env)) {
-            return ngx_http_jvm_vm_failed(log, "Worker.wsTake()");
-        }
-
-        if (n != NGX_HTTP_JVM_WS_MOVED) {
-            break;
-        }
-
-        /* the frame did not fit: Java made a larger buffer, and keeps it */
-
-        if (ngx_http_jvm_vm_response_buffer(log) != NGX_OK) {
-            return NGX_ERROR;
-        }
-    }
-
-    if (n == NGX_HTTP_JVM_WS_NONE) {
-        return NGX_DONE;
-    }
-
-    if (n < (jint) sizeof(uint32_t) || (size_t) n > ngx_http_jvm_vm.resp_cap) {
-        ngx_log_error(NGX_LOG_ALERT, log, 0,
-                      "jvm: Worker.wsTake() answered an invalid length %d", n);
-        return NGX_ERROR;
-    }
-
-    *out = (size_t) n;
-
-    return NGX_OK;
 }
 
 
