@@ -127,7 +127,35 @@ def run_as():
                        "to run PostgreSQL as")
 
 
-class Postgres:
+class Client:
+    """Queries the hello_world database of a cluster on 127.0.0.1:port,
+    through psql."""
+
+    def __init__(self, port):
+        self.port = port
+
+    def jdbc_url(self):
+        return ("jdbc:postgresql://%s:%d/%s?user=%s"
+                % (HOST, self.port, DATABASE, USER))
+
+    def query(self, sql):
+        """Rows of `sql` (lists of strings)."""
+        r = subprocess.run(["psql", "-X", "-At", "-F", "\t", "-h", HOST,
+                            "-p", str(self.port), "-U", USER, "-d", DATABASE,
+                            "-v", "ON_ERROR_STOP=1", "-c", sql],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=120)
+        if r.returncode != 0:
+            raise RuntimeError("psql: %s" % r.stderr.strip())
+        return [line.split("\t") for line in r.stdout.splitlines() if line]
+
+    def worlds(self):
+        """{id: randomNumber} of the whole World table."""
+        return {int(i): int(n)
+                for i, n in self.query("SELECT id, randomNumber FROM World")}
+
+
+class Postgres(Client):
     """One private cluster.  `directory` None: a new temporary one,
     removed by stop()."""
 
@@ -139,7 +167,7 @@ class Postgres:
         self.owned = directory is None
         self.dir = Path(directory or tempfile.mkdtemp(prefix="realapp-pg-"))
         self.data = self.dir / "data"
-        self.port = port or free_port()
+        Client.__init__(self, port or free_port())
         self.shared_buffers = shared_buffers
         self.max_connections = max_connections
         self.ids = run_as()
@@ -212,29 +240,6 @@ class Postgres:
 
     def __exit__(self, *exc):
         self.stop()
-
-    # -- using it --
-
-    def jdbc_url(self):
-        return ("jdbc:postgresql://%s:%d/%s?user=%s"
-                % (HOST, self.port, DATABASE, USER))
-
-    def query(self, sql):
-        """Rows of `sql` (lists of strings), through psql."""
-        r = subprocess.run(["psql", "-X", "-At", "-F", "\t", "-h", HOST,
-                            "-p", str(self.port), "-U", USER, "-d", DATABASE,
-                            "-v", "ON_ERROR_STOP=1", "-c", sql],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, timeout=120)
-        if r.returncode != 0:
-            raise RuntimeError("psql: %s" % r.stderr.strip())
-        return [line.split("\t") for line in r.stdout.splitlines() if line]
-
-    def worlds(self):
-        """{id: randomNumber} of the whole World table."""
-        return {int(i): int(n)
-                for i, n in self.query("SELECT id, randomNumber FROM World")}
-
 
 def main(argv):
     if len(argv) >= 2 and argv[1] == "start":
