@@ -160,7 +160,7 @@ $(BUILD)/bench-lib/.done: scripts/install-deps.sh bench/redis/pom.xml
 # (under five minutes); REALAPP_ARGS="--servers jvm-pool --types json" etc.
 .PHONY: bench-realapp
 bench-realapp: all bench-deps
-	python3 bench/realapp/bench.py $(if $(QUICK),--quick) $(REALAPP_ARGS)
+	python3 bench/realapp/driver.py $(if $(QUICK),--quick) $(REALAPP_ARGS)
 
 # SharedDict and jvm_topic against Redis (a few minutes).
 bench-shared: all bench-deps
