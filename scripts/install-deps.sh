@@ -82,12 +82,17 @@ if [ "${1:-}" = bench ] && ! [ -x /usr/sbin/redis-server ] && ! [ -x /usr/bin/re
     quiet_install redis-server
 fi
 
-# ... and for `make bench-realapp`: matplotlib for Debian's python3 (the
-# report's plots), and oha (crates.io, built by cargo; pinned), the
+# ... and for `make bench-realapp`: Ring's Jetty adapter, matplotlib for
+# Debian's python3 (the report's plots), and oha (crates.io, built by cargo; pinned), the
 # fixed-rate load generator (-q RATE --latency-correction: wrk2's open
 # model, HDR percentiles in its JSON).
 OHA_VERSION=1.16.0
 if [ "${1:-}" = bench ]; then
+    # Ring's Jetty adapter (Jetty 9.4), one of the servers compared
+    if ! dpkg-query -W -f='${Status}' libring-jetty-adapter-clojure 2>/dev/null | grep -q "ok installed"; then
+        echo "install-deps: installing libring-jetty-adapter-clojure"
+        quiet_install libring-jetty-adapter-clojure
+    fi
     if ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
         echo "install-deps: installing python3-matplotlib"
         quiet_install python3-matplotlib

@@ -10,9 +10,12 @@ so each failure is the break's."""
 import email.utils
 import http.server
 import json
+import os
 import random
+import re
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -256,3 +259,50 @@ def test_an_absent_server_fails(db):
     report = verify.verify(free_port(), ("json",), db, timeout=5)
     assert not report.ok
     assert "request failed" in report.problems["json"][0]
+
+
+def test_a_server_that_never_answers_fails(db):
+    """Accepts, reads, says nothing: the verifier gives up after its
+    timeout and fails the type, it does not hang."""
+    import socket
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    try:
+        report = verify.verify(listener.getsockname()[1], ("plaintext",), db,
+                               timeout=2)
+    finally:
+        listener.close()
+    assert not report.ok
+    assert "request failed" in report.problems["plaintext"][0]
+
+
+def test_the_database_script_starts_loads_and_removes():
+    """pg.py start DIR / stop DIR, as a user runs it."""
+    why = pg.missing_reason()
+    if why:
+        pytest.skip(why)
+    top = Path(tempfile.mkdtemp(prefix="realapp-pg-test-"))
+    os.chmod(top, 0o755)        # as root, the server runs as postgres
+    d = top / "pg"
+    r = subprocess.run([sys.executable, str(REALAPP / "pg.py"), "start",
+                        str(d)], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=300)
+    try:
+        assert r.returncode == 0, r.stdout
+        port = int(re.search(r"listening on 127\.0\.0\.1:(\d+) ",
+                             r.stdout).group(1))
+        client = pg.Client(port)
+        worlds = client.worlds()
+        assert sorted(worlds) == list(range(1, pg.WORLD_ROWS + 1))
+        assert all(1 <= n <= pg.WORLD_ROWS for n in worlds.values())
+        # not all the same number: drawn at random
+        assert len(set(worlds.values())) > pg.WORLD_ROWS // 2
+        assert client.query("SELECT count(*) FROM Fortune") == [["12"]]
+    finally:
+        s = subprocess.run([sys.executable, str(REALAPP / "pg.py"), "stop",
+                            str(d)], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert s.returncode == 0, s.stdout
+    assert not d.exists()
+    top.rmdir()

@@ -6,7 +6,8 @@ For each server in turn (servers.py): start it, run the verifier
 (verify.py; a type that fails is not measured on that server), then for
 each test type a ladder of fixed rates (oha -q RATE --latency-correction:
 an open model as wrk2's, the latency of a request counted from when it was
-due), each held for --step seconds after a warm-up, recording the HDR
+due), each held for --step seconds after a warm-up (as fast as 16 connections
+go), recording the HDR
 percentiles p50..p99.99 and the maximum; the ladder stops at the first rate
 that breaks the bounds (p99 < 10 ms, p99.9 < 100 ms, no errors, 95% of the
 rate served), and the rate before it is the server's wall.  Then a
@@ -21,7 +22,7 @@ DATE-realapp.json (every number).
 
     bench/realapp/driver.py [--quick] [--servers a,b] [--types x,y]
                            [--rates R,R,...] [--step S] [--sweep N,N]
-                           [--out FILE]
+                           [--gc parallel|g1|zgc] [--out FILE]
 """
 
 import argparse
@@ -63,6 +64,7 @@ LADDERS = {
 }
 QUERIES = 20
 SWEEP_TYPES = ("plaintext", "db")
+WARMUP_CONNS = 16
 
 DEFAULTS = dict(servers=",".join(servers.SERVERS),
                 types=",".join(verify.TYPES), step=60, warmup=10,
@@ -173,7 +175,8 @@ def ladder(oha, server, db, type_, args):
     url = "http://%s:%d%s" % (servers.HOST, server.port, path_of(type_))
     rates = args.rates or LADDERS[type_]
     steps, wall = [], None
-    run_oha(oha, url, args.warmup, args.conns, rates[0])          # warm-up
+    # the JIT's warm-up: as fast as WARMUP_CONNS connections go
+    run_oha(oha, url, args.warmup, WARMUP_CONNS)
     for rate in rates[:args.max_steps]:
         with CpuMeter(server, db) as cpu:
             r = run_oha(oha, url, args.step, args.conns, rate)
@@ -249,13 +252,14 @@ def render(results, meta, plots):
     add("%s, %s. %s" % (meta["date"], meta["machine"], meta["note"]))
     add("")
     add("Command: `%s`. Load: `oha %s` (open model, fixed rate, latency "
-        "from when each request was due), after a %d s warm-up at the "
-        "ladder's first rate; the sweep: `oha -c N -z %ds` (as fast as it "
+        "from when each request was due), after a %d s warm-up as fast "
+        "as %d connections go; the sweep: `oha -c N -z %ds` (as fast as it "
         "goes). The wall: the highest rate held with p99 < %g ms, "
         "p99.9 < %g ms, no errors and %d%% of the rate served. "
         "PostgreSQL %s, private, on loopback (fsync off). queries and "
         "updates: ?queries=%d."
-        % (meta["command"], meta["oha"], meta["warmup"], meta["sweep_step"],
+        % (meta["command"], meta["oha"], meta["warmup"], WARMUP_CONNS,
+           meta["sweep_step"],
            P99_MS, P999_MS, SERVED * 100, meta["postgres"], QUERIES))
     add("")
     add("## The servers")
@@ -368,6 +372,8 @@ def main(argv=None):
     ap.add_argument("--conns", type=int,
                     help="connections of the ladder's load (256)")
     ap.add_argument("--max-steps", type=int)
+    ap.add_argument("--gc", choices=sorted(servers.GCS), default="default",
+                    help="the collector of every JVM (default: the JDK's)")
     ap.add_argument("--out", help="the report (default "
                     "bench/results/DATE-realapp.md)")
     args = ap.parse_args(argv)
@@ -385,6 +391,7 @@ def main(argv=None):
     for t in args.types:
         if t not in verify.TYPES:
             ap.error("unknown type %s (%s)" % (t, ", ".join(verify.TYPES)))
+    servers.gc = args.gc
     oha = load.find_oha()
     if oha is None:
         oha, why = load.install_oha()
@@ -425,9 +432,10 @@ def main(argv=None):
         "postgres": postgres, "types": args.types,
         "settings": "%d nginx workers; heap %d MB and %d database "
                     "connections in total over the JVMs; %d request threads "
-                    "(thread-pool servers)"
+                    "(thread-pool servers); collector: %s"
                     % (servers.WORKERS, servers.HEAP_MB, servers.POOL,
-                       servers.THREADS),
+                       servers.THREADS, " ".join(servers.GCS[args.gc])
+                       or "the JDK's default (G1)"),
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     data_file = out.with_suffix(".json")

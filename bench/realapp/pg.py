@@ -5,6 +5,9 @@ socket in the same directory), loaded with TechEmpower's schema: World,
 10,000 rows of (id, randomNumber 1..10000), and Fortune, its 12 rows.
 
     python3 bench/realapp/pg.py start [DIR]   start, load, print the port
+                                              (DIR made if missing; as
+                                              root, its parents must let
+                                              postgres through)
     python3 bench/realapp/pg.py stop DIR      stop and remove DIR
 
 From Python: `with Postgres() as pg: pg.jdbc_url(), pg.query(sql)`.
@@ -166,6 +169,7 @@ class Postgres(Client):
             raise RuntimeError(missing_reason())
         self.owned = directory is None
         self.dir = Path(directory or tempfile.mkdtemp(prefix="realapp-pg-"))
+        self.dir.mkdir(parents=True, exist_ok=True)
         self.data = self.dir / "data"
         Client.__init__(self, port or free_port())
         self.shared_buffers = shared_buffers

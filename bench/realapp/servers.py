@@ -71,10 +71,17 @@ def classpath():
     return [str(SRC), HICCUP, str(LIBS / "*")] + suite.RING_JARS
 
 
+# The collector every JVM of a run uses (driver.py --gc): the JDK's default
+# (G1) unless asked; the headline compares the three.
+GCS = {"default": [], "parallel": ["-XX:+UseParallelGC"],
+       "g1": ["-XX:+UseG1GC"], "zgc": ["-XX:+UseZGC"]}
+gc = "default"
+
+
 def jvm_options(jdbc_url, jvms):
     return ["-Xms%dm" % (HEAP_MB // jvms), "-Xmx%dm" % (HEAP_MB // jvms),
             "-Drealapp.db=%s" % jdbc_url,
-            "-Drealapp.pool=%d" % (POOL // jvms)]
+            "-Drealapp.pool=%d" % (POOL // jvms)] + GCS[gc]
 
 
 def unavailable(name):
