@@ -297,18 +297,36 @@ def render(results, meta, plots):
             continue
         add("### %s (`%s`)" % (t, path_of(t)))
         add("")
+        ranked = sorted((lad["wall"], r["server"]) for r, lad in rows
+                        if lad["wall"])[::-1]
+        if len(ranked) >= 2:
+            add("Highest: %s at %d req/s, %.2f\u00d7 the next (%s, %d req/s)."
+                % (ranked[0][1], ranked[0][0], ranked[0][0] / ranked[1][0],
+                   ranked[1][1], ranked[1][0]))
+            add("")
+        elif ranked:
+            add("Only %s held a rate: %d req/s." % (ranked[0][1],
+                                                    ranked[0][0]))
+            add("")
         add("| server | wall (req/s) | at the wall: p50 | p99 | p99.9 | "
-            "p99.99 | max (ms) | server CPU | PostgreSQL CPU |")
-        add("|---|---|---|---|---|---|---|---|---|")
+            "p99.99 | max (ms) | server CPU | PostgreSQL CPU | the next "
+            "rate: served, p99, server / PostgreSQL CPU |")
+        add("|---|---|---|---|---|---|---|---|---|---|")
         for r, lad in sorted(rows, key=lambda x: -(x[1]["wall"] or 0)):
             at = [s for s in lad["steps"] if s["rate"] == lad["wall"]]
             s = at[0] if at else {}
-            add("| %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+            past = [x for x in lad["steps"] if not x.get("ok")]
+            nxt = ("%d/s: %.0f, %s ms, %s / %s"
+                   % (past[0]["rate"], past[0]["rps"] or 0,
+                      fmt(past[0]["p99"]), fmt(past[0]["server_cores"]),
+                      fmt(past[0]["db_cores"])) if past
+                   else "not reached")
+            add("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
                 % (r["server"], lad["wall"] or "below %d" %
                    lad["steps"][0]["rate"],
                    *[fmt(s.get(k)) for k in ("p50", "p99", "p99.9",
                                              "p99.99", "max")],
-                   fmt(s.get("server_cores")), fmt(s.get("db_cores"))))
+                   fmt(s.get("server_cores")), fmt(s.get("db_cores")), nxt))
         add("")
         if t in plots:
             add("![%s](%s)" % (t, plots[t]))

@@ -67,6 +67,11 @@ def test_the_report_ranks_the_walls_and_names_failures():
     assert json_part.index("| http-kit | 4000 |") \
         < json_part.index("| jvm-pool | 2000 |")
     assert "![json](x-json.png)" in json_part
+    assert "Highest: http-kit at 4000 req/s, 2.00\u00d7 the next " \
+        "(jvm-pool, 2000 req/s)." in json_part
+    assert "Only" not in json_part
+    # what the server did past its wall: where the CPU went
+    assert "| 4000/s: 4000, 3.00 ms, 0.70 / 0.20 |" in json_part
     assert "| jvm-pool | below 500 |" in text
     assert "FAIL: the HTML differs at token 9" in text
     assert "not run: not built: make bench-peers" in text
