@@ -272,6 +272,9 @@ def test_one_worker_holds_more_connections_than_the_old_4096():
         assert re.search(r"Max open files\s+%d\s+%d" % (nofile, nofile),
                          limits), limits
         socks = []
+        # this process holds them all: its soft limit up to the hard one
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         try:
             for _ in range(count):
                 socks.append(socket.create_connection(("127.0.0.1", port),
@@ -286,6 +289,7 @@ def test_one_worker_holds_more_connections_than_the_old_4096():
         finally:
             for s in socks:
                 s.close()
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         os.kill(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
         err = proc.stderr.read().decode()
