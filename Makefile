@@ -12,6 +12,9 @@ LIBS      := $(BUILD)/lib/.done
 # Logging libraries applications bring, for the logging tests (not bundled).
 TESTLIBS  := $(BUILD)/test-lib/.done
 TESTLIB_ARTIFACTS := org.slf4j:slf4j-api:2.0.16 org.clojure:tools.logging:1.3.0
+# HikariCP and the PostgreSQL JDBC driver (Maven Central, pinned in
+# bench/realapp/pom.xml) for bench/realapp and the tests of its verifier.
+REALAPP_LIBS := $(BUILD)/realapp-lib/.done
 CSRC      := $(wildcard src/c/*.c src/c/*.h) src/c/config
 JSRC      := $(shell find runtime/src/main -type f) runtime/pom.xml
 # Ring and Compojure from Debian: the one list is scripts/ring-jars.txt.
@@ -21,7 +24,7 @@ PYTHON    ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest
 .PHONY: all deps module jar libs deb run test test-java test-clojure test-bench test-integration \
         bench bench-quick clean asan asan-module soak test-reload
 
-all: $(MODULE) $(JAR) $(LIBS) $(TESTLIBS)
+all: $(MODULE) $(JAR) $(LIBS) $(TESTLIBS) $(REALAPP_LIBS)
 
 deps: $(BUILD)/.deps
 
@@ -60,6 +63,12 @@ $(TESTLIBS): $(BUILD)/.deps Makefile
 	cd runtime && for a in $(TESTLIB_ARTIFACTS); do \
 	    $(MVN) dependency:copy -Dartifact=$$a -DoutputDirectory=../$(BUILD)/test-lib || exit 1; \
 	done
+	@touch $@
+
+$(REALAPP_LIBS): $(BUILD)/.deps bench/realapp/pom.xml
+	rm -rf $(BUILD)/realapp-lib && mkdir -p $(BUILD)/realapp-lib
+	cd bench/realapp && $(MVN) dependency:copy-dependencies \
+	    -DoutputDirectory=../../$(BUILD)/realapp-lib
 	@touch $@
 
 run: all
@@ -143,6 +152,15 @@ $(BUILD)/bench-lib/.done: scripts/install-deps.sh bench/redis/pom.xml
 	cd bench/redis && $(MVN) dependency:copy-dependencies \
 	    -DoutputDirectory=../../$(BUILD)/bench-lib
 	@touch $@
+
+# TechEmpower's six test types (bench/realapp) on nginx-jvm and the peers,
+# against a private PostgreSQL: the verifier first, then a fixed-rate
+# ladder (oha, open model) to the wall and a concurrency sweep; writes
+# bench/results/DATE-realapp.md and its plots.  QUICK=1 for a short run
+# (under five minutes); REALAPP_ARGS="--servers jvm-pool --types json" etc.
+.PHONY: bench-realapp
+bench-realapp: all bench-deps
+	python3 bench/realapp/driver.py $(if $(QUICK),--quick) $(REALAPP_ARGS)
 
 # SharedDict and jvm_topic against Redis (a few minutes).
 bench-shared: all bench-deps

@@ -4,11 +4,41 @@
 set -euo pipefail
 
 packages=(nginx nginx-dev openjdk-17-jdk-headless maven gcc make dpkg-dev
-          libring-core-clojure libcompojure-clojure libdata-json-clojure curl wrk python3 python3-pytest)
+          libring-core-clojure libcompojure-clojure libdata-json-clojure curl wrk python3 python3-pytest
+          libhiccup-clojure)
+# PostgreSQL (Debian's), for bench/realapp and the tests of its verifier,
+# which start a private cluster of their own: the package's service is not
+# started (quiet_install, below).
+quiet_packages=(postgresql)
 
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+
+# quiet_install PACKAGE...: apt-get install as root, a policy-rc.d refusing
+# the packages' services while apt installs them
+quiet_install() {
+    local policy=/usr/sbin/policy-rc.d made=
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "install-deps: run as root: sudo apt-get install -y $*" >&2
+        exit 1
+    fi
+    if ! [ -e "$policy" ]; then        # containers often have one already
+        printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy"
+        made=1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq --no-install-recommends "$@" >/dev/null || {
+        [ -z "$made" ] || rm -f "$policy"
+        return 1
+    }
+    [ -z "$made" ] || rm -f "$policy"
+}
+
+quiet_missing=()
+for p in "${quiet_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || quiet_missing+=("$p")
 done
 
 if [ ${#missing[@]} -gt 0 ]; then
@@ -22,6 +52,11 @@ if [ ${#missing[@]} -gt 0 ]; then
         echo "  sudo apt-get install -y ${missing[*]}" >&2
         exit 1
     fi
+fi
+if [ ${#quiet_missing[@]} -gt 0 ]; then
+    echo "install-deps: installing ${quiet_missing[*]} (their services not started)"
+    [ ${#missing[@]} -gt 0 ] || [ "$(id -u)" -ne 0 ] || apt-get update -qq
+    quiet_install "${quiet_missing[@]}"
 fi
 
 # Python test clients: websockets (WebSocket tests) and kosoku (Autobahn's
@@ -43,16 +78,30 @@ done
 # loopback port, so the package's service is not started: a policy-rc.d
 # refuses it while apt installs.
 if [ "${1:-}" = bench ] && ! [ -x /usr/sbin/redis-server ] && ! [ -x /usr/bin/redis-server ]; then
-    if [ "$(id -u)" -ne 0 ]; then
-        echo "install-deps: run as root: sudo apt-get install -y redis-server" >&2
-        exit 1
-    fi
     echo "install-deps: installing redis-server (its service not started)"
-    policy=/usr/sbin/policy-rc.d
-    if ! [ -e "$policy" ]; then        # containers often have one already
-        printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy"
-        trap 'rm -f "$policy"' EXIT
+    quiet_install redis-server
+fi
+
+# ... and for `make bench-realapp`: Ring's Jetty adapter, matplotlib for
+# Debian's python3 (the report's plots), and oha (crates.io, built by cargo; pinned), the
+# fixed-rate load generator (-q RATE --latency-correction: wrk2's open
+# model, HDR percentiles in its JSON).
+OHA_VERSION=1.16.0
+if [ "${1:-}" = bench ]; then
+    # Ring's Jetty adapter (Jetty 9.4), one of the servers compared
+    if ! dpkg-query -W -f='${Status}' libring-jetty-adapter-clojure 2>/dev/null | grep -q "ok installed"; then
+        echo "install-deps: installing libring-jetty-adapter-clojure"
+        quiet_install libring-jetty-adapter-clojure
     fi
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -qq --no-install-recommends redis-server >/dev/null
+    if ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+        echo "install-deps: installing python3-matplotlib"
+        quiet_install python3-matplotlib
+    fi
+    cargo=$(command -v cargo || echo "$HOME/.cargo/bin/cargo")
+    oha=$(command -v oha || echo "$HOME/.cargo/bin/oha")
+    if ! "$oha" --version 2>/dev/null | grep -q " $OHA_VERSION\$"; then
+        [ -x "$cargo" ] || { echo "install-deps: oha needs cargo (rustup)" >&2; exit 1; }
+        echo "install-deps: cargo install oha $OHA_VERSION (a few minutes)"
+        "$cargo" install --locked --quiet oha --version "$OHA_VERSION"
+    fi
 fi

@@ -5,8 +5,10 @@ import contextlib
 import os
 import pwd
 import re
+import resource
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -191,6 +193,108 @@ def prefix_of(proc):
     with open("/proc/%d/cmdline" % masters[0], "rb") as f:
         args = f.read().replace(b"\0", b" ").split()
     return args[args.index(b"-p") + 1].decode()
+
+
+# The launcher's sizing: worker_connections from the hard descriptor limit,
+# a quarter of it (at most 1,024) kept for the JVM's own files, at most 64 K
+# descriptors; worker_rlimit_nofile the descriptors.
+FD_CAP, FD_RESERVE = 65536, 1024
+
+
+def hard_limit():
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    return 1048576 if hard == resource.RLIM_INFINITY else hard
+
+
+def limited(hard):
+    """preexec_fn: the descriptor limit lowered to `hard`."""
+    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def sizing(conf):
+    """(worker_connections, [worker_rlimit_nofile values]) of a config."""
+    c = re.search(r"^\s*worker_connections (\d+);", conf, re.M)
+    return (int(c.group(1)),
+            [int(n) for n in re.findall(r"^worker_rlimit_nofile (\d+);",
+                                        conf, re.M)])
+
+
+@pytest.mark.parametrize("hard", [None, 1000, 8192])
+def test_connections_follow_the_descriptor_limit(hard):
+    kw = {"preexec_fn": limited(hard)} if hard else {}
+    r = run("run", "--handler", "testapp.offloop/fast", "--classpath",
+            str(CLJ_APPS), "--print-config", **kw)
+    assert r.returncode == 0, r.stderr
+    limit = hard or hard_limit()
+    nofile = min(limit, FD_CAP)
+    reserve = min(nofile // 4, FD_RESERVE)
+    assert sizing(r.stdout) == (nofile - reserve, [nofile]), r.stdout
+    # --print-config says where the numbers come from
+    assert ("# worker_connections %d, worker_rlimit_nofile %d: from the "
+            "descriptor limit (ulimit -Hn %d)" % (nofile - reserve, nofile,
+                                                 limit)) in r.stdout
+
+
+def test_given_connections_and_rlimit_are_kept():
+    args = ("run", "--handler", "testapp.offloop/fast", "--classpath",
+            str(CLJ_APPS), "--print-config", "--connections", "300")
+    r = run(*args, preexec_fn=limited(4000))
+    assert sizing(r.stdout) == (300, [4000]), r.stdout
+    assert "worker_connections 300 (--connections)" in r.stdout
+    # worker_rlimit_nofile in --main wins: one directive, not two
+    r = run(*args, "--main", "worker_rlimit_nofile 3000;")
+    assert sizing(r.stdout) == (300, [3000]), r.stdout
+    assert "worker_rlimit_nofile from --main" in r.stdout
+    # more connections than descriptors: said so
+    r = run(*args[:-1], "5000", preexec_fn=limited(4000))
+    assert sizing(r.stdout) == (5000, [4000]), r.stdout
+    assert "too low for 5000 connections" in r.stdout
+    r = run(*args[:-1], "many")
+    assert r.returncode != 0 and "--connections must be" in r.stderr
+
+
+def test_one_worker_holds_more_connections_than_the_old_4096():
+    """The sweep's 10,000 connections may land on one worker: with the
+    launcher's own config, one worker holds 5,000 at once (the old fixed
+    4096 refused the rest: "worker_connections are not enough"), and its
+    descriptor limit is the config's."""
+    count = 5000
+    if hard_limit() < 2 * count + 2 * FD_RESERVE:
+        pytest.skip("the descriptor limit (%d) is too low for %d "
+                    "connections here and in nginx" % (hard_limit(), count))
+    cp = ":".join([str(CLJ_APPS)] + RING_JARS)
+    with launched(["--handler", "testapp.offloop/fast", "--classpath", cp,
+                   "--workers", "1"], "/x") as (proc, port, first):
+        assert first.status == 200, first
+        master, worker = nginx_pids_under(proc.pid)
+        limits = open("/proc/%d/limits" % worker).read()
+        nofile = min(hard_limit(), FD_CAP)
+        assert re.search(r"Max open files\s+%d\s+%d" % (nofile, nofile),
+                         limits), limits
+        socks = []
+        # this process holds them all: its soft limit up to the hard one
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        try:
+            for _ in range(count):
+                socks.append(socket.create_connection(("127.0.0.1", port),
+                                                      timeout=60))
+            for s in socks:
+                s.sendall(b"GET /x HTTP/1.1\r\nHost: x\r\n\r\n")
+            answered = 0
+            for s in socks:
+                if s.recv(64).startswith(b"HTTP/1.1 200"):
+                    answered += 1
+            assert answered == count
+        finally:
+            for s in socks:
+                s.close()
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+        err = proc.stderr.read().decode()
+        assert "worker_connections are not enough" not in err, err
+        assert not re.search(r"\[(alert|crit|error|emerg)\]", err), err
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
