@@ -16,7 +16,9 @@ NGINX_JVM_UPLOAD_MB=1024 for the 1 GiB run (`make test-upload-big`).
 
 import hashlib
 import os
+import shutil
 import socket
+import subprocess
 import threading
 import time
 
@@ -47,6 +49,12 @@ HTTP = """
     jvm_pool_size 4;
     client_body_buffer_size 16k;
     client_max_body_size 2g;
+    server {
+        listen 127.0.0.1:@PORT2@ http2;
+        location /java/ { jvm_request_buffering off;
+                          jvm_content testapp.Upload; }
+        location = /result { jvm_content testapp.Upload; }
+    }
 """
 
 HANDLERS = ["java", "ring"]
@@ -443,6 +451,36 @@ def test_more_than_content_length_is_the_next_request(ng):
         assert r.text == "%d %s" % (len(body), hashlib.sha256(body).hexdigest())
         r2, _ = read_response(_Prefixed(s, rest))
         assert r2.status == 400
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
+def test_an_http2_upload_streams_too(ng):
+    """HTTP/2 (h2c, curl from a pipe, so no Content-Length): DATA frames
+    go to the handler as they come, under HTTP/2's flow control."""
+    total = 16 * BLOCK
+    curl = subprocess.Popen(
+        ["curl", "-sS", "--http2-prior-knowledge", "-T", "-", "-X", "POST",
+         "http://127.0.0.1:%d/java/?tag=h2" % ng.port2],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    md = hashlib.sha256()
+    data = blocks(total)
+    first = next(data)
+    md.update(first)
+    curl.stdin.write(first)
+    curl.stdin.flush()
+    # the handler reads while curl still waits for the rest
+    assert wait_for(lambda: result(ng, "h2").startswith("first "), 30), \
+        result(ng, "h2")
+    for b in data:
+        md.update(b)
+        curl.stdin.write(b)
+    curl.stdin.close()
+    out = curl.stdout.read()
+    err = curl.stderr.read()
+    curl.wait(120)
+    assert curl.returncode == 0, err
+    assert out.decode() == "%d %s" % (total, md.hexdigest())
+    assert temp_files(ng) == []
 
 
 def test_buffered_locations_still_buffer(ng):
