@@ -40,6 +40,9 @@ LOCATIONS = """
         location /small/ { jvm_request_buffering off;
                            client_max_body_size 100k;
                            jvm_content testapp.Upload; }
+        location /late/ { jvm_request_buffering off;
+                          jvm_response_timeout 1s;
+                          jvm_content testapp.Upload; }
         location /buffered/ { jvm_content testapp.Upload; }
         location = /result { jvm_content testapp.Upload; }
         location = /live { jvm_mode loop; jvm_content testapp.LateBody; }
@@ -389,6 +392,48 @@ def test_the_client_leaves_and_the_handler_reads_an_error(ng, handler, at):
     assert wait_for(lambda: live_tasks(ng) == 0, 30)
 
 
+def test_the_client_leaves_while_nginx_holds_it_back(ng):
+    """A slow handler: nginx has stopped reading (Java's pieces are full)
+    when the client resets; the handler reads what came, then an error."""
+    tag = "leave-held"
+    with connect(ng) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 65536)
+        s.sendall(head("/java/?tag=%s&slow=200" % tag, 64 * BLOCK))
+        s.settimeout(0.5)
+        sent = 0
+        try:
+            for b in blocks(8 * BLOCK):
+                s.sendall(b)
+                sent += len(b)
+        except socket.timeout:
+            pass                    # held back: the send buffer is full
+        assert sent < 8 * BLOCK
+        assert result(ng, tag).startswith("first ")
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                     b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    assert wait_for(lambda: result(ng, tag).startswith("error "), 60), \
+        result(ng, tag)
+    assert "(400)" in result(ng, tag)
+    assert wait_for(lambda: live_tasks(ng) == 0, 30)
+
+
+@pytest.mark.log_allows(r"jvm_response_timeout")
+def test_a_handler_that_does_not_read_meets_jvm_response_timeout(ng):
+    """The handler sleeps 3 s before reading: Java's pieces fill, nginx
+    waits for the handler, and after jvm_response_timeout (1 s) answers 504
+    and closes; the handler's late read throws."""
+    tag = "noread"
+    with connect(ng) as s:
+        s.sendall(head("/late/?tag=%s&wait=3000" % tag, 4 * BLOCK))
+        s.sendall(b"".join(blocks(BLOCK)))
+        r, _ = read_response(s)
+        assert r.status == 504
+        assert (r.header("Connection") or "").lower() == "close"
+    assert wait_for(lambda: result(ng, tag).startswith("error "), 30), \
+        result(ng, tag)
+    assert wait_for(lambda: live_tasks(ng) == 0, 30)
+
+
 def live_tasks(ng):
     """The tasks Java holds (testapp.LateBody's window into the runtime)."""
     return int(request(ng.port, "GET", "/live").text.split()[0])
@@ -413,11 +458,15 @@ def test_too_large_bodies_are_413(ng):
     assert r.status == 413
     assert result(ng, "big-length") == "none"
     # chunked: found out while it arrives; the handler's read throws
+    piece = os.urandom(16384)
     with connect(ng) as s:
         s.sendall(head("/small/?tag=big-chunked", chunked=True))
+        s.sendall(b"%x\r\n" % len(piece) + piece + b"\r\n")
+        assert wait_for(
+            lambda: result(ng, "big-chunked").startswith("first "), 30)
         try:
-            for b in blocks(300000):
-                s.sendall(b"%x\r\n" % len(b) + b + b"\r\n")
+            for _ in range(20):
+                s.sendall(b"%x\r\n" % len(piece) + piece + b"\r\n")
         except OSError:
             pass                    # nginx may close while it lingers
         r, _ = read_response(s)

@@ -232,10 +232,15 @@ ngx_http_jvm_task_notified(ngx_event_t *ev)
 
             ngx_http_set_log_request(c->log, r);
 
-            ctx->upload_full = 0;
-            r->read_event_handler(r);
+            /* not once the upload is over: answered, failed, or read */
 
-            ngx_http_run_posted_requests(c);
+            if (ctx->upload) {
+                ctx->upload_full = 0;
+                r->read_event_handler(r);
+
+                ngx_http_run_posted_requests(c);
+            }
+
             continue;
         }
 
@@ -349,6 +354,12 @@ ngx_http_jvm_task_timeout(ngx_event_t *ev)
     }
 
     ctx->responded = 1;
+
+    if (r->reading_body) {
+        /* the rest of a body read as it arrives is not read: no keep-alive */
+        r->keepalive = 0;
+    }
+
     ngx_http_finalize_request(r, NGX_HTTP_GATEWAY_TIME_OUT);
 
     ngx_http_run_posted_requests(c);

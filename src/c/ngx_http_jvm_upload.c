@@ -63,16 +63,24 @@ ngx_int_t
 ngx_http_jvm_upload_submit(ngx_http_request_t *r, ngx_int_t handler,
     size_t len)
 {
+    unsigned             keepalive;
     ngx_int_t            rc;
     ngx_http_jvm_ctx_t  *ctx;
+
+    /* a refusal (503) is sent at once: it says "Connection: close" */
+
+    keepalive = r->keepalive;
+    r->keepalive = 0;
 
     rc = ngx_http_jvm_task_submit(r, handler, NGX_HTTP_JVM_PHASE_CONTENT,
                                   len);
 
     if (rc != NGX_DONE) {
-        /* refused: the answer says "Connection: close", the rest is unread */
+        /* the rest of the body is never read as a request */
         return rc;
     }
+
+    r->keepalive = keepalive;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_jvm_module);
 

@@ -18,7 +18,7 @@ import nginx.jvm.Response;
  * first read returned, then "done LENGTH HEX" or "error MESSAGE".
  * ?early=1 answers after the first read, ?throw=1 throws there, ?close=1
  * closes the body there and answers 500 ms later, ?slow=MS sleeps after
- * each read.
+ * each read, ?wait=MS before the first.
  */
 public final class Upload implements Handler {
     static final Map<String, String> RESULTS = new ConcurrentHashMap<>();
@@ -63,6 +63,10 @@ public final class Upload implements Handler {
             return Response.of(200, "text/plain", RESULTS.getOrDefault(tag, "none"));
         }
         record(tag, "started");
+        String wait = LateBody.param(r, "wait");
+        if (wait != null) {
+            Thread.sleep(Long.parseLong(wait));
+        }
         InputStream in = r.body();
         if (LateBody.param(r, "early") != null || LateBody.param(r, "throw") != null
                 || LateBody.param(r, "close") != null) {
