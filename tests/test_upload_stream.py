@@ -439,6 +439,21 @@ def live_tasks(ng):
     return int(request(ng.port, "GET", "/live").text.split()[0])
 
 
+def test_a_slow_client_is_read_as_it_trickles(ng):
+    """Pieces 100 ms apart for 2 s, under a client_body_timeout of 1 s:
+    the timeout is the client's silence, not the body's whole time."""
+    pieces = [os.urandom(1000) for _ in range(20)]
+    with connect(ng) as s:
+        s.sendall(head("/timeout/?tag=trickle", 20000))
+        for p in pieces:
+            s.sendall(p)
+            time.sleep(0.1)
+        r, _ = read_response(s)
+    body = b"".join(pieces)
+    assert r.status == 200
+    assert r.text == "%d %s" % (len(body), hashlib.sha256(body).hexdigest())
+
+
 def test_a_stalled_client_meets_client_body_timeout(ng):
     tag = "stall"
     with connect(ng) as s:
