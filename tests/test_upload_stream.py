@@ -566,5 +566,6 @@ def test_a_loop_or_async_location_is_refused_at_nginx_t(where):
         assert r.returncode != 0
         assert "jvm_request_buffering off" in r.stderr
         assert "jvm_mode pool" in r.stderr
+        assert 'location "/"' in r.stderr
     finally:
         n.cleanup()

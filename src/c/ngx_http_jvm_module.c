@@ -444,6 +444,7 @@ ngx_http_jvm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_jvm_loc_conf_t *conf = child;
 
     ngx_http_jvm_main_conf_t  *jmcf;
+    ngx_http_core_loc_conf_t  *clcf;
 
     ngx_conf_merge_value(conf->handler, prev->handler, NGX_CONF_UNSET);
     ngx_conf_merge_value(conf->rewrite, prev->rewrite, NGX_CONF_UNSET);
@@ -505,10 +506,15 @@ ngx_http_jvm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     if (!conf->request_buffering && conf->handler != NGX_CONF_UNSET
         && (conf->mode == NGX_HTTP_JVM_LOOP || conf->async))
     {
+        clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"jvm_request_buffering off\" needs a "
                            "jvm_content handler in \"jvm_mode pool\" or "
-                           "\"jvm_mode virtual\", without \"jvm_async\"");
+                           "\"jvm_mode virtual\", without \"jvm_async\": "
+                           "location \"%V\" runs its handler on the event "
+                           "loop (\"jvm_request_buffering on\" there)",
+                           &clcf->name);
         return NGX_CONF_ERROR;
     }
 
