@@ -40,11 +40,12 @@ final class UploadBody extends InputStream {
     // Under the lock.
     private boolean paused;
     private boolean ended;
-    private boolean closed;
+    /** Written under the lock; read without it by {@link #read}. */
+    private volatile boolean closed;
     private String failure;
     private long received;
 
-    // The handler's thread only.
+    // The reading thread only (close() may come from another).
     private byte[] current;
     private int at;
 
@@ -133,6 +134,9 @@ final class UploadBody extends InputStream {
     @Override
     public int read(byte[] b, int off, int len) throws IOException {
         java.util.Objects.checkFromIndexSize(off, len, b.length);
+        if (closed) {
+            throw new IOException("the request body was closed");
+        }
         if (len == 0) {
             return 0;
         }
@@ -217,7 +221,6 @@ final class UploadBody extends InputStream {
             }
             closed = true;
             pieces.clear();
-            current = null;
             wake = paused;
             paused = false;
             arrived.signalAll();

@@ -113,6 +113,14 @@ class UploadBodyTest {
     }
 
     @Test
+    void aReadAfterCloseThrowsEvenWithBytesLeftInAPiece() throws IOException {
+        body.offer(bytes(10, 0), Wire.UPLOAD_GOING);
+        assertEquals(0, body.read());
+        body.close();
+        assertThrows(IOException.class, () -> body.read(new byte[4], 0, 4));
+    }
+
+    @Test
     void anInterruptedReadThrowsInterruptedIOException() throws Exception {
         CompletableFuture<Throwable> got = new CompletableFuture<>();
         Thread t = new Thread(() -> {
