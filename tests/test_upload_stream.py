@@ -246,6 +246,34 @@ def test_the_handler_reads_the_first_piece_while_the_client_holds_the_rest(
     assert result(ng, tag) == "done " + r.text
 
 
+def test_concurrent_uploads_each_see_only_their_own_bytes(ng):
+    """Six uploads at once, more than the pool's threads (the last wait in
+    its queue, their clients held meanwhile), Java and Ring: each hash is
+    of its own body."""
+    out = {}
+
+    def one(i):
+        md = hashlib.sha256()
+        total = 4 * BLOCK + i * 4099
+        with connect(ng, timeout=120) as s:
+            s.sendall(head("/%s/?tag=c%d" % (HANDLERS[i % 2], i), total))
+            for b in blocks(total, seed=b"c%d-" % i):
+                md.update(b)
+                s.sendall(b)
+            r, _ = read_response(s)
+        out[i] = (r.text, "%d %s" % (total, md.hexdigest()))
+
+    threads = [threading.Thread(target=one, args=(i,), daemon=True)
+               for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(180)
+    assert sorted(out) == list(range(6))
+    for i, (got, want) in out.items():
+        assert got == want, i
+
+
 def test_back_pressure_a_slow_handler_holds_the_client(ng):
     """The handler sleeps after each read: nginx reads no more than Java's
     few pieces ahead, so the client's send blocks, and nothing is
