@@ -22,6 +22,7 @@ RING_JARS := $(shell sed -e '/^\#/d' -e 's|.*|/usr/share/java/&.jar|' scripts/ri
 PYTHON    ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest' 2>/dev/null && { command -v $$p; break; }; done)
 
 .PHONY: all deps module jar libs deb run test test-java test-clojure test-bench test-integration \
+        test-upload-big \
         bench bench-quick clean asan asan-module soak test-reload
 
 all: $(MODULE) $(JAR) $(LIBS) $(TESTLIBS) $(REALAPP_LIBS)
@@ -92,6 +93,12 @@ export NGINX_JVM_MODES
 test-integration: all
 	$(PYTHON) -m pytest -q tests
 	$(MAKE) test-reload
+
+# tests/test_upload_stream.py's large upload at 1 GiB (64 MiB in `make
+# test`), in pool and virtual mode; prints the worker's RSS while it flows.
+test-upload-big: all
+	NGINX_JVM_UPLOAD_MB=1024 NGINX_JVM_MODES=pool,virtual $(PYTHON) -m pytest \
+	    -q -s tests/test_upload_stream.py -k large
 
 # Test::Nginx's HUP mode: a reload before each test (tests/README.md), in
 # pool mode, over the files where a reload between two requests matters most.

@@ -3,6 +3,8 @@ through the launcher with the command of their README, live with its
 nginx.conf."""
 
 import contextlib
+import hashlib
+import http.client
 import json
 import os
 import re
@@ -100,11 +102,16 @@ def java_example(mode, cache_dir):
     classes = readable_temp_dir("nginx-jvm-java-example-")
     # the README's javac command
     subprocess.run([JAVA_HOME + "/bin/javac", "--release", "17", "-cp",
-                    str(JAR), "-d", classes,
-                    str(EXAMPLES / "java" / "src" / "example" / "Hello.java")],
+                    str(JAR), "-d", classes]
+                   + [str(f) for f in sorted(
+                       (EXAMPLES / "java" / "src" / "example").glob("*.java"))],
                    check=True)
     try:
-        with launch(["--handler", "example.Hello", "--classpath", classes],
+        with launch(["--handler", "example.Hello", "--classpath", classes,
+                     "--max-body-size", "4g",
+                     "--server", "location = /upload { jvm_mode pool; "
+                     "jvm_request_buffering off; "
+                     "jvm_content example.Upload; }"],
                     mode, cache_dir) as n:
             yield n
     finally:
@@ -124,6 +131,28 @@ def test_java_example(java_example):
                   headers={"Content-Type": "application/octet-stream"})
     assert r.body == b"\x00\x01bytes" and r.header("X-Echo-Length") == "7"
     assert n.get("/missing").status == 404
+
+
+def test_java_example_upload_is_hashed_as_it_arrives(java_example):
+    n = java_example
+    block = os.urandom(1 << 20)
+    md = hashlib.sha256()
+
+    def body():
+        for _ in range(32):
+            md.update(block)
+            yield block
+
+    conn = http.client.HTTPConnection("127.0.0.1", n.port, timeout=120)
+    try:
+        conn.request("PUT", "/upload", body=body(), encode_chunked=True)
+        r = conn.getresponse()
+        text = r.read().decode()
+    finally:
+        conn.close()
+    assert r.status == 200
+    assert text == "%d bytes, sha-256 %s\n" % (32 << 20, md.hexdigest())
+    assert n.get("/upload").status == 405
 
 
 # --- examples/notes ----------------------------------------------------------

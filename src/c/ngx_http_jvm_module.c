@@ -180,6 +180,14 @@ static ngx_command_t  ngx_http_jvm_commands[] = {
       offsetof(ngx_http_jvm_loc_conf_t, abort_interrupt),
       NULL },
 
+    { ngx_string("jvm_request_buffering"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_HTTP_LIF_CONF
+                        |NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_jvm_loc_conf_t, request_buffering),
+      NULL },
+
     { ngx_string("jvm_response_timeout"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_HTTP_LIF_CONF
                         |NGX_CONF_TAKE1,
@@ -418,6 +426,7 @@ ngx_http_jvm_create_loc_conf(ngx_conf_t *cf)
     jlcf->mode = NGX_CONF_UNSET_UINT;
     jlcf->async = NGX_CONF_UNSET;
     jlcf->abort_interrupt = NGX_CONF_UNSET;
+    jlcf->request_buffering = NGX_CONF_UNSET;
     jlcf->response_timeout = NGX_CONF_UNSET_MSEC;
     jlcf->ws_max_message = NGX_CONF_UNSET_SIZE;
     jlcf->ws_idle_timeout = NGX_CONF_UNSET_MSEC;
@@ -435,6 +444,7 @@ ngx_http_jvm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_jvm_loc_conf_t *conf = child;
 
     ngx_http_jvm_main_conf_t  *jmcf;
+    ngx_http_core_loc_conf_t  *clcf;
 
     ngx_conf_merge_value(conf->handler, prev->handler, NGX_CONF_UNSET);
     ngx_conf_merge_value(conf->rewrite, prev->rewrite, NGX_CONF_UNSET);
@@ -447,6 +457,7 @@ ngx_http_jvm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_uint_value(conf->mode, prev->mode, NGX_HTTP_JVM_LOOP);
     ngx_conf_merge_value(conf->async, prev->async, 0);
     ngx_conf_merge_value(conf->abort_interrupt, prev->abort_interrupt, 0);
+    ngx_conf_merge_value(conf->request_buffering, prev->request_buffering, 1);
     ngx_conf_merge_msec_value(conf->response_timeout, prev->response_timeout,
                               60000);
     ngx_conf_merge_size_value(conf->ws_max_message, prev->ws_max_message,
@@ -485,6 +496,26 @@ ngx_http_jvm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         ngx_conf_log_error(NGX_LOG_NOTICE, cf, 0,
                            "jvm_body_filter handlers run on the event loop "
                            "whatever \"jvm_mode\" says");
+    }
+
+    /*
+     * A body read as it arrives blocks the handler's thread until the
+     * client sends more: never the event loop's (docs/directives.md).
+     */
+
+    if (!conf->request_buffering && conf->handler != NGX_CONF_UNSET
+        && (conf->mode == NGX_HTTP_JVM_LOOP || conf->async))
+    {
+        clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"jvm_request_buffering off\" needs a "
+                           "jvm_content handler in \"jvm_mode pool\" or "
+                           "\"jvm_mode virtual\", without \"jvm_async\": "
+                           "location \"%V\" runs its handler on the event "
+                           "loop (\"jvm_request_buffering on\" there)",
+                           &clcf->name);
+        return NGX_CONF_ERROR;
     }
 
     /* the worker starts only the executors that some location uses */

@@ -16,6 +16,8 @@
  *   ngx_http_jvm_phase.c     rewrite, access, header filter, log, jvm_set
  *   ngx_http_jvm_body.c      jvm_body_filter: bodies chunk by chunk
  *   ngx_http_jvm_request.c   content handler: the request described to Java
+ *   ngx_http_jvm_upload.c    request bodies handed to Java as they arrive
+ *                            (jvm_request_buffering off)
  *   ngx_http_jvm_handler.c   the handlers directives name, by id
  *   ngx_http_jvm_subrequest.c subrequests answered in memory (loop only)
  *   ngx_http_jvm_variable.c  variables read and set for Java (loop only)
@@ -150,6 +152,7 @@ typedef struct {
     ngx_uint_t                mode;
     ngx_flag_t                async;
     ngx_flag_t                abort_interrupt; /* jvm_abort_interrupt */
+    ngx_flag_t                request_buffering; /* jvm_request_buffering */
     ngx_msec_t                response_timeout;
     size_t                    ws_max_message;
     ngx_msec_t                ws_idle_timeout;
@@ -183,6 +186,9 @@ typedef struct {
     unsigned                  phase_done:1; /* a task let its phase go on */
     unsigned                  var_failed:1; /* a jvm_set handler threw */
     unsigned                  interrupt:1;  /* jvm_abort_interrupt on */
+    unsigned                  upload:1;     /* its body still arrives */
+    unsigned                  upload_full:1; /* Java's pieces are full */
+    unsigned                  upload_drop:1; /* nobody reads the body */
 } ngx_http_jvm_ctx_t;
 
 
@@ -279,6 +285,10 @@ ngx_int_t ngx_http_jvm_valid_handler_name(ngx_str_t *name);
 ngx_int_t ngx_http_jvm_content_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_jvm_request_encode(ngx_http_request_t *r, size_t *len);
 
+/* ngx_http_jvm_upload.c: the event loop only */
+ngx_int_t ngx_http_jvm_upload_submit(ngx_http_request_t *r,
+    ngx_int_t handler, size_t len);
+
 /* ngx_http_jvm_phase.c */
 char *ngx_http_jvm_phase_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
@@ -319,6 +329,7 @@ ngx_int_t ngx_http_jvm_tasks_init(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_task_submit(ngx_http_request_t *r, ngx_int_t handler,
     ngx_uint_t phase, size_t len);
+void ngx_http_jvm_task_respond(ngx_http_request_t *r);
 
 /* ngx_http_jvm_response.c */
 ngx_int_t ngx_http_jvm_send_response(ngx_http_request_t *r, size_t len);
@@ -379,6 +390,8 @@ ngx_int_t ngx_http_jvm_vm_body(ngx_http_request_t *r, ngx_int_t handler,
 void ngx_http_jvm_vm_body_end(void *id);
 void *ngx_http_jvm_vm_poll(ngx_log_t *log);
 ngx_int_t ngx_http_jvm_vm_take(ngx_log_t *log, void *id, size_t *out);
+ngx_int_t ngx_http_jvm_vm_upload(ngx_log_t *log, void *id, size_t len,
+    ngx_uint_t status);
 void ngx_http_jvm_vm_cancel(void *id);
 void ngx_http_jvm_vm_abort(void *id, ngx_uint_t interrupt);
 ngx_int_t ngx_http_jvm_vm_next(ngx_log_t *log, ngx_int_t stream,

@@ -41,7 +41,8 @@ static size_t ngx_http_jvm_encode(ngx_http_request_t *r,
 ngx_int_t
 ngx_http_jvm_content_handler(ngx_http_request_t *r)
 {
-    ngx_int_t  rc;
+    ngx_int_t                 rc;
+    ngx_http_jvm_loc_conf_t  *jlcf;
 
     if (r->headers_in.content_length_n <= 0 && !r->headers_in.chunked) {
         rc = ngx_http_discard_request_body(r);
@@ -50,6 +51,17 @@ ngx_http_jvm_content_handler(ngx_http_request_t *r)
         }
 
         return ngx_http_jvm_call(r);
+    }
+
+    jlcf = ngx_http_get_module_loc_conf(r, ngx_http_jvm_module);
+
+    /*
+     * jvm_request_buffering off (pool and virtual only, checked at -t):
+     * the handler starts with the first piece (ngx_http_jvm_upload.c).
+     */
+
+    if (!jlcf->request_buffering) {
+        r->request_body_no_buffering = 1;
     }
 
     rc = ngx_http_read_client_request_body(r, ngx_http_jvm_body_ready);
@@ -90,6 +102,11 @@ ngx_http_jvm_call(ngx_http_request_t *r)
 
     if (ngx_http_jvm_request_encode(r, &len) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (r->reading_body) {
+        /* the rest of the body arrives while the handler runs */
+        return ngx_http_jvm_upload_submit(r, jlcf->handler, len);
     }
 
     if (jlcf->mode != NGX_HTTP_JVM_LOOP || jlcf->async) {
@@ -234,7 +251,9 @@ ngx_http_jvm_encoded_size(ngx_http_request_t *r, ngx_http_jvm_request_t *jr)
           + jr->server.len + jr->addr.len + jr->cert.len
           + ngx_http_jvm_header_list_size(&r->headers_in.headers);
 
-    if (r->request_body) {
+    /* a body still arriving goes to Java in pieces (ngx_http_jvm_upload.c) */
+
+    if (r->request_body && !r->reading_body) {
         for (cl = r->request_body->bufs; cl; cl = cl->next) {
             b = cl->buf;
 
@@ -297,7 +316,11 @@ ngx_http_jvm_encode(ngx_http_request_t *r, ngx_http_jvm_request_t *jr,
     p = ngx_http_jvm_put_int(p, 0);
     n = 0;
 
-    if (r->request_body) {
+    if (r->reading_body) {
+        (void) ngx_http_jvm_put_int(buf, (uint32_t) (jr->flags
+                                    | NGX_HTTP_JVM_REQ_BODY_STREAM));
+
+    } else if (r->request_body) {
         for (cl = r->request_body->bufs; cl; cl = cl->next) {
             b = cl->buf;
 

@@ -24,7 +24,6 @@
 
 
 static void ngx_http_jvm_task_notified(ngx_event_t *ev);
-static void ngx_http_jvm_task_respond(ngx_http_request_t *r);
 static void ngx_http_jvm_task_timeout(ngx_event_t *ev);
 static void ngx_http_jvm_task_quit_watch(ngx_event_t *ev);
 
@@ -219,6 +218,32 @@ ngx_http_jvm_task_notified(ngx_event_t *ev)
             break;
         }
 
+        if ((uintptr_t) ctx & NGX_HTTP_JVM_POLL_BODY) {
+
+            /*
+             * Its handler took pieces of a body that still arrives (see
+             * ngx_http_jvm_upload.c): the request reads on from the client.
+             */
+
+            ctx = (ngx_http_jvm_ctx_t *)
+                      ((uintptr_t) ctx & ~(uintptr_t) NGX_HTTP_JVM_POLL_BODY);
+            r = ctx->request;
+            c = r->connection;
+
+            ngx_http_set_log_request(c->log, r);
+
+            /* not once the upload is over: answered, failed, or read */
+
+            if (ctx->upload) {
+                ctx->upload_full = 0;
+                r->read_event_handler(r);
+
+                ngx_http_run_posted_requests(c);
+            }
+
+            continue;
+        }
+
         r = ctx->request;
         c = r->connection;
 
@@ -254,9 +279,12 @@ ngx_http_jvm_task_notified(ngx_event_t *ev)
 }
 
 
-/* The handler answered: its response goes out. */
+/*
+ * The handler answered: its response goes out (also for ngx_http_jvm_upload.c,
+ * which stops reading the body first).
+ */
 
-static void
+void
 ngx_http_jvm_task_respond(ngx_http_request_t *r)
 {
     size_t               len;
@@ -326,6 +354,12 @@ ngx_http_jvm_task_timeout(ngx_event_t *ev)
     }
 
     ctx->responded = 1;
+
+    if (r->reading_body) {
+        /* the rest of a body read as it arrives is not read: no keep-alive */
+        r->keepalive = 0;
+    }
+
     ngx_http_finalize_request(r, NGX_HTTP_GATEWAY_TIME_OUT);
 
     ngx_http_run_posted_requests(c);

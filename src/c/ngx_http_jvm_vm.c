@@ -71,6 +71,7 @@ static jmethodID   ngx_http_jvm_handle_mid;
 static jmethodID   ngx_http_jvm_submit_mid;
 static jmethodID   ngx_http_jvm_poll_mid;
 static jmethodID   ngx_http_jvm_take_mid;
+static jmethodID   ngx_http_jvm_upload_mid;
 static jmethodID   ngx_http_jvm_cancel_mid;
 static jmethodID   ngx_http_jvm_abort_mid;
 static jmethodID   ngx_http_jvm_next_mid;
@@ -114,6 +115,7 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
     { &ngx_http_jvm_subrequest_done_mid, "subrequestDone", "(II)V" },
     { &ngx_http_jvm_poll_mid, "poll", "()J" },
     { &ngx_http_jvm_take_mid, "take", "(J)I" },
+    { &ngx_http_jvm_upload_mid, "upload", "(JII)I" },
     { &ngx_http_jvm_cancel_mid, "cancel", "(J)V" },
     { &ngx_http_jvm_abort_mid, "abort", "(JZ)V" },
     { &ngx_http_jvm_next_mid, "next", "(I)I" },
@@ -1517,6 +1519,33 @@ ngx_http_jvm_vm_take(ngx_log_t *log, void *id, size_t *out)
                                                  (jlong) (uintptr_t) id);
 
     return ngx_http_jvm_vm_response(log, n, out, "Worker.take()");
+}
+
+
+/*
+ * Worker.upload(): a piece of the task's body, len bytes at the start of
+ * the request buffer, and its status.  NGX_OK: read on; NGX_AGAIN: Java's
+ * pieces are full; NGX_DECLINED: nobody reads the body.
+ */
+
+ngx_int_t
+ngx_http_jvm_vm_upload(ngx_log_t *log, void *id, size_t len,
+    ngx_uint_t status)
+{
+    jint  n;
+
+    n = (*ngx_http_jvm_env)->CallStaticIntMethod(ngx_http_jvm_env,
+                                                 ngx_http_jvm_worker,
+                                                 ngx_http_jvm_upload_mid,
+                                                 (jlong) (uintptr_t) id,
+                                                 (jint) len, (jint) status);
+
+    if ((*ngx_http_jvm_env)->ExceptionCheck(ngx_http_jvm_env)) {
+        return ngx_http_jvm_vm_failed(log, "Worker.upload()");
+    }
+
+    return n == NGX_HTTP_JVM_UPLOAD_MORE ? NGX_OK
+           : (n == NGX_HTTP_JVM_UPLOAD_FULL ? NGX_AGAIN : NGX_DECLINED);
 }
 
 

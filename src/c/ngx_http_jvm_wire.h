@@ -21,6 +21,19 @@
 #define NGX_HTTP_JVM_REQ_HAS_QUERY    2
 #define NGX_HTTP_JVM_REQ_WEBSOCKET    4   /* a valid opening handshake */
 #define NGX_HTTP_JVM_REQ_BODY_FILE    8   /* a body segment is in a file */
+#define NGX_HTTP_JVM_REQ_BODY_STREAM  16  /* the body still arrives */
+
+/* Worker.upload(): the piece's status (else the HTTP status it failed). */
+#define NGX_HTTP_JVM_UPLOAD_GOING     0
+#define NGX_HTTP_JVM_UPLOAD_END       1
+
+/* Worker.upload(): read on; Java's pieces are full; nobody reads it. */
+#define NGX_HTTP_JVM_UPLOAD_MORE      0
+#define NGX_HTTP_JVM_UPLOAD_FULL      1
+#define NGX_HTTP_JVM_UPLOAD_DROP      2
+
+/* Worker.poll(): added to a task's id, its body has room again. */
+#define NGX_HTTP_JVM_POLL_BODY        1
 
 /* Body kinds of an encoded response. */
 #define NGX_HTTP_JVM_BODY_NONE        0

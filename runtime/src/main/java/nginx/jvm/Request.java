@@ -57,6 +57,8 @@ public final class Request {
      */
     private java.nio.channels.FileChannel[] files;
     private java.io.IOException filesError;
+    /** The body while it still arrives (jvm_request_buffering off), or null. */
+    UploadBody upload;
 
     private String method, uri, query, protocol, serverName, remoteAddr;
     private Map<String, String> headers;
@@ -100,6 +102,15 @@ public final class Request {
         if (f != null) {
             RequestBody.close(f);
         }
+        UploadBody u = upload;
+        if (u != null) {
+            u.end();
+        }
+    }
+
+    /** True when the body still arrives and is read as it does (jvm_request_buffering off). */
+    boolean streamsBody() {
+        return (flags & Wire.REQ_BODY_STREAM) != 0;
     }
 
     private String string(int at) {
@@ -720,8 +731,18 @@ public final class Request {
         return null;
     }
 
-    /** A new stream over the request body; empty when there is none. */
+    /**
+     * A new stream over the request body; empty when there is none. With
+     * {@code jvm_request_buffering off} the body may still be arriving: the
+     * stream is then the one stream of the body as it arrives (every call
+     * answers it), whose reads block until nginx has read more from the
+     * client and throw an IOException when the client leaves, stalls for
+     * client_body_timeout, or sends a malformed or too large body.
+     */
     public InputStream body() {
+        if (upload != null) {
+            return upload;
+        }
         if (bodyAt < 0) {
             pairs();
         }
@@ -730,6 +751,9 @@ public final class Request {
 
     /** True when the request came with a body (possibly empty). */
     public boolean hasBody() {
+        if (upload != null) {
+            return true;
+        }
         if (bodyAt < 0) {
             pairs();
         }

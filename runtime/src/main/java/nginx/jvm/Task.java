@@ -20,6 +20,8 @@ final class Task implements Responder, Runnable {
     final long started = System.nanoTime();
     /** True while the task is on the ready queue (see {@link Tasks#ready}). */
     final AtomicBoolean queued = new AtomicBoolean();
+    /** True while the task is on the queue of bodies with room (see {@link Tasks#room}). */
+    final AtomicBoolean roomQueued = new AtomicBoolean();
     private final Object handler;
     final Request request;
     final boolean async;

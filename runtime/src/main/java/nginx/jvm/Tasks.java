@@ -22,6 +22,8 @@ final class Tasks {
     static final int LOOP = Wire.LOOP, POOL = Wire.POOL, VIRTUAL = Wire.VIRTUAL;
 
     private final ConcurrentLinkedQueue<Task> ready = new ConcurrentLinkedQueue<>();
+    /** Tasks whose streamed request body has room again (see {@link UploadBody}). */
+    private final ConcurrentLinkedQueue<Task> room = new ConcurrentLinkedQueue<>();
     private final AtomicBoolean signalled = new AtomicBoolean();
     private final Runnable waker;
     /** Run on a thread about to run handlers off the loop (Worker: its scheduling class). */
@@ -226,7 +228,23 @@ final class Tasks {
         }
     }
 
-    /** Event loop: the next ready task's id, or 0. */
+    /**
+     * From the handler's thread: the task's request body has room again, the
+     * loop may read on from the client.
+     */
+    void room(Task task) {
+        if (task.roomQueued.compareAndSet(false, true)) {
+            room.add(task);
+            if (signalled.compareAndSet(false, true)) {
+                waker.run();
+            }
+        }
+    }
+
+    /**
+     * Event loop: the next ready task's id, or the id plus
+     * {@link Wire#POLL_BODY} of one whose body has room again, or 0.
+     */
     long poll() {
         signalled.set(false);
         Task t;
@@ -234,6 +252,12 @@ final class Tasks {
             t.queued.set(false);
             if (!t.cancelled) {
                 return t.id;
+            }
+        }
+        while ((t = room.poll()) != null) {
+            t.roomQueued.set(false);
+            if (!t.cancelled) {
+                return t.id + Wire.POLL_BODY;
             }
         }
         return 0;

@@ -19,6 +19,24 @@ final class Wire {
     /** Request flags: the first int of a described request. */
     static final int REQ_HTTPS = 1, REQ_HAS_QUERY = 2, REQ_WEBSOCKET = 4, REQ_BODY_FILE = 8;
 
+    /** Request flag: the body still arrives, in pieces ({@link Worker#upload}; jvm_request_buffering off). */
+    static final int REQ_BODY_STREAM = 16;
+
+    /**
+     * {@link Worker#upload}'s status: more pieces follow; this was the last (else the HTTP
+     * status the body failed with, 400 or more).
+     */
+    static final int UPLOAD_GOING = 0, UPLOAD_END = 1;
+
+    /**
+     * {@link Worker#upload}'s answer: read on; stop reading until {@link Worker#poll} names
+     * the task with {@link #POLL_BODY}; read the rest and throw it away (nobody reads it).
+     */
+    static final int UPLOAD_MORE = 0, UPLOAD_FULL = 1, UPLOAD_DROP = 2;
+
+    /** Added to a task's id by {@link Worker#poll}: its body has room again (ids are even). */
+    static final int POLL_BODY = 1;
+
     /** Body kinds of an encoded response. MOVED: the response is in the new response buffer. */
     static final int BODY_NONE = 0, BODY_INLINE = 1, BODY_FILE = 2, BODY_STREAM = 3, BODY_ERROR = 4,
             BODY_MOVED = 5, BODY_UPGRADE = 6;

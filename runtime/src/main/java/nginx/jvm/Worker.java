@@ -381,6 +381,9 @@ final class Worker {
             request.suspended = true;
             Task task = new Task(id, mode, phase, handler, request, async, tasks);
             request.abort = task.abort;
+            if (request.streamsBody()) {
+                request.upload = new UploadBody(() -> tasks.room(task));
+            }
             String refused = tasks.submit(task, mode);
             if (refused == null) {
                 Metrics.inFlight.incrementAndGet();
@@ -422,6 +425,25 @@ final class Worker {
             request.end();
         }
         return refused == null ? Wire.ACCEPTED : encoder.error(503, "jvm_log: " + refused, null);
+    }
+
+    /**
+     * A piece of task {@code id}'s request body, {@code length} bytes at the
+     * start of the request buffer (copied before this returns), with its
+     * status: {@link Wire#UPLOAD_GOING}, {@link Wire#UPLOAD_END} or the HTTP
+     * status the body failed with. Answers {@link Wire#UPLOAD_MORE},
+     * {@link Wire#UPLOAD_FULL} (read no more until {@link #poll} names the
+     * task with {@link Wire#POLL_BODY}) or {@link Wire#UPLOAD_DROP}.
+     */
+    static int upload(long id, int length, int status) {
+        Task task = tasks.get(id);
+        UploadBody body = task == null ? null : task.request.upload;
+        if (body == null) {
+            return Wire.UPLOAD_DROP;
+        }
+        byte[] piece = new byte[length];
+        Wire.get(requestBuffer, 0, piece, 0, length);
+        return body.offer(piece, status);
     }
 
     /** The id of the next task with something for the event loop, or 0. */
