@@ -12,6 +12,9 @@ LIBS      := $(BUILD)/lib/.done
 # Logging libraries applications bring, for the logging tests (not bundled).
 TESTLIBS  := $(BUILD)/test-lib/.done
 TESTLIB_ARTIFACTS := org.slf4j:slf4j-api:2.0.16 org.clojure:tools.logging:1.3.0
+# Jedis and what it needs (runtime/redis/pom.xml), for applications that use
+# Redis (sessions, the topic bridge) and for their tests: optional.
+REDISLIBS := $(BUILD)/redis-lib/.done
 CSRC      := $(wildcard src/c/*.c src/c/*.h) src/c/config
 JSRC      := $(shell find runtime/src/main -type f) runtime/pom.xml
 # Ring and Compojure from Debian: the one list is scripts/ring-jars.txt.
@@ -21,7 +24,7 @@ PYTHON    ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest
 .PHONY: all deps module jar libs deb run test test-java test-clojure test-bench test-integration \
         bench bench-quick clean asan asan-module soak test-reload
 
-all: $(MODULE) $(JAR) $(LIBS) $(TESTLIBS)
+all: $(MODULE) $(JAR) $(LIBS) $(TESTLIBS) $(REDISLIBS)
 
 deps: $(BUILD)/.deps
 
@@ -60,6 +63,16 @@ $(TESTLIBS): $(BUILD)/.deps Makefile
 	cd runtime && for a in $(TESTLIB_ARTIFACTS); do \
 	    $(MVN) dependency:copy -Dartifact=$$a -DoutputDirectory=../$(BUILD)/test-lib || exit 1; \
 	done
+	@touch $@
+
+# build/redis-lib: Jedis from Maven Central, for nginx.jvm.Redis, the Redis
+# session store and the topic bridge (docs/scale-out.md).
+.PHONY: redis-deps
+redis-deps: $(REDISLIBS)
+$(REDISLIBS): $(BUILD)/.deps runtime/redis/pom.xml
+	mkdir -p $(BUILD)/redis-lib
+	cd runtime/redis && $(MVN) dependency:copy-dependencies \
+	    -DoutputDirectory=../../$(BUILD)/redis-lib
 	@touch $@
 
 run: all

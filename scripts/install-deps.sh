@@ -38,11 +38,12 @@ for py in python3 /usr/bin/python3; do
     fi
 done
 
-# "install-deps.sh bench": what `make bench` needs besides, redis-server
-# (bench/shared.py compares with it). The benchmark starts its own on a
-# loopback port, so the package's service is not started: a policy-rc.d
-# refuses it while apt installs.
-if [ "${1:-}" = bench ] && ! [ -x /usr/sbin/redis-server ] && ! [ -x /usr/bin/redis-server ]; then
+# redis-server: the tests of the Redis session store and the topic bridge
+# (tests/test_sessions.py, tests/test_redis_bridge.py) and bench/shared.py
+# start their own on a loopback port, so the package's service is not
+# started: a policy-rc.d refuses it while apt installs. ("install-deps.sh
+# bench", which the benchmarks call, installs the same.)
+if ! [ -x /usr/sbin/redis-server ] && ! [ -x /usr/bin/redis-server ]; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "install-deps: run as root: sudo apt-get install -y redis-server" >&2
         exit 1
