@@ -180,10 +180,17 @@ public final class Redis implements AutoCloseable {
                     + " call Redis from a jvm_mode pool or virtual location, or a thread of your own");
         }
         try {
-            try {
-                return c.run();
-            } catch (JedisConnectionException first) {
-                return c.run();             // the pool dropped the broken connection
+            for (int tries = 1; ; tries++) {
+                try {
+                    return c.run();
+                } catch (JedisConnectionException e) {
+                    // a connection the pool kept from before Redis restarted
+                    // breaks at its first use, and the pool drops it: try
+                    // again with another, unless Redis itself is unreachable
+                    if (tries > 3 || unreachable(e)) {
+                        throw e;
+                    }
+                }
             }
         } catch (JedisConnectionException e) {
             throw new Unavailable("Redis at " + where + " is unavailable: " + message(e), e);
@@ -193,6 +200,17 @@ public final class Redis implements AutoCloseable {
             // a timeout, a pool whose connections are all busy for longer
             throw new Unavailable("Redis at " + where + " did not answer: " + message(e), e);
         }
+    }
+
+    /** A connect that failed, or a read that timed out: trying again costs as much. */
+    private static boolean unreachable(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof java.net.ConnectException || t instanceof java.net.SocketTimeoutException
+                    || (t.getMessage() != null && t.getMessage().startsWith("Failed to connect"))) {
+                return true;
+            }
+        }
+        return false;
     }
 
     static String message(Throwable e) {
