@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from harness import Nginx, read_edn, request, wait_for
+from harness import ROOT, Nginx, read_edn, request, wait_for
 from redisserver import RedisServer, classpath, require_redis
 
 require_redis()
@@ -233,3 +233,55 @@ def test_a_client_that_leaves_is_dropped(hosts):
     received_exactly(stay, [m])
     for c in stay:
         c.close()
+
+
+# --- examples/live over the bridge: its chat across two hosts ---------------
+
+LIVE = """
+        location / { jvm_async on; jvm_content live.core/app; }
+"""
+
+LIVE_HTTP = """
+    jvm_topic chat 1m;
+    jvm_shared_dict chat 64k;
+"""
+
+
+@pytest.fixture(scope="module")
+def live_hosts(mode, redis):
+    pytest.importorskip("websockets")
+    cp = classpath() + [str(ROOT / "examples" / "live" / "src")]
+    main = "env NGINX_JVM_REDIS=%s;\n" % redis.uri
+
+    def live():
+        return Nginx(LIVE, http=LIVE_HTTP, classpath=cp, mode=mode,
+                     workers=2, main=main)
+    with live() as a, live() as b:
+        yield a, b
+
+
+def test_the_live_chat_spans_two_hosts(live_hosts, redis):
+    from websockets.sync.client import connect
+    a, b = live_hosts
+    with connect("ws://127.0.0.1:%d/chat" % a.port) as ca, \
+            connect("ws://127.0.0.1:%d/chat" % b.port) as cb:
+        # each host's bridge starts with its first chat socket
+        assert wait_for(lambda: subscriptions(redis, "nginx-jvm:live:chat")
+                        == 2, 30), "both hosts bridged"
+        ca.send("hello from a")
+        cb.send("hello from b")
+        for c in (ca, cb):
+            got = []
+            deadline = time.monotonic() + 30
+            while sorted(got) != ["hello from a", "hello from b"]:
+                assert time.monotonic() < deadline, got
+                try:
+                    m = c.recv(timeout=0.5)
+                except TimeoutError:
+                    continue
+                if not m.startswith("* someone"):
+                    got.append(m)
+            with pytest.raises(TimeoutError):   # once, no echo
+                while True:
+                    m = c.recv(timeout=1.0)
+                    assert m.startswith("* someone"), m

@@ -1,20 +1,8 @@
 package nginx.jvm;
 
 import java.net.URI;
-import java.time.Duration;
 import java.util.Objects;
 
-import redis.clients.jedis.ConnectionPoolConfig;
-import redis.clients.jedis.DefaultJedisClientConfig;
-import redis.clients.jedis.HostAndPort;
-import redis.clients.jedis.Jedis;
-import redis.clients.jedis.JedisClientConfig;
-import redis.clients.jedis.JedisPooled;
-import redis.clients.jedis.exceptions.JedisConnectionException;
-import redis.clients.jedis.exceptions.JedisDataException;
-import redis.clients.jedis.exceptions.JedisException;
-import redis.clients.jedis.params.GetExParams;
-import redis.clients.jedis.params.SetParams;
 
 /**
  * A Redis server, for the Redis session store ({@code nginx.jvm.session})
@@ -45,23 +33,12 @@ public final class Redis implements AutoCloseable {
     public static final int DEFAULT_TIMEOUT = 1000;
 
     private final String where;
-    private final HostAndPort address;
-    private final JedisClientConfig config;
-    private final JedisPooled pool;
+    /** Every use of Jedis is in RedisClient, so that this class links without it. */
+    private final RedisClient client;
 
-    private Redis(String where, HostAndPort address, JedisClientConfig config, int maxConnections,
-                  int timeout) {
+    private Redis(String where, RedisClient client) {
         this.where = where;
-        this.address = address;
-        this.config = config;
-        ConnectionPoolConfig pc = new ConnectionPoolConfig();
-        pc.setMaxTotal(maxConnections);
-        pc.setMaxIdle(maxConnections);
-        pc.setMinIdle(0);
-        pc.setMaxWait(Duration.ofMillis(timeout));     // a full pool waits no longer
-        pc.setBlockWhenExhausted(true);
-        pc.setJmxEnabled(false);
-        this.pool = new JedisPooled(pc, address, config);
+        this.client = client;
     }
 
     /** {@link #connect(String, int, int)} with a 1 s timeout and 16 connections. */
@@ -93,30 +70,39 @@ public final class Redis implements AutoCloseable {
             throw new IllegalArgumentException("not a redis://host[:port][/db] URI: " + uri);
         }
         int port = u.getPort() < 0 ? 6379 : u.getPort();
-        DefaultJedisClientConfig.Builder b = DefaultJedisClientConfig.builder()
-                .connectionTimeoutMillis(timeoutMs).socketTimeoutMillis(timeoutMs)
-                .clientName("nginx-jvm");
+        String user = null;
+        String password = null;
         String info = u.getRawUserInfo();
         if (info != null) {
             int colon = info.indexOf(':');
-            String user = colon < 0 ? null : info.substring(0, colon);
-            String password = colon < 0 ? info : info.substring(colon + 1);
-            if (user != null && !user.isEmpty()) {
-                b.user(decode(user));
+            user = colon < 0 ? null : decode(info.substring(0, colon));
+            password = decode(colon < 0 ? info : info.substring(colon + 1));
+            if (user != null && user.isEmpty()) {
+                user = null;
             }
-            b.password(decode(password));
         }
+        int database = 0;
         String path = u.getPath();
         if (path != null && path.length() > 1) {
             try {
-                b.database(Integer.parseInt(path.substring(1)));
+                database = Integer.parseInt(path.substring(1));
             } catch (NumberFormatException e) {
                 throw new IllegalArgumentException("not a database number in " + uri);
             }
         }
         String where = u.getHost() + ":" + port;
-        return new Redis(where, new HostAndPort(u.getHost(), port), b.build(), maxConnections,
-                         timeoutMs);
+        return new Redis(where, new RedisClient(where, u.getHost(), port, user, password, database,
+                                                timeoutMs, maxConnections));
+    }
+
+    /** Whether Jedis is on the class path. */
+    public static boolean available() {
+        try {
+            Class.forName("redis.clients.jedis.JedisPooled", false, Redis.class.getClassLoader());
+            return true;
+        } catch (ClassNotFoundException e) {
+            return false;
+        }
     }
 
     private static String decode(String s) {
@@ -124,9 +110,7 @@ public final class Redis implements AutoCloseable {
     }
 
     static void requireJedis() {
-        try {
-            Class.forName("redis.clients.jedis.JedisPooled", false, Redis.class.getClassLoader());
-        } catch (ClassNotFoundException e) {
+        if (!available()) {
             throw new IllegalStateException("the Redis client (Jedis) is not on the class path:"
                     + " add build/redis-lib/* (make redis-deps) to jvm_classpath");
         }
@@ -139,78 +123,44 @@ public final class Redis implements AutoCloseable {
 
     /** The value of {@code key}, or null; a positive {@code ttlMs} gives it that TTL again. */
     public byte[] get(byte[] key, long ttlMs) {
-        return call(() -> ttlMs > 0 ? pool.getEx(key, GetExParams.getExParams().px(ttlMs))
-                                    : pool.get(key));
+        onLoopRefused();
+        return client.get(key, ttlMs);
     }
 
     /** Sets {@code key}; a positive {@code ttlMs} makes it expire. */
     public void set(byte[] key, byte[] value, long ttlMs) {
-        call(() -> ttlMs > 0 ? pool.set(key, value, SetParams.setParams().px(ttlMs))
-                             : pool.set(key, value));
+        onLoopRefused();
+        client.set(key, value, ttlMs);
     }
 
     /** Removes {@code key}: whether it was there. */
     public boolean delete(byte[] key) {
-        return call(() -> pool.del(key)) > 0;
+        onLoopRefused();
+        return client.delete(key);
     }
 
     /** The time to live of {@code key} in ms: -1 without one, -2 when absent. */
     public long ttl(byte[] key) {
-        return call(() -> pool.pttl(key));
+        onLoopRefused();
+        return client.ttl(key);
     }
 
     /** Publishes on a pub/sub channel: how many subscribers got it. */
     public long publish(byte[] channel, byte[] message) {
-        return call(() -> pool.publish(channel, message));
+        onLoopRefused();
+        return client.publish(channel, message);
     }
 
-    /** A connection of its own (for a subscription), not from the pool; the caller closes it. */
-    Jedis dedicated() {
-        return new Jedis(address, config);
+    /** The client, for the bridge's subscription. */
+    RedisClient client() {
+        return client;
     }
 
-    private interface Command<T> {
-        T run();
-    }
-
-    /** One command, tried again once on a broken connection (a Redis that restarted). */
-    private <T> T call(Command<T> c) {
+    private static void onLoopRefused() {
         if (LoopCalls.onLoop()) {
             throw new IllegalStateException("a Redis call would block the event loop:"
                     + " call Redis from a jvm_mode pool or virtual location, or a thread of your own");
         }
-        try {
-            for (int tries = 1; ; tries++) {
-                try {
-                    return c.run();
-                } catch (JedisConnectionException e) {
-                    // a connection the pool kept from before Redis restarted
-                    // breaks at its first use, and the pool drops it: try
-                    // again with another, unless Redis itself is unreachable
-                    if (tries > 3 || unreachable(e)) {
-                        throw e;
-                    }
-                }
-            }
-        } catch (JedisConnectionException e) {
-            throw new Unavailable("Redis at " + where + " is unavailable: " + message(e), e);
-        } catch (JedisDataException e) {
-            throw e;                        // Redis answered with an error: a bug, not an outage
-        } catch (JedisException e) {
-            // a timeout, a pool whose connections are all busy for longer
-            throw new Unavailable("Redis at " + where + " did not answer: " + message(e), e);
-        }
-    }
-
-    /** A connect that failed, or a read that timed out: trying again costs as much. */
-    private static boolean unreachable(Throwable e) {
-        for (Throwable t = e; t != null; t = t.getCause()) {
-            if (t instanceof java.net.ConnectException || t instanceof java.net.SocketTimeoutException
-                    || (t.getMessage() != null && t.getMessage().startsWith("Failed to connect"))) {
-                return true;
-            }
-        }
-        return false;
     }
 
     static String message(Throwable e) {
@@ -224,7 +174,7 @@ public final class Redis implements AutoCloseable {
 
     @Override
     public void close() {
-        pool.close();
+        client.close();
     }
 
     @Override

@@ -235,8 +235,12 @@ public final class RedisBridge implements AutoCloseable {
                 if (leader && !was) {
                     Log.notice(LOG, this + ": this worker talks to Redis for its host");
                 }
-                if (leader && subscriber == null) {
-                    subscriber = thread("nginx-jvm-redis-bridge-subscribe", this::subscribeLoop);
+                if (leader && (subscriber == null || !subscriber.isAlive())) {
+                    // assigned before it starts: the loop runs while it is the one
+                    Thread t = new Thread(this::subscribeLoop, "nginx-jvm-redis-bridge-subscribe");
+                    t.setDaemon(true);
+                    subscriber = t;
+                    t.start();
                 } else if (!leader && subscriber != null) {
                     stopSubscriber();
                 }
@@ -303,7 +307,7 @@ public final class RedisBridge implements AutoCloseable {
         long backoff = 100;
         Thread self = Thread.currentThread();
         while (!closed && subscriber == self) {
-            try (Jedis j = redis.dedicated()) {
+            try (Jedis j = redis.client().dedicated()) {
                 BinaryJedisPubSub p = new Listener();
                 pubsub = p;
                 subscribed = j;

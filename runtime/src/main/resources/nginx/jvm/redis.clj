@@ -12,6 +12,12 @@
                         :redis \"redis://10.0.0.5:6379\" :channel \"chat\"}))"
   (:import [nginx.jvm Redis RedisBridge SharedDict Topic]))
 
+;; RedisBridge links against Jedis: say so clearly, before compiling a call
+(when-not (Redis/available)
+  (throw (IllegalStateException.
+          (str "nginx.jvm.redis needs the Redis client (Jedis) on the class path:"
+               " add build/redis-lib/* (make redis-deps) to jvm_classpath"))))
+
 (defn connect
   "A pool of connections to the Redis at `uri`
   (redis://[[user]:password@]host[:port][/db]); opts :timeout-ms (connect
