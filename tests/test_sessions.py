@@ -13,7 +13,7 @@ import urllib.parse
 
 import pytest
 
-from harness import Nginx, read_edn, request, wait_for
+from harness import Nginx, read_edn, request, ring_classpath, wait_for
 from redisserver import RedisServer, classpath, require_redis
 
 require_redis()
@@ -262,3 +262,19 @@ def test_a_client_that_leaves_mid_request_costs_nothing(hosts):
         s.close()
     assert a.get("/dict").status == 200
     assert Client("rsid").get(a.port, "/redis").status == 200
+
+
+@pytest.mark.log_allows(r"\[error\].*the Redis client \(Jedis\) is not on the class path",
+                        r"\[error\].*(at |\.\.\. \d+ more|Caused by)")
+def test_the_dictionary_store_needs_no_redis_client(mode, redis):
+    """Jedis is optional: without build/redis-lib the shared-dict store
+    works, and the Redis store says what is missing."""
+    with Nginx(locations(mode), http=HTTP, classpath=ring_classpath(),
+               mode=mode,
+               main="env NGINX_JVM_TEST_REDIS=%s;\n" % redis.uri) as n:
+        c = Client("dsid")
+        assert session(c.get(n.port, "/dict", op="set", v="no-jedis")) == ":ok"
+        assert session(c.get(n.port, "/dict"))[":v"] == "no-jedis"
+        assert Client("rsid").get(n.port, "/redis").status == 500
+        assert n.wait_log(r"the Redis client \(Jedis\) is not on the class "
+                          r"path: add build/redis-lib/\*")

@@ -8,7 +8,7 @@ import java.util.Objects;
  * A Redis server, for the Redis session store ({@code nginx.jvm.session})
  * and the topic bridge ({@link RedisBridge}): a pool of connections of the
  * worker, with a connect timeout and a command timeout, so that a Redis that
- * is down or hangs costs a bounded time and a {@link Unavailable}, never a
+ * is down or hangs costs a bounded time and a {@link RedisUnavailable}, never a
  * hung thread.
  *
  * <p>Jedis (build/redis-lib, runtime/redis/pom.xml) must be on the class
@@ -20,15 +20,6 @@ import java.util.Objects;
  * {@code virtual} locations, or from threads of the application's own.
  */
 public final class Redis implements AutoCloseable {
-    /** Redis could not be reached, or did not answer within the timeout. */
-    public static final class Unavailable extends RuntimeException {
-        private static final long serialVersionUID = 1L;
-
-        Unavailable(String message, Throwable cause) {
-            super(message, cause);
-        }
-    }
-
     /** The default connect and command timeout, in milliseconds. */
     public static final int DEFAULT_TIMEOUT = 1000;
 
@@ -161,15 +152,6 @@ public final class Redis implements AutoCloseable {
             throw new IllegalStateException("a Redis call would block the event loop:"
                     + " call Redis from a jvm_mode pool or virtual location, or a thread of your own");
         }
-    }
-
-    static String message(Throwable e) {
-        Throwable root = e;
-        while (root.getCause() != null && root.getCause() != root) {
-            root = root.getCause();
-        }
-        String m = root.getMessage();
-        return root.getClass().getSimpleName() + (m == null ? "" : ": " + m);
     }
 
     @Override

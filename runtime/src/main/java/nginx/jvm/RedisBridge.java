@@ -320,7 +320,7 @@ public final class RedisBridge implements AutoCloseable {
                 }
                 if (!subscribeDown) {
                     subscribeDown = true;
-                    Log.error(LOG, this + ": no subscription to Redis (" + Redis.message(e)
+                    Log.error(LOG, this + ": no subscription to Redis (" + RedisClient.message(e)
                             + "); trying again every " + MAX_BACKOFF / 1000 + " s at most", null);
                 }
             } finally {
@@ -422,7 +422,7 @@ public final class RedisBridge implements AutoCloseable {
                 dropped.incrementAndGet();
                 if (!publishDown) {
                     publishDown = true;
-                    Log.error(LOG, this + ": publishing to Redis failed (" + Redis.message(e)
+                    Log.error(LOG, this + ": publishing to Redis failed (" + RedisClient.message(e)
                             + "); messages are dropped until it is back", null);
                 }
             }

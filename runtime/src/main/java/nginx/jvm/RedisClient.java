@@ -100,15 +100,25 @@ final class RedisClient {
                 }
             }
         } catch (JedisConnectionException e) {
-            throw new Redis.Unavailable("Redis at " + where + " is unavailable: "
-                    + Redis.message(e), e);
+            throw new RedisUnavailable("Redis at " + where + " is unavailable: "
+                    + message(e), e);
         } catch (JedisDataException e) {
             throw e;                        // Redis answered with an error: a bug, not an outage
         } catch (JedisException e) {
             // a timeout, a pool whose connections are all busy for longer
-            throw new Redis.Unavailable("Redis at " + where + " did not answer: "
-                    + Redis.message(e), e);
+            throw new RedisUnavailable("Redis at " + where + " did not answer: "
+                    + message(e), e);
         }
+    }
+
+    /** The root cause, in a few words, for one line of the error log. */
+    static String message(Throwable e) {
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        String m = root.getMessage();
+        return root.getClass().getSimpleName() + (m == null ? "" : ": " + m);
     }
 
     /** A connect that failed, or a read that timed out: trying again costs as much. */

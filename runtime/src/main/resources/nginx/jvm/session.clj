@@ -27,7 +27,7 @@
   (:import [java.nio.charset StandardCharsets]
            [java.security SecureRandom]
            [java.util Base64]
-           [nginx.jvm Log Redis Redis$Unavailable SharedDict]))
+           [nginx.jvm Log Redis RedisUnavailable SharedDict]))
 
 (def ^:private random (SecureRandom.))
 
@@ -149,7 +149,7 @@
   Each call blocks for one round trip (up to the timeout): use it in
   jvm_mode pool or virtual locations; on the event loop it throws. When
   Redis is down or does not answer in time it throws
-  nginx.jvm.Redis$Unavailable, which wrap-unavailable turns into a 503."
+  nginx.jvm.RedisUnavailable, which wrap-unavailable turns into a 503."
   ([redis] (redis-store redis {}))
   ([redis opts]
    (let [o (options opts "nginx-jvm:session:")
@@ -163,7 +163,7 @@
 (defn- unavailable-cause [^Throwable e]
   (loop [t e]
     (cond (nil? t) nil
-          (instance? Redis$Unavailable t) t
+          (instance? RedisUnavailable t) t
           :else (recur (.getCause t)))))
 
 (defn- unavailable [req ^Throwable e]
@@ -177,7 +177,7 @@
 
 (defn wrap-unavailable
   "Middleware, outside wrap-session: a Redis that is down or too slow
-  (nginx.jvm.Redis$Unavailable, within the store's timeout) becomes a 503
+  (nginx.jvm.RedisUnavailable, within the store's timeout) becomes a 503
   with Retry-After and one line in the error log, rather than a 500 with a
   stack trace. Both Ring forms (synchronous and asynchronous)."
   [handler]
