@@ -53,7 +53,9 @@
       (throw (IllegalArgumentException.
               (str "a session of " (count text) " characters is over the store's :max-bytes "
                    max-bytes))))
-    (when (re-find #"#object\[|#function\[|#error \{" text)
+    ;; what does not read back (an object, a function: #object[...]) would
+    ;; be a lost session later: refuse it now
+    (when-not (try (= data (edn/read-string text)) (catch Exception _ false))
       (throw (IllegalArgumentException.
               "a session holds something that is not EDN data (an object, a function)")))
     text))
