@@ -167,10 +167,20 @@ public final class RedisBridge implements AutoCloseable {
         return "RedisBridge[" + topic.name() + " <-> " + redis.where() + " " + channel + "]";
     }
 
+    /**
+     * A daemon thread, started from a timer thread of the worker when called
+     * on the event loop (jvm_init): a thread inherits the signal mask of the
+     * thread that starts it, and nginx's signals must reach the event loop
+     * only (the runtime's threads start with them blocked).
+     */
     private static Thread thread(String name, Runnable body) {
         Thread t = new Thread(body, name);
         t.setDaemon(true);
-        t.start();
+        if (LoopCalls.onLoop()) {
+            Timers.after(0, Timers.Where.THREAD, t::start);
+        } else {
+            t.start();
+        }
         return t;
     }
 
@@ -361,6 +371,14 @@ public final class RedisBridge implements AutoCloseable {
     }
 
     private void fromRedis(byte[] message) {
+        try {
+            inject(message);
+        } catch (RuntimeException e) {     // a bad message costs itself, not the subscription
+            dropped.incrementAndGet();
+        }
+    }
+
+    private void inject(byte[] message) {
         int at = MAGIC.length;
         if (message.length < at + 2 || !ByteBuffer.wrap(message, 0, at).equals(ByteBuffer.wrap(MAGIC))) {
             dropped.incrementAndGet();      // not ours: another writer on the channel
