@@ -285,3 +285,65 @@ def test_the_live_chat_spans_two_hosts(live_hosts, redis):
                 while True:
                     m = c.recv(timeout=1.0)
                     assert m.startswith("* someone"), m
+
+
+# --- over a Redis Stream: at least once, through a change of leader ---------
+
+KILLED = r"\[alert\].*worker process \d+ exited on signal 9"
+
+
+@pytest.fixture(scope="module")
+def stream_hosts(mode, redis):
+    key = "test-stream-" + uuid.uuid4().hex[:8]
+    main = ("env NGINX_JVM_TEST_REDIS=%s;\nenv NGINX_JVM_TEST_CHANNEL=unused;\n"
+            "env NGINX_JVM_TEST_STREAM=%s;\n" % (redis.uri, key))
+
+    def one():
+        return Nginx(LOCATIONS, http=HTTP, classpath=classpath(), workers=2,
+                     mode=mode, main=main)
+    with one() as a, one() as b:
+        assert wait_for(lambda: all(leader(n) for n in (a, b)), 30)
+        yield a, b
+
+
+def leader(n):
+    """The pid of the host's worker that reads the stream, or None."""
+    for _ in range(20):
+        r = request(n.port, "GET", "/status")
+        s = read_edn(r.text)
+        if s[":leader"] and s[":subscribed"]:
+            return r.header("X-Pid")
+    return None
+
+
+def test_a_stream_carries_messages_across_hosts_once(stream_hosts):
+    a, b = stream_hosts
+    ca, cb = clients(a), clients(b)
+    try:
+        sent = ["s-%d-%s" % (i, uuid.uuid4().hex[:6]) for i in range(10)]
+        for m in sent:
+            publish(a, m)
+        received_exactly(ca + cb, sent)
+    finally:
+        for c in ca + cb:
+            c.close()
+
+
+@pytest.mark.log_allows(KILLED)
+def test_a_stream_delivers_what_came_while_the_leader_changed(stream_hosts):
+    a, b = stream_hosts
+    old = leader(b)
+    assert old
+    # clients of the worker that stays
+    every = clients(b, per_host=6)
+    stay = [c for c in every if c.pid.decode() != old]
+    assert stay, "a client on the other worker"
+    os.kill(int(old), 9)
+    sent = ["k-%d-%s" % (i, uuid.uuid4().hex[:6]) for i in range(5)]
+    for m in sent:
+        publish(a, m)               # while host b has no reader
+    assert wait_for(lambda: all(set(sent) <= set(c.messages()) for c in stay),
+                    60), [c.messages() for c in stay]
+    for c in every:
+        c.close()
+    assert wait_for(lambda: leader(b), 30), "a new leader"

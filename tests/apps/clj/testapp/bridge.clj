@@ -1,6 +1,6 @@
 (ns testapp.bridge
   "The topic \"t\" bridged over Redis (NGINX_JVM_TEST_REDIS, channel
-  NGINX_JVM_TEST_CHANNEL): /events is a server-sent event stream of what
+  NGINX_JVM_TEST_CHANNEL, or the stream NGINX_JVM_TEST_STREAM when set): /events is a server-sent event stream of what
   the topic carries, /publish?msg=M publishes M on the local topic."
   (:require [clojure.string :as str]
             [nginx.jvm.redis :as redis]
@@ -23,7 +23,8 @@
   (shared/subscribe! (shared/topic "t") send-all)
   (reset! bridge (redis/bridge! {:topic "t" :dict "b"
                                  :redis (System/getenv "NGINX_JVM_TEST_REDIS")
-                                 :channel (System/getenv "NGINX_JVM_TEST_CHANNEL")})))
+                                 :channel (System/getenv "NGINX_JVM_TEST_CHANNEL")
+                                 :stream (System/getenv "NGINX_JVM_TEST_STREAM")})))
 
 (defn- events []
   (reify protocols/StreamableResponseBody

@@ -49,6 +49,9 @@ public final class RedisBridge implements AutoCloseable {
     private final Redis redis;
     private final String channel;
     private final byte[] channelBytes;
+    /** A Redis Stream of that name instead of the pub/sub channel: at least once. */
+    private final boolean stream;
+    private final String lastKey;
     private final String leaseKey;
     private final String hostKey;
     private final String me;
@@ -71,7 +74,8 @@ public final class RedisBridge implements AutoCloseable {
     private volatile boolean subscribeDown;
     private volatile boolean publishDown;
 
-    private RedisBridge(Topic topic, SharedDict dict, Redis redis, String channel) {
+    private RedisBridge(Topic topic, SharedDict dict, Redis redis, String channel, boolean stream) {
+        this.stream = stream;
         this.topic = topic;
         this.dict = dict;
         this.redis = redis;
@@ -80,6 +84,11 @@ public final class RedisBridge implements AutoCloseable {
         String prefix = "redis-bridge:" + channel + ":";
         this.leaseKey = prefix + "leader";
         this.hostKey = prefix + "host";
+        this.lastKey = prefix + "last-id";
+        if (stream) {
+            // a host's first start reads what is added from now on
+            dict.add(lastKey, System.currentTimeMillis() + "-0", 0);
+        }
         byte[] r = new byte[8];
         new SecureRandom().nextBytes(r);
         this.me = ProcessHandle.current().pid() + ":" + HexFormat.of().formatHex(r);
@@ -106,15 +115,45 @@ public final class RedisBridge implements AutoCloseable {
 
     /** As {@link #start(String, String, String, String)}, with objects at hand. */
     public static RedisBridge start(Topic topic, SharedDict dict, Redis redis, String channel) {
+        check(topic, dict, redis, channel);
+        return new RedisBridge(topic, dict, redis, channel, false);
+    }
+
+    private static void check(Topic topic, SharedDict dict, Redis redis, String channel) {
         Objects.requireNonNull(topic, "topic");
         Objects.requireNonNull(dict, "dict");
         Objects.requireNonNull(redis, "redis");
         if (channel == null || channel.isEmpty()) {
-            throw new IllegalArgumentException("a Redis channel name is needed");
+            throw new IllegalArgumentException("a Redis channel or stream name is needed");
         }
         Redis.requireJedis();
-        return new RedisBridge(topic, dict, redis, channel);
     }
+
+    /**
+     * As {@link #start(String, String, String, String)}, over the Redis
+     * Stream {@code streamKey} instead of a pub/sub channel: at least once.
+     * Messages are appended (XADD, the stream trimmed to about
+     * {@link #STREAM_MAX} entries) and read (XREAD) from the last id this
+     * host has read, kept in the shared dictionary: a worker that takes the
+     * lease over, or a subscription that comes back after Redis was away
+     * (with its data), goes on from there, and a message read but not
+     * yet recorded comes again.
+     */
+    public static RedisBridge startStream(String topic, String dict, String redisUri,
+                                          String streamKey) {
+        return startStream(Topic.named(topic), SharedDict.named(dict), Redis.connect(redisUri),
+                           streamKey);
+    }
+
+    /** As {@link #startStream(String, String, String, String)}, with objects at hand. */
+    public static RedisBridge startStream(Topic topic, SharedDict dict, Redis redis,
+                                          String streamKey) {
+        check(topic, dict, redis, streamKey);
+        return new RedisBridge(topic, dict, redis, streamKey, true);
+    }
+
+    /** Entries a bridged stream keeps, about. */
+    public static final long STREAM_MAX = 10_000;
 
     /** Whether this worker is the one of its host that talks to Redis. */
     public boolean isLeader() {
@@ -123,7 +162,7 @@ public final class RedisBridge implements AutoCloseable {
 
     /** Whether this worker's subscription to the channel is up. */
     public boolean isSubscribed() {
-        return subscribed != null && pubsub != null && pubsub.isSubscribed();
+        return subscribed != null && (stream || (pubsub != null && pubsub.isSubscribed()));
     }
 
     /** Messages of the local topic this worker sent to Redis. */
@@ -164,7 +203,8 @@ public final class RedisBridge implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "RedisBridge[" + topic.name() + " <-> " + redis.where() + " " + channel + "]";
+        return "RedisBridge[" + topic.name() + " <-> " + redis.where() + " "
+                + (stream ? "stream " : "") + channel + "]";
     }
 
     /**
@@ -247,7 +287,8 @@ public final class RedisBridge implements AutoCloseable {
                 }
                 if (leader && (subscriber == null || !subscriber.isAlive())) {
                     // assigned before it starts: the loop runs while it is the one
-                    Thread t = new Thread(this::subscribeLoop, "nginx-jvm-redis-bridge-subscribe");
+                    Thread t = new Thread(stream ? this::readLoop : this::subscribeLoop,
+                                          "nginx-jvm-redis-bridge-subscribe");
                     t.setDaemon(true);
                     subscriber = t;
                     t.start();
@@ -346,6 +387,47 @@ public final class RedisBridge implements AutoCloseable {
         }
     }
 
+    /** The stream's reader: XREAD from the host's last id, on the leader. */
+    private void readLoop() {
+        long backoff = 100;
+        Thread self = Thread.currentThread();
+        while (!closed && subscriber == self) {
+            try (Jedis j = redis.client().dedicated(RedisClient.BLOCK + Redis.DEFAULT_TIMEOUT)) {
+                subscribed = j;
+                while (!closed && subscriber == self) {
+                    String last = dict.getString(lastKey);
+                    String next = redis.client().xread(j, channel, last == null ? "$" : last,
+                                                       this::fromRedis);
+                    if (subscribeDown) {
+                        subscribeDown = false;
+                        Log.notice(LOG, this + ": reading the stream again");
+                    }
+                    if (next != null && subscriber == self) {
+                        dict.put(lastKey, next, 0);
+                    }
+                    backoff = 100;
+                }
+            } catch (RuntimeException e) {
+                if (closed || subscriber != self) {
+                    break;
+                }
+                if (!subscribeDown) {
+                    subscribeDown = true;
+                    Log.error(LOG, this + ": no subscription to Redis (" + RedisClient.message(e)
+                            + "); trying again every " + MAX_BACKOFF / 1000 + " s at most", null);
+                }
+            } finally {
+                subscribed = null;
+            }
+            try {
+                Thread.sleep(backoff);
+            } catch (InterruptedException e) {
+                break;
+            }
+            backoff = Math.min(backoff * 2, MAX_BACKOFF);
+        }
+    }
+
     private final class Listener extends BinaryJedisPubSub {
         @Override
         public void onSubscribe(byte[] ch, int count) {
@@ -430,7 +512,11 @@ public final class RedisBridge implements AutoCloseable {
                 return;
             }
             try {
-                redis.publish(channelBytes, m);
+                if (stream) {
+                    redis.client().xadd(channel, m, STREAM_MAX);
+                } else {
+                    redis.publish(channelBytes, m);
+                }
                 forwarded.incrementAndGet();
                 if (publishDown) {
                     publishDown = false;

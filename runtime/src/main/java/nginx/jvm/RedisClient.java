@@ -24,11 +24,25 @@ final class RedisClient {
     private final HostAndPort address;
     private final JedisClientConfig config;
     private final JedisPooled pool;
+    private final String host;
+    private final int port;
+    private final String user;
+    private final String password;
+    private final int database;
+    private final int timeout;
+    /** How long a stream's XREAD waits for entries, in ms. */
+    static final int BLOCK = 1000;
 
     RedisClient(String where, String host, int port, String user, String password, int database,
                 int timeout, int maxConnections) {
         this.where = where;
         this.address = new HostAndPort(host, port);
+        this.host = host;
+        this.port = port;
+        this.user = user;
+        this.password = password;
+        this.database = database;
+        this.timeout = timeout;
         DefaultJedisClientConfig.Builder b = DefaultJedisClientConfig.builder()
                 .connectionTimeoutMillis(timeout).socketTimeoutMillis(timeout)
                 .clientName("nginx-jvm").database(database);
@@ -74,6 +88,57 @@ final class RedisClient {
     /** A connection of its own (for a subscription), not from the pool; the caller closes it. */
     Jedis dedicated() {
         return new Jedis(address, config);
+    }
+
+    /** The same, with another command timeout (a blocking XREAD waits longer). */
+    Jedis dedicated(int soTimeout) {
+        DefaultJedisClientConfig.Builder b = DefaultJedisClientConfig.builder()
+                .connectionTimeoutMillis(timeout).socketTimeoutMillis(soTimeout)
+                .clientName("nginx-jvm").database(database);
+        if (user != null) {
+            b.user(user);
+        }
+        if (password != null) {
+            b.password(password);
+        }
+        return new Jedis(address, b.build());
+    }
+
+    /** Appends an envelope to a stream (bytes carried 1:1 as ISO-8859-1 characters). */
+    void xadd(String key, byte[] value, long maxLen) {
+        String v = new String(value, java.nio.charset.StandardCharsets.ISO_8859_1);
+        call(() -> pool.xadd(key, redis.clients.jedis.params.XAddParams.xAddParams()
+                                 .maxLen(maxLen).approximateTrimming(),
+                             java.util.Map.of("m", v)));
+    }
+
+    /**
+     * Reads a stream after {@code afterId} (blocking up to BLOCK ms) on a
+     * dedicated connection, hands each entry to {@code each}; answers the
+     * last id read, or null when nothing came.
+     */
+    String xread(Jedis j, String key, String afterId,
+                 java.util.function.Consumer<byte[]> each) {
+        redis.clients.jedis.StreamEntryID from = "$".equals(afterId)
+                ? redis.clients.jedis.StreamEntryID.XREAD_NEW_ENTRY
+                : new redis.clients.jedis.StreamEntryID(afterId);
+        java.util.List<java.util.Map.Entry<String, java.util.List<redis.clients.jedis.resps.StreamEntry>>> got =
+                j.xread(redis.clients.jedis.params.XReadParams.xReadParams().block(BLOCK).count(256),
+                        java.util.Map.of(key, from));
+        String last = null;
+        if (got == null) {
+            return null;
+        }
+        for (java.util.Map.Entry<String, java.util.List<redis.clients.jedis.resps.StreamEntry>> e : got) {
+            for (redis.clients.jedis.resps.StreamEntry entry : e.getValue()) {
+                String v = entry.getFields().get("m");
+                if (v != null) {
+                    each.accept(v.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+                }
+                last = entry.getID().toString();
+            }
+        }
+        return last;
     }
 
     void close() {

@@ -34,10 +34,15 @@
   absent) of `:redis` (a URI or a connect result); `:dict` names a
   jvm_shared_dict where the workers elect the one that talks to Redis.
   Call it in every worker (jvm_init); it starts threads and returns the
-  nginx.jvm.RedisBridge (.close stops it). At most once delivery."
-  ^RedisBridge [{:keys [topic dict redis channel]}]
+  nginx.jvm.RedisBridge (.close stops it). At most once delivery; with
+  `:stream key` instead of :channel, over that Redis Stream: at least
+  once (docs/scale-out.md)."
+  ^RedisBridge [{:keys [topic dict redis channel stream]}]
   (when-not (and topic dict redis)
     (throw (IllegalArgumentException. "bridge! needs :topic, :dict and :redis")))
-  (RedisBridge/start (Topic/named (str topic)) (SharedDict/named (str dict))
-                     (if (instance? Redis redis) redis (connect redis))
-                     (str (or channel topic))))
+  (let [t (Topic/named (str topic))
+        d (SharedDict/named (str dict))
+        r (if (instance? Redis redis) redis (connect redis))]
+    (if stream
+      (RedisBridge/startStream t d r (str stream))
+      (RedisBridge/start t d r (str (or channel topic))))))
