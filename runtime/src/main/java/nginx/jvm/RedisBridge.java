@@ -30,9 +30,11 @@ import redis.clients.jedis.Jedis;
  * messages coming back. Messages the elected worker injects into the topic
  * are not forwarded again.
  *
- * <p>Delivery is Redis pub/sub's: at most once. A message is lost when Redis
- * is down or restarting, while the lease passes to another worker (up to
- * 3 s after the elected worker dies), or when a queue or a ring is full. The
+ * <p>Over a channel ({@link #start}), delivery is Redis pub/sub's: at most
+ * once. A message is lost when Redis is down or restarting, while the lease
+ * passes to another worker (up to 3 s after the elected worker dies), or
+ * when a queue or a ring is full. Over a stream ({@link #startStream}), at
+ * least once from the host's last-read id (docs/scale-out.md). The
  * bridge reconnects by itself (after 100 ms, doubling up to 5 s), and logs the
  * loss of Redis once and its return once.
  */
