@@ -27,6 +27,15 @@ def require_redis():
                     allow_module_level=True)
 
 
+def one_mode_only(mode):
+    """Skips all but the first mode of the run, for what the execution mode
+    does not change (the bridge's own threads, a class path), to keep
+    `make test` short."""
+    from conftest import MODES
+    if mode != MODES[0]:
+        pytest.skip("the same in every mode: run in %s only" % MODES[0])
+
+
 def classpath():
     """The Ring test apps' class path with Jedis."""
     return ring_classpath() + [str(REDIS_LIB) + "/*"]

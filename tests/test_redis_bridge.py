@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 from harness import ROOT, Nginx, read_edn, request, wait_for
-from redisserver import RedisServer, classpath, require_redis
+from redisserver import RedisServer, classpath, one_mode_only, require_redis
 
 require_redis()
 
@@ -249,6 +249,7 @@ LIVE_HTTP = """
 
 @pytest.fixture(scope="module")
 def live_hosts(mode, redis):
+    one_mode_only(mode)
     pytest.importorskip("websockets")
     cp = classpath() + [str(ROOT / "examples" / "live" / "src")]
     main = "env NGINX_JVM_REDIS=%s;\n" % redis.uri
@@ -294,6 +295,7 @@ KILLED = r"\[alert\].*worker process \d+ exited on signal 9"
 
 @pytest.fixture(scope="module")
 def stream_hosts(mode, redis):
+    one_mode_only(mode)
     key = "test-stream-" + uuid.uuid4().hex[:8]
     main = ("env NGINX_JVM_TEST_REDIS=%s;\nenv NGINX_JVM_TEST_CHANNEL=unused;\n"
             "env NGINX_JVM_TEST_STREAM=%s;\n" % (redis.uri, key))

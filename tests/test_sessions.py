@@ -14,7 +14,7 @@ import urllib.parse
 import pytest
 
 from harness import Nginx, read_edn, request, ring_classpath, wait_for
-from redisserver import RedisServer, classpath, require_redis
+from redisserver import RedisServer, classpath, one_mode_only, require_redis
 
 require_redis()
 
@@ -269,6 +269,7 @@ def test_a_client_that_leaves_mid_request_costs_nothing(hosts):
 def test_the_dictionary_store_needs_no_redis_client(mode, redis):
     """Jedis is optional: without build/redis-lib the shared-dict store
     works, and the Redis store says what is missing."""
+    one_mode_only(mode)
     with Nginx(locations(mode), http=HTTP, classpath=ring_classpath(),
                mode=mode,
                main="env NGINX_JVM_TEST_REDIS=%s;\n" % redis.uri) as n:
