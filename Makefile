@@ -15,6 +15,9 @@ TESTLIB_ARTIFACTS := org.slf4j:slf4j-api:2.0.16 org.clojure:tools.logging:1.3.0
 # HikariCP and the PostgreSQL JDBC driver (Maven Central, pinned in
 # bench/realapp/pom.xml) for bench/realapp and the tests of its verifier.
 REALAPP_LIBS := $(BUILD)/realapp-lib/.done
+# Jedis and what it needs (runtime/redis/pom.xml), for applications that use
+# Redis (sessions, the topic bridge) and for their tests: optional.
+REDISLIBS := $(BUILD)/redis-lib/.done
 CSRC      := $(wildcard src/c/*.c src/c/*.h) src/c/config
 JSRC      := $(shell find runtime/src/main -type f) runtime/pom.xml
 # Ring and Compojure from Debian: the one list is scripts/ring-jars.txt.
@@ -25,7 +28,7 @@ PYTHON    ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest
         test-upload-big \
         bench bench-quick clean asan asan-module soak test-reload
 
-all: $(MODULE) $(JAR) $(LIBS) $(TESTLIBS) $(REALAPP_LIBS)
+all: $(MODULE) $(JAR) $(LIBS) $(TESTLIBS) $(REALAPP_LIBS) $(REDISLIBS)
 
 deps: $(BUILD)/.deps
 
@@ -70,6 +73,16 @@ $(REALAPP_LIBS): $(BUILD)/.deps bench/realapp/pom.xml
 	rm -rf $(BUILD)/realapp-lib && mkdir -p $(BUILD)/realapp-lib
 	cd bench/realapp && $(MVN) dependency:copy-dependencies \
 	    -DoutputDirectory=../../$(BUILD)/realapp-lib
+	@touch $@
+
+# build/redis-lib: Jedis from Maven Central, for nginx.jvm.Redis, the Redis
+# session store and the topic bridge (docs/scale-out.md).
+.PHONY: redis-deps
+redis-deps: $(REDISLIBS)
+$(REDISLIBS): $(BUILD)/.deps runtime/redis/pom.xml
+	mkdir -p $(BUILD)/redis-lib
+	cd runtime/redis && $(MVN) dependency:copy-dependencies \
+	    -DoutputDirectory=../../$(BUILD)/redis-lib
 	@touch $@
 
 run: all

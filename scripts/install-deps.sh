@@ -7,9 +7,12 @@ packages=(nginx nginx-dev openjdk-17-jdk-headless maven gcc make dpkg-dev
           libring-core-clojure libcompojure-clojure libdata-json-clojure curl wrk python3 python3-pytest
           libhiccup-clojure)
 # PostgreSQL (Debian's), for bench/realapp and the tests of its verifier,
-# which start a private cluster of their own: the package's service is not
-# started (quiet_install, below).
-quiet_packages=(postgresql)
+# which start a private cluster of their own; redis-server, for the tests of
+# the Redis session store and the topic bridge (tests/test_sessions.py,
+# tests/test_redis_bridge.py) and bench/shared.py, which start their own on a
+# loopback port: the packages' services are not started (quiet_install,
+# below).
+quiet_packages=(postgresql redis-server)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -73,16 +76,7 @@ for py in python3 /usr/bin/python3; do
     fi
 done
 
-# "install-deps.sh bench": what `make bench` needs besides, redis-server
-# (bench/shared.py compares with it). The benchmark starts its own on a
-# loopback port, so the package's service is not started: a policy-rc.d
-# refuses it while apt installs.
-if [ "${1:-}" = bench ] && ! [ -x /usr/sbin/redis-server ] && ! [ -x /usr/bin/redis-server ]; then
-    echo "install-deps: installing redis-server (its service not started)"
-    quiet_install redis-server
-fi
-
-# ... and for `make bench-realapp`: Ring's Jetty adapter, matplotlib for
+# "install-deps.sh bench", for `make bench-realapp`: Ring's Jetty adapter, matplotlib for
 # Debian's python3 (the report's plots), and oha (crates.io, built by cargo; pinned), the
 # fixed-rate load generator (-q RATE --latency-correction: wrk2's open
 # model, HDR percentiles in its JSON).

@@ -29,10 +29,18 @@
     ;; never waits: a reader too slow for its queue misses the message
     (ws/send socket message (fn []) (fn [_] (swap! room disj socket)))))
 
-;; Subscribed once per worker, when its first chat socket opens.
+;; Subscribed once per worker, when its first chat socket opens. With the
+;; environment variable NGINX_JVM_REDIS (nginx.conf: `env NGINX_JVM_REDIS;`)
+;; the topic is also bridged over that Redis, so that the chat spans every
+;; host using it (docs/scale-out.md); nginx.jvm.redis, and Jedis with it,
+;; is loaded only then.
 (def ^:private topic
-  (delay (doto (shared/topic "chat")
-           (shared/subscribe! to-room))))
+  (delay (let [t (doto (shared/topic "chat")
+                   (shared/subscribe! to-room))]
+           (when-let [redis (not-empty (System/getenv "NGINX_JVM_REDIS"))]
+             ((requiring-resolve 'nginx.jvm.redis/bridge!)
+              {:topic "chat" :dict "chat" :redis redis :channel "nginx-jvm:live:chat"}))
+           t)))
 
 (def ^:private people (delay (shared/dict "chat")))
 
