@@ -10,7 +10,9 @@ due), each held for --step seconds after a warm-up (as fast as 16 connections
 go), recording the HDR
 percentiles p50..p99.99 and the maximum; the ladder stops at the first rate
 that breaks the bounds (p99 < 10 ms, p99.9 < 100 ms, no errors, 95% of the
-rate served), and the rate before it is the server's wall.  Then a
+rate served).  The rate before it is then held for --hold seconds (60): the
+server's wall is the highest rate that holds the bounds for that long (if
+the wall's rate fails the long run, the rates below it are tried).  Then a
 concurrency sweep (closed model, as fast as it goes) for plaintext and db at
 16, 256, 1,024 and 10,000 connections: throughput and p99.  The CPU the
 server's processes and PostgreSQL's used in each step is recorded (cores),
@@ -67,11 +69,12 @@ SWEEP_TYPES = ("plaintext", "db")
 WARMUP_CONNS = 16
 
 DEFAULTS = dict(servers=",".join(servers.SERVERS),
-                types=",".join(verify.TYPES), step=60, warmup=10,
-                sweep="16,256,1024,10000", sweep_step=30, conns=256,
+                types=",".join(verify.TYPES), step=10, hold=60, warmup=10,
+                sweep="16,256,1024,10000", sweep_step=15, conns=256,
                 max_steps=len(max(LADDERS.values(), key=len)))
 # under five minutes: nginx-jvm's three modes, three rates a type, short
-QUICK = dict(servers="jvm-loop,jvm-pool,jvm-virtual", step=3, warmup=2,
+QUICK = dict(servers="jvm-loop,jvm-pool,jvm-virtual", step=3, hold=0,
+             warmup=2,
              sweep="16,256", sweep_step=3, max_steps=3)
 
 
@@ -189,7 +192,28 @@ def ladder(oha, server, db, type_, args):
         if not r["ok"]:
             break
         wall = rate
-    return {"steps": steps, "wall": wall}
+    # The ladder's short steps find the wall; a rate counts only once it
+    # is held for --hold seconds, so a step that squeaked through is tried
+    # again at length and, if it fails then, the rate below it is.
+    held = []
+    if args.hold and wall is not None:
+        below = [x for x in rates[:args.max_steps] if x <= wall][::-1]
+        for rate in below[:3]:
+            with CpuMeter(server, db) as cpu:
+                r = run_oha(oha, url, args.hold, args.conns, rate)
+            r.update(rate=rate, ok=holds(r, rate),
+                     server_cores=cpu.server_cores, db_cores=cpu.db_cores,
+                     hold=args.hold)
+            held.append(r)
+            log("%s %s %d/s held %d s: %.0f/s p99 %s ms p99.9 %s ms %s"
+                % (server.name, type_, rate, args.hold, r["rps"] or 0,
+                   fmt(r["p99"]), fmt(r["p99.9"]),
+                   "ok" if r["ok"] else "over the bounds"))
+            if r["ok"]:
+                break
+        ok = [x["rate"] for x in held if x["ok"]]
+        wall = ok[0] if ok else None
+    return {"steps": steps, "held": held, "wall": wall}
 
 
 def sweep(oha, server, db, type_, args):
@@ -254,12 +278,15 @@ def render(results, meta, plots):
     add("Command: `%s`. Load: `oha %s` (open model, fixed rate, latency "
         "from when each request was due), after a %d s warm-up as fast "
         "as %d connections go; the sweep: `oha -c N -z %ds` (as fast as it "
-        "goes). The wall: the highest rate held with p99 < %g ms, "
-        "p99.9 < %g ms, no errors and %d%% of the rate served. "
+        "goes). The wall: the highest rate held%s with p99 < %g ms, "
+        "p99.9 < %g ms, no errors and %d%% of the rate served; the figures "
+        "at the wall are those of that run. "
         "PostgreSQL %s, private, on loopback (fsync off). queries and "
         "updates: ?queries=%d."
         % (meta["command"], meta["oha"], meta["warmup"], WARMUP_CONNS,
            meta["sweep_step"],
+           " for %d s (found by the ladder's steps, then run again at "
+           "length)" % meta["hold"] if meta.get("hold") else "",
            P99_MS, P999_MS, SERVED * 100, meta["postgres"], QUERIES))
     add("")
     add("## The servers")
@@ -313,7 +340,8 @@ def render(results, meta, plots):
             "rate: served, p99, server / PostgreSQL CPU |")
         add("|---|---|---|---|---|---|---|---|---|---|")
         for r, lad in sorted(rows, key=lambda x: -(x[1]["wall"] or 0)):
-            at = [s for s in lad["steps"] if s["rate"] == lad["wall"]]
+            at = [s for s in lad.get("held", []) + lad["steps"]
+                  if s["rate"] == lad["wall"]]
             s = at[0] if at else {}
             past = [x for x in lad["steps"] if not x.get("ok")]
             nxt = ("%d/s: %.0f, %s ms, %s / %s"
@@ -337,9 +365,12 @@ def render(results, meta, plots):
             "max | errors | server CPU | PostgreSQL CPU |")
         add("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r, lad in rows:
-            for s in lad["steps"]:
-                add("| %s | %d | %.0f | %s | %d | %s | %s |"
-                    % (r["server"], s["rate"], s["rps"] or 0,
+            for s in lad["steps"] + lad.get("held", []):
+                add("| %s | %s | %.0f | %s | %d | %s | %s |"
+                    % (r["server"], "%d%s" % (s["rate"], " (held %d s)"
+                                              % s["hold"] if s.get("hold")
+                                              else ""),
+                       s["rps"] or 0,
                        " | ".join(fmt(s.get(k)) for k in PERCENTILES),
                        s["errors"] + s["non200"], fmt(s["server_cores"]),
                        fmt(s["db_cores"])))
@@ -384,6 +415,9 @@ def main(argv=None):
     ap.add_argument("--types")
     ap.add_argument("--rates", help="the ladder's rates for every type")
     ap.add_argument("--step", type=int)
+    ap.add_argument("--hold", type=int,
+                    help="seconds the wall is held to count (60; 0: the "
+                    "ladder's step decides)")
     ap.add_argument("--warmup", type=int)
     ap.add_argument("--sweep", help="connections of the sweep; '' for none")
     ap.add_argument("--sweep-step", type=int)
@@ -446,6 +480,7 @@ def main(argv=None):
                                                           sys.argv[1:])),
         "oha": "-q RATE --latency-correction -c %d -z %ds" % (args.conns,
                                                               args.step),
+        "hold": args.hold,
         "warmup": args.warmup, "sweep_step": args.sweep_step,
         "postgres": postgres, "types": args.types,
         "settings": "%d nginx workers; heap %d MB and %d database "

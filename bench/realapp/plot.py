@@ -39,7 +39,9 @@ def main(data_file, out_dir, stem):
         common = min(walls) if all(walls) else None
         for server, lad in runs:
             rate = common or lad["wall"] or lad["steps"][0]["rate"]
-            step = [s for s in lad["steps"] if s["rate"] == rate]
+            # the long run at that rate where there is one
+            step = [s for s in lad.get("held", []) + lad["steps"]
+                    if s["rate"] == rate]
             if step:
                 s = step[0]
                 xs = [nines(p) for k, p in PCTS if s.get(k) is not None]

@@ -77,3 +77,55 @@ def test_the_report_ranks_the_walls_and_names_failures():
     assert "not run: not built: make bench-peers" in text
     assert "| plaintext | jvm-pool | 16 |" in text
     assert "bench/realapp/driver.py --quick" in text
+
+
+class NoCpu:
+    def __init__(self, server, db):
+        self.server_cores = self.db_cores = 0.5
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+
+def test_the_wall_is_a_rate_that_holds_for_the_long_run(monkeypatch):
+    """The short steps pass 1000 and 2000 and break at 4000; 2000 then
+    breaks in the 60 s run, so the wall is 1000, held at length."""
+    runs = []
+
+    def fake_oha(oha, url, duration, conns, rate=None):
+        runs.append((duration, rate))
+        if rate is None:
+            return step(0)
+        long_ = duration == 60
+        return step(rate, p99=50.0 if rate >= 4000 or (long_ and rate == 2000)
+                    else 3.0)
+
+    monkeypatch.setattr(driver, "run_oha", fake_oha)
+    monkeypatch.setattr(driver, "CpuMeter", NoCpu)
+
+    class Server:
+        name, port = "s", 1
+
+    class Args:
+        rates, max_steps, step, warmup, conns, hold = (
+            [1000, 2000, 4000, 8000], 10, 10, 10, 256, 60)
+
+    lad = driver.ladder("oha", Server, None, "json", Args)
+    assert lad["wall"] == 1000
+    assert [s["rate"] for s in lad["steps"]] == [1000, 2000, 4000]
+    assert [(s["rate"], s["ok"]) for s in lad["held"]] == [(2000, False),
+                                                           (1000, True)]
+    assert runs == [(10, None), (10, 1000), (10, 2000), (10, 4000),
+                    (60, 2000), (60, 1000)]
+    # the report's figures at the wall are the long run's
+    text = driver.render([{"server": "s", "description": "d",
+                           "verify": {"json": []},
+                           "ladders": {"json": lad}, "sweeps": {}}],
+                         meta(["json"]), {})
+    assert "| s | 1000 (held 60 s) |" in text
+    Args.hold = 0
+    runs.clear()
+    assert driver.ladder("oha", Server, None, "json", Args)["wall"] == 2000
