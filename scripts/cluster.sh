@@ -108,6 +108,7 @@ app_config() {
 # the front: plain nginx (no module), an upstream of the three per example
 front_config() {
     local h upstream port
+    chmod 755 "$state/front"
     cat <<EOF
 # Written by scripts/cluster.sh: the front, plain nginx.
 worker_processes 1;
@@ -174,8 +175,12 @@ EOF
             # the network costs this long
             proxy_connect_timeout 1s;
             # idempotent requests only (nginx never retries a POST that
-            # reached a host): a refused connection, a reset, a 502 or 503
-            proxy_next_upstream error timeout http_502 http_503;
+            # reached a host): a refused connection, a reset, a timeout.
+            # Not http_503: a host answers 503 when Redis is away, and so
+            # does every other; counted as failures (max_fails), those
+            # 503s would take every host out for fail_timeout, after
+            # Redis came back
+            proxy_next_upstream error timeout;
             # WebSockets and server-sent events: long-lived, unbuffered
             proxy_read_timeout 1h;
             proxy_buffering off;
@@ -195,16 +200,32 @@ redis_args() {
          --logfile "$state/redis/redis.log"
 }
 
+# write_config HOST FUNCTION: HOST's nginx.conf from FUNCTION; a running
+# nginx whose configuration changed reloads it
+write_config() {
+    local h=$1 conf=$state/$1/nginx.conf
+    mkdir -p "$state/$h/tmp"
+    chmod 711 "$state/$h"
+    "$2" "$h" > "$conf.new"
+    if cmp -s "$conf.new" "$conf"; then
+        rm "$conf.new"
+    else
+        mv "$conf.new" "$conf"
+        if running "$h" && [ -f "$state/$h/nginx.pid" ]; then
+            log "$h: its configuration changed: reloading"
+            kill -HUP "$(cat "$state/$h/nginx.pid")"
+        fi
+    fi
+}
+
 write_configs() {
     local h
-    mkdir -p "$state" "$state/cache" "$state/redis" "$state/front/tmp"
+    mkdir -p "$state" "$state/cache" "$state/redis"
     chmod 755 "$state"
     for h in "${apps[@]}"; do
-        mkdir -p "$state/$h/tmp"
-        chmod 711 "$state/$h"
-        app_config "$h" > "$state/$h/nginx.conf"
+        write_config "$h" app_config
     done
-    front_config > "$state/front/nginx.conf"
+    write_config front front_config
 }
 
 # --- servers -------------------------------------------------------------------
