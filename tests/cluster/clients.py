@@ -3,11 +3,17 @@ idempotent requests that records every outcome, and chat clients over a
 WebSocket that reconnect when their host goes away."""
 
 import http.client
+import os
 import threading
 import time
 import urllib.parse
 
 from websockets.sync.client import connect
+
+# where the figures and a failed browser test's screenshots go
+ARTEFACTS = os.environ.get("NJC_ARTEFACTS", os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "build",
+    "cluster-test"))
 
 
 class Answer:

@@ -20,6 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import clients  # noqa: E402
+from clients import ARTEFACTS  # noqa: E402
 
 if os.environ.get("NGINX_JVM_CLUSTER_TEST") != "1":
     collect_ignore_glob = ["test_*.py"]
@@ -27,9 +28,6 @@ if os.environ.get("NGINX_JVM_CLUSTER_TEST") != "1":
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CLUSTER = os.path.join(ROOT, "scripts", "cluster.sh")
 STATE = os.environ.get("NJC_DIR", "/tmp/nginx-jvm-cluster")
-# where the figures and a failed browser test's screenshots go
-ARTEFACTS = os.environ.get("NJC_ARTEFACTS",
-                           os.path.join(ROOT, "build", "cluster-test"))
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
 
