@@ -114,6 +114,32 @@ def pytest_configure(config):
         r"ignore:connect\(\) must be used:DeprecationWarning")
 
 
+def rss():
+    """Each host's processes' resident memory (MB), after the tests:
+    an application host's worker is its JVM."""
+    out = {}
+    for host in ("front", "app1", "app2", "app3", "redis"):
+        pids = subprocess.run(["ip", "netns", "pids", "njc-" + host],
+                              stdout=subprocess.PIPE, text=True).stdout.split()
+        for pid in pids:
+            try:
+                with open("/proc/%s/status" % pid) as f:
+                    status = f.read()
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    what = f.read().split(b"\0")[0].decode()
+            except OSError:
+                continue
+            kb = int(re.search(r"VmRSS:\s+(\d+)", status).group(1))
+            if "worker" in what:
+                what = "worker"
+            elif "master" in what:
+                what = "master"
+            else:
+                what = os.path.basename(what.split()[0])
+            out["%s %s" % (host, what)] = round(kb / 1024, 1)
+    return out
+
+
 @pytest.fixture(scope="session")
 def njc():
     if os.geteuid() != 0:
@@ -129,6 +155,7 @@ def njc():
         setns("/run/netns/njc-client")
         c.find_routes()
         yield c
+        c.figures["rss_mb"] = rss()
         problems = []
         for host in ("front",) + c.apps:
             for line in c.log(host).splitlines():
