@@ -137,16 +137,17 @@ http {
         default upgrade;
         ''      '';
     }
+
+    # Sticky only for a client that asks: one with the cookie njc_route
+    # stays on the host its value hashes to (the browser test puts two
+    # pages on two hosts so); without it (an empty key) nginx falls back
+    # to round robin. Sessions are in Redis: no host owns a user. A host
+    # that fails twice is left out for 5 s, then tried again.
 EOF
     for upstream in live notes; do
         [ $upstream = live ] && port=$live_port || port=$notes_port
         cat <<EOF
-
     upstream $upstream {
-        # Sticky only for a client that asks: one with the cookie njc_route
-        # stays on the host its value hashes to (the browser test puts two
-        # pages on two hosts so); without it (an empty key) nginx falls
-        # back to round robin. Sessions are in Redis: no host owns a user.
         hash \$cookie_njc_route consistent;
 EOF
         for h in "${apps[@]}"; do
@@ -155,12 +156,13 @@ EOF
         cat <<EOF
         keepalive 16;
     }
+
 EOF
     done
     for upstream in live notes; do
         [ $upstream = live ] && port=80 || port=81
+        [ $port = 80 ] || echo
         cat <<EOF
-
     server {
         listen ${addr[front]}:$port;
 
@@ -191,14 +193,13 @@ EOF
     echo "}"
 }
 
-redis_args() {
-    # append-only file, fsync'd every second: sessions and the chat's
-    # stream survive a restart (at most a second of writes lost to a crash)
-    echo --bind "${addr[redis]}" --port "$redis_port" --protected-mode no \
-         --dir "$state/redis" --appendonly yes --appendfsync everysec \
-         --save "" --daemonize yes --pidfile "$state/redis/redis.pid" \
-         --logfile "$state/redis/redis.log"
-}
+# Redis's command line: an append-only file, fsync'd every second, so
+# that sessions survive a restart (a crash loses at most a second of them)
+redis_argv=(redis-server --bind "${addr[redis]}" --port "$redis_port"
+            --protected-mode no --dir "$state/redis"
+            --appendonly yes --appendfsync everysec --save ""
+            --daemonize yes --pidfile "$state/redis/redis.pid"
+            --logfile "$state/redis/redis.log")
 
 # write_config HOST FUNCTION: HOST's nginx.conf from FUNCTION; a running
 # nginx whose configuration changed reloads it
@@ -263,8 +264,7 @@ start() {
     fi
     case $h in
         redis)
-            # shellcheck disable=SC2046
-            inside redis redis-server $(redis_args) >/dev/null
+            inside redis "${redis_argv[@]}" >/dev/null
             ;;
         front)
             inside front "$nginx" -e "$state/front/error.log" -p "$state/front" \
@@ -375,7 +375,9 @@ config() {
     done
     echo "# ---- front: $state/front/nginx.conf"
     cat "$state/front/nginx.conf"
-    echo "# ---- redis: redis-server $(redis_args)"
+    echo "# ---- redis: the command line"
+    h=$(printf '%q ' "${redis_argv[@]}")
+    echo "${h% }"
 }
 
 case ${1:-} in
