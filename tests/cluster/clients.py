@@ -82,8 +82,10 @@ class Load:
     host): outcome "ok", "status NNN", "no session" (the page came back
     without the user) or the error."""
 
-    def __init__(self, cluster, users, threads=4, seconds=120, pause=0.01):
+    def __init__(self, cluster, users, threads=4, seconds=120, pause=0.01,
+                 urls=None):
         self.cluster = cluster
+        self.urls = urls or [cluster.live, cluster.notes]
         self.users = users                    # [(name, session cookie)]
         self.threads = threads
         self.deadline = time.monotonic() + seconds
@@ -110,7 +112,7 @@ class Load:
         conns = {}
         n = 0
         while not self.stopping.is_set() and time.monotonic() < self.deadline:
-            url = self.cluster.live if n % 2 == 0 else self.cluster.notes
+            url = self.urls[n % len(self.urls)]
             n += 1
             host, port, _ = _split(url)
             if url not in conns:

@@ -3,7 +3,9 @@ lost and brought back, Redis restarted. Every request and every chat
 message is recorded; the figures go to build/cluster-test/figures.json
 (bench/results/2026-11-25-cluster.md)."""
 
+import os
 import statistics
+import subprocess
 import time
 
 from clients import (Broadcaster, ChatClient, Load, get, sign_in,
@@ -167,3 +169,55 @@ def test_redis_restarted(njc):
         "bridge_back_after_redis_up_s": round(bridged, 2),
     }
     print(njc.figures["redis_restart"])
+
+
+def cpu_seconds(host):
+    """The CPU time (user + system) of every process of a host so far."""
+    ticks = 0
+    pids = subprocess.run(["ip", "netns", "pids", "njc-" + host],
+                          stdout=subprocess.PIPE, text=True).stdout.split()
+    for pid in pids:
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def test_cpu_per_request(njc):
+    """What a request costs each tier, in CPU time (less sensitive to a
+    shared machine than a rate): the live page (a static page from the
+    JVM) and the notes page of a signed-in user (Compojure, HTML, a session
+    read from Redis), each alone for a few seconds through the front,
+    after a warm-up."""
+    users = [("cost%d" % i, sign_in(njc.notes, "cost%d" % i))
+             for i in range(4)]
+    tiers = ("front", "app1", "app2", "app3", "redis")
+    figures = {}
+    for what, url in (("live page", njc.live), ("notes page", njc.notes)):
+        # a warm-up first: the JIT compiles what the load runs
+        warm = Load(njc, users, threads=4, seconds=5, pause=0, urls=[url])
+        warm.start()
+        for w in warm.workers:
+            w.join()
+        before = {t: cpu_seconds(t) for t in tiers}
+        load = Load(njc, users, threads=4, seconds=6, pause=0, urls=[url])
+        load.start()
+        for w in load.workers:
+            w.join()
+        used = {t: cpu_seconds(t) - before[t] for t in tiers}
+        ok = [r for r in load.records if r[3] == "ok"]
+        assert len(ok) == len(load.records), outcomes(load.failures())
+        n = len(ok)
+        apps = sum(used[a] for a in njc.apps)
+        figures[what] = {
+            "requests": n,
+            "requests_per_second": round(n / 6, 1),
+            "app_host_cpu_us": round(apps / n * 1e6, 1),
+            "front_cpu_us": round(used["front"] / n * 1e6, 1),
+            "redis_cpu_us": round(used["redis"] / n * 1e6, 1),
+        }
+    njc.figures["cpu_per_request"] = figures
+    print(figures)
