@@ -238,12 +238,13 @@ http_ok() {
     [ "$code" -ge 200 ] && [ "$code" -lt 500 ]
 }
 
-# wait_until SECONDS WHAT COMMAND...
+# wait_until SECONDS HOST COMMAND...: until COMMAND succeeds; fails after
+# SECONDS, or at once when HOST has no process left (its server exited)
 wait_until() {
-    local limit=$1 what=$2 t=0; shift 2
+    local limit=$1 host=$2 t=0; shift 2
     until "$@"; do
         t=$((t + 1))
-        [ $t -le $((limit * 5)) ] || return 1
+        [ $t -le $((limit * 5)) ] && running "$host" || return 1
         sleep 0.2
     done
 }
@@ -283,10 +284,10 @@ ready() {
     case $1 in
         redis) wait_until 20 redis redis_ok ;;
         front) wait_until 20 front http_ok client "http://${addr[front]}/" ;;
-        app*) wait_until 180 "$1" app_ok "$1" ;;
+        app*) wait_until 120 "$1" app_ok "$1" ;;
     esac || {
-        log "$1 does not answer; its log:"
-        tail -20 "$state/$1/error.log" "$state/$1/redis.log" 2>/dev/null >&2 || true
+        log "$1 does not answer; the end of its log:"
+        tail -20 "$state/$1/$([ "$1" = redis ] && echo redis || echo error).log" >&2 || true
         return 1
     }
 }
@@ -319,12 +320,18 @@ up() {
               log "up failed: removing what it made"; down; fi' EXIT
     network_up
     write_configs
-    start redis && ready redis
+    # (no "&&" between them: set -e stops at the first that fails)
+    start redis
+    ready redis
     # the first application host builds the class cache the others use
-    start app1 && ready app1
-    start app2 && start app3
-    ready app2 && ready app3
-    start front && ready front
+    start app1
+    ready app1
+    start app2
+    start app3
+    ready app2
+    ready app3
+    start front
+    ready front
     trap - EXIT
     echo "live:  http://${addr[front]}/    (examples/live)"
     echo "notes: http://${addr[front]}:81/ (examples/notes)"
@@ -380,6 +387,14 @@ config() {
     echo "${h% }"
 }
 
+# host NAME: NAME if it is a host with a server, else an error
+host() {
+    case ${1:-} in
+        front|app1|app2|app3|redis) echo "$1" ;;
+        *) die "no host \"${1:-}\" (front, app1, app2, app3, redis)" ;;
+    esac
+}
+
 case ${1:-} in
     up) up ;;
     down) down ;;
@@ -388,8 +403,8 @@ case ${1:-} in
         # written where up would write them, unless the cluster runs
         if have_ns "$ns-net"; then config; else
             trap 'rm -rf "$state"' EXIT; config; fi ;;
-    kill) [ -n "${2:-}" ] || die "kill HOST"; stop_host "$2" KILL ;;
-    stop) [ -n "${2:-}" ] || die "stop HOST"; stop_host "$2" TERM ;;
-    start) [ -n "${2:-}" ] || die "start HOST"; start "$2" && ready "$2" ;;
+    kill) h=$(host "${2:-}"); stop_host "$h" KILL ;;
+    stop) h=$(host "${2:-}"); stop_host "$h" TERM ;;
+    start) h=$(host "${2:-}"); start "$h"; ready "$h" ;;
     *) sed -n '2,/^set -e/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
