@@ -172,5 +172,8 @@ def njc():
         os.close(original)
         with open(os.path.join(ARTEFACTS, "figures.json"), "w") as f:
             json.dump(c.figures, f, indent=2, sort_keys=True)
+        print("\nthe cluster's figures (%s):\n%s" % (
+            os.path.join(ARTEFACTS, "figures.json"),
+            json.dumps(c.figures, indent=2, sort_keys=True)))
         if os.environ.get("NJC_KEEP") != "1":
             cluster("down", check=False)
