@@ -11,9 +11,9 @@ import urllib.parse
 from websockets.sync.client import connect
 
 # where the figures and a failed browser test's screenshots go
-ARTEFACTS = os.environ.get("NJC_ARTEFACTS", os.path.join(
+ARTEFACTS = os.environ.get("NJC_ARTEFACTS", os.path.normpath(os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..", "build",
-    "cluster-test"))
+    "cluster-test")))
 
 
 class Answer:

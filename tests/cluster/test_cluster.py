@@ -59,13 +59,22 @@ def test_host_lost_and_back(njc):
         restarting = time.monotonic()
         njc.start(victim)
         restarted = time.monotonic()
-        time.sleep(8)
+        # the front tries the host again after fail_timeout (5 s)
+        while not load.served_by(victim, since=restarted) and \
+                time.monotonic() - restarted < 10:
+            time.sleep(0.1)
+        # a chat client on the host that came back: its bridge subscribes
+        # to Redis when its first chat socket opens
+        rejoined = ChatClient(njc.live, cookie=njc.route(victim),
+                              name="rejoined")
+        time.sleep(5)
     finally:
         broadcasts.stop()
         time.sleep(1.5)                 # the last broadcasts land
         load.stop()
         for c in subscribers + [publisher]:
             c.close()
+    rejoined.close()
 
     # HTTP: nothing fails but what was in flight on the victim when it
     # died (each of the load's threads has at most one request in flight)
@@ -101,6 +110,16 @@ def test_host_lost_and_back(njc):
             s.name, s.host, len(missing), len(expected), sorted(missing)[:10])
         assert len(texts) == len(set(texts)), "%s: duplicates" % s.name
 
+    # the host that came back carries broadcasts again: once its bridge
+    # is subscribed (the first one that arrives), every later one
+    assert rejoined.connections[0][1] == victim
+    texts = [m for _, m in rejoined.received("b-")]
+    assert texts, "no broadcast reached the client on %s" % victim
+    sent_at = dict((m, t) for t, m in broadcasts.sent)
+    first = sent_at[texts[0]]
+    missing = {m for t, m in broadcasts.sent if t > first} - set(texts)
+    assert not missing, sorted(missing)[:10]
+
     njc.figures["host_lost"] = {
         "requests": len(load.records),
         "failed": len(failed),
@@ -116,6 +135,8 @@ def test_host_lost_and_back(njc):
         "ws_reconnect_ms_max": round(max(reconnects) * 1000, 1),
         "ws_reconnect_ms_mean": round(statistics.mean(reconnects) * 1000, 1),
         "broadcasts_sent": len(broadcasts.sent),
+        "rejoined_first_broadcast_after_connect_s": round(
+            rejoined.received("b-")[0][0] - rejoined.connections[0][0], 2),
     }
     print(njc.figures["host_lost"])
 
