@@ -42,8 +42,9 @@ inside() { local h=$1; shift; ip netns exec "$ns-$h" "$@"; }
 
 have_ns() { [ -e "/run/netns/$1" ]; }
 
-# pids HOST: the processes in HOST's namespace (all of them this script's:
-# nothing else enters it)
+# pids HOST: the processes in HOST's namespace: the servers this script
+# started there and, in njc-client, whatever was run there (tests, your
+# shell): down stops them all
 pids() { have_ns "$ns-$1" && ip netns pids "$ns-$1" 2>/dev/null || true; }
 
 running() { [ -n "$(pids "$1")" ]; }
