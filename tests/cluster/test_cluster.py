@@ -219,7 +219,7 @@ def test_cpu_per_request(njc):
     figures = {}
     for what, url in (("live page", njc.live), ("notes page", njc.notes)):
         # a warm-up first: the JIT compiles what the load runs
-        warm = Load(njc, users, threads=4, seconds=5, pause=0, urls=[url])
+        warm = Load(njc, users, threads=4, seconds=8, pause=0, urls=[url])
         warm.start()
         for w in warm.workers:
             w.join()
