@@ -51,6 +51,7 @@ def test_host_lost_and_back(njc):
 
     load = Load(njc, users, threads=4, seconds=120).start()
     broadcasts = Broadcaster(publisher, "b-", interval=0.1).start()
+    rejoined = None
     try:
         time.sleep(4)
         killed = time.monotonic()
@@ -72,9 +73,8 @@ def test_host_lost_and_back(njc):
         broadcasts.stop()
         time.sleep(1.5)                 # the last broadcasts land
         load.stop()
-        for c in subscribers + [publisher]:
+        for c in subscribers + [publisher] + ([rejoined] if rejoined else []):
             c.close()
-    rejoined.close()
 
     # HTTP: nothing fails but what was in flight on the victim when it
     # died (each of the load's threads has at most one request in flight)
