@@ -167,29 +167,40 @@ EOF
     server {
         listen ${addr[front]}:$port;
 
+        proxy_http_version 1.1;
+        proxy_set_header Host \$host;
+        proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+        proxy_set_header Upgrade \$http_upgrade;
+        proxy_set_header Connection \$connection_upgrade;
+        # a host that is down refuses at once; one that is gone from the
+        # network costs this long
+        proxy_connect_timeout 1s;
+        # an answer within 10 s, or the host counts as failed and the
+        # request goes to the next (a host cut off from the network
+        # answers nothing, not even a reset)
+        proxy_read_timeout 10s;
+        # idempotent requests only (nginx never retries a POST that
+        # reached a host): a refused connection, a reset, a timeout. Not
+        # http_503: a host answers 503 when Redis is away, and so does
+        # every other; counted as failures (max_fails), those 503s would
+        # take every host out for fail_timeout, after Redis came back
+        proxy_next_upstream error timeout;
+        # server-sent events as they come
+        proxy_buffering off;
+
         location / {
             proxy_pass http://$upstream;
-            proxy_http_version 1.1;
-            proxy_set_header Host \$host;
-            proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
-            proxy_set_header Upgrade \$http_upgrade;
-            proxy_set_header Connection \$connection_upgrade;
-            # a host that is down refuses at once; one that is gone from
-            # the network costs this long
-            proxy_connect_timeout 1s;
-            # idempotent requests only (nginx never retries a POST that
-            # reached a host): a refused connection, a reset, a timeout.
-            # Not http_503: a host answers 503 when Redis is away, and so
-            # does every other; counted as failures (max_fails), those
-            # 503s would take every host out for fail_timeout, after
-            # Redis came back
-            proxy_next_upstream error timeout;
-            # WebSockets and server-sent events: long-lived, unbuffered
-            proxy_read_timeout 1h;
-            proxy_buffering off;
         }
-    }
 EOF
+        [ $upstream = notes ] || cat <<EOF
+
+        # long-lived: the chat's WebSocket and the clock's event stream
+        location ~ ^/(chat|clock)\$ {
+            proxy_pass http://$upstream;
+            proxy_read_timeout 1h;
+        }
+EOF
+        echo "    }"
     done
     echo "}"
 }
