@@ -14,6 +14,9 @@
 #   scripts/cluster.sh kill HOST    SIGKILL every process of HOST (a host lost)
 #   scripts/cluster.sh stop HOST    stop HOST's server gracefully (SIGTERM)
 #   scripts/cluster.sh start HOST   start HOST's server again
+#   scripts/cluster.sh unplug HOST  cut HOST from the network (its link to
+#                                   the bridge down: silence, no resets)
+#   scripts/cluster.sh plug HOST    connect it again
 #
 # HOST is front, app1, app2, app3 or redis. Needs root (namespaces), the
 # build (make all) and what `scripts/install-deps.sh cluster` installs.
@@ -418,5 +421,7 @@ case ${1:-} in
     kill) h=$(host "${2:-}"); stop_host "$h" KILL ;;
     stop) h=$(host "${2:-}"); stop_host "$h" TERM ;;
     start) h=$(host "${2:-}"); start "$h"; ready "$h" ;;
+    unplug) h=$(host "${2:-}"); ip -n "$ns-net" link set "v-$h" down ;;
+    plug) h=$(host "${2:-}"); ip -n "$ns-net" link set "v-$h" up ;;
     *) sed -n '2,/^set -e/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -156,10 +156,13 @@ class ChatClient:
     connects again at once (every 50 ms until it succeeds), noting when it
     lost the connection, when it was back and on which host."""
 
-    def __init__(self, url, cookie=None, name="client"):
+    def __init__(self, url, cookie=None, name="client", ping=None):
         self.url = url.replace("http://", "ws://") + "chat"
         self.cookie = cookie
         self.name = name
+        # seconds between pings, and to wait for the pong: the only way a
+        # client learns that the host behind the front went silent
+        self.ping = ping
         self.messages = []            # (time received, text)
         self.connections = []         # (time opened, host)
         self.losses = []              # (time lost, time back)
@@ -177,8 +180,10 @@ class ChatClient:
     def _connect(self):
         headers = {"Cookie": self.cookie} if self.cookie else None
         self.ws = connect(self.url, additional_headers=headers, proxy=None,
-                          open_timeout=5, ping_interval=None,
-                          compression=None)
+                          open_timeout=5, ping_interval=self.ping,
+                          ping_timeout=self.ping, compression=None,
+                          # a silent host answers no close frame either
+                          close_timeout=self.ping or 10)
         self.connections.append((time.monotonic(),
                                  self.ws.response.headers.get("X-Njc-Host")))
 

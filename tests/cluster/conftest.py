@@ -73,6 +73,12 @@ class Cluster:
     def start(self, host):
         cluster("start", host)
 
+    def unplug(self, host):
+        cluster("unplug", host)
+
+    def plug(self, host):
+        cluster("plug", host)
+
     def log(self, host):
         path = os.path.join(STATE, host,
                             "redis.log" if host == "redis" else "error.log")
@@ -102,7 +108,7 @@ EXPECTED_ERRORS = [
     r"Redis at [0-9.:]+ is unavailable",           # sessions: a 503
     r"RedisBridge\[chat",                           # the bridge, Redis away
     r"upstream prematurely closed|connect\(\) failed|recv\(\) failed"
-    r"|no live upstreams",                          # the front, a host lost
+    r"|no live upstreams|upstream timed out",       # the front, a host lost
 ]
 
 

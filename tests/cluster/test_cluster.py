@@ -141,6 +141,76 @@ def test_host_lost_and_back(njc):
     print(njc.figures["host_lost"])
 
 
+def test_host_unplugged_and_back(njc):
+    """A host that vanishes from the network (its link down: no resets,
+    only silence), under the same load: requests in flight on it wait for
+    the front's proxy_read_timeout (10 s), then go to another host; new
+    ones wait for proxy_connect_timeout (1 s) until the host is taken out.
+    Chat clients learn it by their pings (1 s, 1 s for the pong)."""
+    victim = "app3"
+    users = [("cut%d" % i, sign_in(njc.notes, "cut%d" % i))
+             for i in range(4)]
+    subscribers = [ChatClient(njc.live, name="sub%d" % i, ping=1)
+                   for i in range(6)]
+    assert {s.host for s in subscribers} == set(njc.apps)
+    publisher = ChatClient(njc.live, cookie=njc.route("app1"), name="pub")
+    wait_delivery(publisher, subscribers, "warm-")
+    on_victim = [s for s in subscribers if s.host == victim]
+
+    load = Load(njc, users, threads=4, seconds=120).start()
+    broadcasts = Broadcaster(publisher, "c-", interval=0.1).start()
+    try:
+        time.sleep(3)
+        cut = time.monotonic()
+        njc.unplug(victim)
+        time.sleep(14)
+        njc.plug(victim)
+        plugged = time.monotonic()
+        while not load.served_by(victim, since=plugged) and \
+                time.monotonic() - plugged < 10:
+            time.sleep(0.1)
+        time.sleep(1)
+    finally:
+        njc.plug(victim)
+        broadcasts.stop()
+        time.sleep(1.5)
+        load.stop()
+        for c in subscribers + [publisher]:
+            c.close()
+
+    failed = load.failures()
+    assert not failed, outcomes(failed)
+    assert not [r for r in load.records if r[3] == "no session"]
+    slow = [r[1] - r[0] for r in load.records
+            if r[0] >= cut - 1 and r[1] - r[0] > 0.5]
+    assert max(slow) < 12, max(slow)        # 10 s read timeout, then retried
+    assert load.served_by(victim, since=plugged), "%s did not rejoin" % victim
+    reconnects = []
+    for s in on_victim:
+        assert s.losses and s.host != victim, (s.name, s.connections)
+        reconnects.extend(b - lost for lost, b in s.losses)
+    for s in subscribers:
+        since = s.connections[-1][0]
+        expected = {m for t, m in broadcasts.sent if t > since}
+        texts = [m for _, m in s.received("c-")]
+        assert not expected - set(texts), (s.name, len(expected - set(texts)))
+        assert len(texts) == len(set(texts)), "%s: duplicates" % s.name
+
+    njc.figures["host_unplugged"] = {
+        "requests": len(load.records),
+        "failed": len(failed),
+        "slowest_request_s": round(max(slow), 2),
+        "requests_slower_than_0.5s": len(slow),
+        "ws_clients_on_victim": len(on_victim),
+        "ws_detect_and_reconnect_s_max": round(
+            max(s.losses[0][1] for s in on_victim) - cut, 2),
+        "ws_reconnect_ms_max": round(max(reconnects) * 1000, 1),
+        "victim_first_request_after_plug_s": round(
+            load.served_by(victim, since=plugged)[0][0] - plugged, 2),
+    }
+    print(njc.figures["host_unplugged"])
+
+
 def test_redis_restarted(njc):
     before = sign_in(njc.notes, "ada")
     users = [("redis%d" % i, sign_in(njc.notes, "redis%d" % i))
