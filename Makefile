@@ -250,8 +250,9 @@ cluster-down:
 	scripts/cluster.sh down
 
 # The cluster's failure tests and the browser test (tests/cluster; root,
-# about 1.5 minutes): up, an application host killed and brought back
-# under load, Redis restarted under load, the live example in headless
+# about 2 minutes): up, an application host killed and brought back under
+# load, one cut off from the network and back, Redis restarted under
+# load, the live example in headless
 # Chromium across two hosts, down (also when pytest itself was stopped;
 # NJC_KEEP=1 keeps the cluster). Figures in build/cluster-test/figures.json;
 # a failed browser test leaves its screenshots there.
