@@ -252,10 +252,10 @@ cluster-down:
 # The cluster's failure tests and the browser test (tests/cluster; root,
 # about 2 minutes): up, an application host killed and brought back under
 # load, one cut off from the network and back, Redis restarted under
-# load, the live example in headless
-# Chromium across two hosts, down (also when pytest itself was stopped;
-# NJC_KEEP=1 keeps the cluster). Figures in build/cluster-test/figures.json;
-# a failed browser test leaves its screenshots there.
+# load, the live example in headless Chromium across two hosts, down (also
+# when pytest itself was stopped; NJC_KEEP=1 keeps the cluster). Figures
+# in build/cluster-test/figures.json; a failed browser test leaves its
+# screenshots there.
 cluster-test: all cluster-deps
 	NGINX_JVM_CLUSTER_TEST=1 $(PYTHON) -m pytest -q -s tests/cluster || { \
 	    status=$$?; [ "$$NJC_KEEP" = 1 ] || scripts/cluster.sh down; exit $$status; }
