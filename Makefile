@@ -232,3 +232,30 @@ bench-memory: all
 	python3 bench/memory.py
 bench-reload: all
 	python3 bench/reload.py
+
+# A cluster on one machine (docs/scale-out.md): three nginx-jvm hosts with
+# examples/live and examples/notes, a plain nginx front, Redis, each a
+# network namespace (root). `make cluster` brings it up and prints the
+# front's URL; scripts/cluster.sh status|down|config for the rest.
+.PHONY: cluster cluster-down cluster-deps cluster-test
+cluster-deps: $(BUILD)/.cluster-deps
+$(BUILD)/.cluster-deps: scripts/install-deps.sh
+	scripts/install-deps.sh cluster
+	@touch $@
+
+cluster: all cluster-deps
+	scripts/cluster.sh up
+
+cluster-down:
+	scripts/cluster.sh down
+
+# The cluster's failure tests and the browser test (tests/cluster; root,
+# about 2 minutes): up, an application host killed and brought back under
+# load, one cut off from the network and back, Redis restarted under
+# load, the live example in headless Chromium across two hosts, down (also
+# when pytest itself was stopped; NJC_KEEP=1 keeps the cluster). Figures
+# in build/cluster-test/figures.json; a failed browser test leaves its
+# screenshots there.
+cluster-test: all cluster-deps
+	NGINX_JVM_CLUSTER_TEST=1 $(PYTHON) -m pytest -q -s tests/cluster || { \
+	    status=$$?; [ "$$NJC_KEEP" = 1 ] || scripts/cluster.sh down; exit $$status; }

@@ -76,6 +76,23 @@ for py in python3 /usr/bin/python3; do
     fi
 done
 
+# "install-deps.sh cluster", for `make cluster` and `make cluster-test`
+# (scripts/cluster.sh): ip (iproute2) for the network namespaces, and
+# Debian's chromium for the browser test (headless, driven over its
+# DevTools protocol).
+if [ "${1:-}" = cluster ]; then
+    cluster_missing=()
+    for p in iproute2 chromium; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \
+            || cluster_missing+=("$p")
+    done
+    if [ ${#cluster_missing[@]} -gt 0 ]; then
+        echo "install-deps: installing ${cluster_missing[*]}"
+        [ "$(id -u)" -ne 0 ] || apt-get update -qq
+        quiet_install "${cluster_missing[@]}"
+    fi
+fi
+
 # "install-deps.sh bench", for `make bench-realapp`: Ring's Jetty adapter, matplotlib for
 # Debian's python3 (the report's plots), and oha (crates.io, built by cargo; pinned), the
 # fixed-rate load generator (-q RATE --latency-correction: wrk2's open

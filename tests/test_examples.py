@@ -390,6 +390,21 @@ def test_live_page(live):
     assert "new WebSocket" in r.text and "EventSource" in r.text
 
 
+def test_live_page_through_the_launcher(mode, cache_dir):
+    """Its README's command: the launcher turns jvm_cache on, which puts
+    src/ in a jar, and the page is served from there (it was a 500: a
+    resource in a jar is no File)."""
+    with launch(["--handler", "live.core/app", "--async",
+                 "--topic", "chat:1m", "--shared-dict", "chat:64k",
+                 "--server", "jvm_websocket_deflate on;",
+                 "--classpath", ring_cp(EXAMPLES / "live" / "src")],
+                mode, cache_dir) as n:
+        r = n.get("/")
+        assert r.status == 200 and "new WebSocket" in r.text
+        assert r.body == (EXAMPLES / "live" / "src" / "live" /
+                          "index.html").read_bytes()
+
+
 def test_live_chat_between_two_clients(live):
     connect = websocket_client()
     url = "ws://127.0.0.1:%d/chat" % live.port

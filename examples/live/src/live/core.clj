@@ -87,10 +87,20 @@
                       (finally (try (.close ^OutputStream out) (catch IOException _ nil)))))]
         (request/on-abort req #(future-cancel ticks))))))
 
+(def ^:private page
+  "index.html: a File (nginx sends it by sendfile) when it is one on the
+  class path; its bytes, read once, when it is inside a jar, as with
+  jvm_cache, which puts the class path's directories in jars."
+  (delay (let [url (io/resource "live/index.html")]
+           (if (= "file" (.getProtocol url))
+             (io/file url)
+             (with-open [in (io/input-stream url)]
+               (.readAllBytes in))))))
+
 (defn- route [request]
   (case (:uri request)
     "/" {:status 200 :headers {"Content-Type" "text/html; charset=utf-8"}
-         :body (io/file (io/resource "live/index.html"))}
+         :body @page}
     "/chat" (if (ws/upgrade-request? request)
               (chat request)
               {:status 400 :body "a WebSocket endpoint"})

@@ -275,16 +275,32 @@
 
 ;; --- the handler --------------------------------------------------------------
 
+;; With the environment variable NGINX_JVM_REDIS (nginx.conf: `env
+;; NGINX_JVM_REDIS;`) the sessions live in that Redis instead, so that every
+;; host serving the app sees them (scripts/cluster.sh, docs/scale-out.md): a
+;; Redis call blocks, so the location needs jvm_mode pool or virtual, and a
+;; Redis that is away answers 503 (wrap-unavailable). The notes themselves
+;; stay in the host's shared dictionary.
+
+(def ^:private redis-uri (not-empty (System/getenv "NGINX_JVM_REDIS")))
+
+(defn- session-store []
+  (if-let [redis redis-uri]
+    ((requiring-resolve 'nginx.jvm.session/redis-store)
+     redis {:prefix "nginx-jvm:notes:session:"})
+    (cookie-store {:key (session-key)})))
+
 (def app
   "The handler nginx.conf names: jvm_content notes.core/app;"
-  (-> (routes api
-              site
-              (route/not-found (html 404 "<p>Not found.</p>\n")))
-      wrap-keyword-params
-      wrap-params
-      wrap-flash
-      (wrap-session {:store (cookie-store {:key (session-key)})
-                     :cookie-name "notes-session"
-                     ;; Lax: a form posted from another site carries no
-                     ;; session, so it cannot add or delete notes
-                     :cookie-attrs {:http-only true :same-site :lax}})))
+  (cond-> (-> (routes api
+                      site
+                      (route/not-found (html 404 "<p>Not found.</p>\n")))
+              wrap-keyword-params
+              wrap-params
+              wrap-flash
+              (wrap-session {:store (session-store)
+                             :cookie-name "notes-session"
+                             ;; Lax: a form posted from another site carries
+                             ;; no session, so it cannot add or delete notes
+                             :cookie-attrs {:http-only true :same-site :lax}}))
+    redis-uri ((requiring-resolve 'nginx.jvm.session/wrap-unavailable))))

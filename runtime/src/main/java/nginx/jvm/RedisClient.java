@@ -168,12 +168,37 @@ final class RedisClient {
             throw new RedisUnavailable("Redis at " + where + " is unavailable: "
                     + message(e), e);
         } catch (JedisDataException e) {
+            if (notReady(e)) {
+                throw new RedisUnavailable("Redis at " + where + " is unavailable: "
+                        + message(e), e);
+            }
             throw e;                        // Redis answered with an error: a bug, not an outage
         } catch (JedisException e) {
             // a timeout, a pool whose connections are all busy for longer
             throw new RedisUnavailable("Redis at " + where + " did not answer: "
                     + message(e), e);
         }
+    }
+
+    /**
+     * The errors of a Redis that is there but cannot serve yet: LOADING
+     * (reading its append-only file or snapshot after a restart, seconds
+     * for a large data set), BUSY (a script running), MASTERDOWN (a replica
+     * cut from its primary), TRYAGAIN and CLUSTERDOWN (Redis Cluster
+     * moving slots or missing a shard). An outage, a 503, not a bug.
+     */
+    static boolean notReady(JedisDataException e) {
+        String m = e.getMessage();
+        if (m == null) {
+            return false;
+        }
+        for (String code : new String[] {"LOADING ", "BUSY ", "MASTERDOWN ", "TRYAGAIN ",
+                                         "CLUSTERDOWN "}) {
+            if (m.startsWith(code)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The root cause, in a few words, for one line of the error log. */
