@@ -1,0 +1,263 @@
+package nginx.jvm;
+
+import java.lang.reflect.Constructor;
+import java.lang.reflect.Method;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * {@code jvm_mode coloop}: virtual threads whose scheduler is the worker's
+ * event loop. The JDK hands this executor a virtual thread's continuation
+ * whenever the thread is to run (started, unparked after a sleep, a socket
+ * that became ready, a future completed), from whatever thread unparked it;
+ * the continuation waits in a queue until the event loop {@link #drain}s it,
+ * and then runs on the loop's own thread until the virtual thread parks
+ * again or ends. The loop is the only carrier: a carried thread runs only
+ * while the loop runs it, so it may call nginx directly ({@link #carried}).
+ *
+ * <p>JDK 21 to 25 have no public API for a virtual thread's scheduler: the
+ * package-private {@code java.lang.ThreadBuilders$VirtualThreadBuilder(Executor)}
+ * is reached by reflection, which needs {@code --add-opens
+ * java.base/java.lang=ALL-UNNAMED} (the C module adds it only when a
+ * location uses coloop). {@link #open} tries it and a small self-test (a
+ * thread started, parked and unparked through this executor) before any
+ * request does: a JDK that refuses or changed is told in one sentence, and
+ * the caller runs those locations as {@code jvm_mode virtual} instead.
+ *
+ * <p>{@code java -cp nginx-jvm.jar nginx.jvm.LoopScheduler} runs the same
+ * self-test in a plain JVM and says whether that JDK (with the options
+ * given) can run coloop.
+ */
+final class LoopScheduler implements Executor {
+    /** Continuations the loop runs in one pass at most, before nginx's other events. */
+    static final int BUDGET = 64;
+    /** The option the JDK needs for the builder; ngx_http_jvm_vm.c adds it. */
+    static final String OPENS = "--add-opens=java.base/java.lang=ALL-UNNAMED";
+
+    /** Set on each thread this scheduler starts, for its life: see {@link #carried}. */
+    private static final ThreadLocal<Boolean> CARRIED = new ThreadLocal<>();
+
+    private final ConcurrentLinkedQueue<Runnable> queue = new ConcurrentLinkedQueue<>();
+    private final AtomicBoolean signalled = new AtomicBoolean();
+    private volatile Runnable waker;
+    /** The thread that drains: the event loop (the self-test's caller until then). */
+    private final Thread loop = Thread.currentThread();
+    private final Object builder;
+    private final Method unstarted;
+
+    /** The threads this scheduler started, by the continuation the JDK hands it. */
+    private final Map<Runnable, Carried> known = new ConcurrentHashMap<>();
+    /** Loop only: the thread being started, whose first continuation is about to come. */
+    private Carried starting;
+    /** Loop only: that first continuation, kept to run at once instead of queued. */
+    private boolean startNow;
+    private Runnable first;
+    /** The continuation the loop runs now (null: none), and since when (System.nanoTime). */
+    volatile Carried running;
+    volatile long since;
+
+    /** A thread this scheduler started: what it serves, for the watchdog's warning. */
+    static final class Carried {
+        final String what;
+        volatile Thread thread;
+        Runnable continuation;
+
+        Carried(String what) {
+            this.what = what;
+        }
+    }
+
+    /** A continuation of a virtual thread a carried thread started (they inherit the scheduler). */
+    static final Carried CHILD = new Carried("a virtual thread started by a coloop handler");
+
+    private LoopScheduler() throws ReflectiveOperationException {
+        Class<?> c = Class.forName("java.lang.ThreadBuilders$VirtualThreadBuilder");
+        Constructor<?> k = c.getDeclaredConstructor(Executor.class);
+        k.setAccessible(true);
+        builder = k.newInstance(this);
+        Class<?> b = Class.forName("java.lang.Thread$Builder");
+        b.getMethod("name", String.class, long.class).invoke(builder, "nginx-jvm-coloop-", 1L);
+        unstarted = b.getMethod("unstarted", Runnable.class);
+    }
+
+    /**
+     * On the event loop: the scheduler, after the self-test; {@code why[0]}
+     * says why not when it answers null.
+     */
+    static LoopScheduler open(Runnable waker, String[] why) {
+        LoopScheduler s;
+        try {
+            s = new LoopScheduler();
+        } catch (ClassNotFoundException | NoSuchMethodException e) {
+            why[0] = "this JDK (" + System.getProperty("java.version") + ") has no virtual-thread builder"
+                    + " with a scheduler of its own (JDK 21 to 25 have one): " + e;
+            return null;
+        } catch (RuntimeException e) {
+            // InaccessibleObjectException, a JDK 9+ class: java.lang is not opened to us
+            why[0] = "the JVM was started without " + OPENS + " (" + e.getMessage() + ")";
+            return null;
+        } catch (Throwable e) {
+            why[0] = "this JDK (" + System.getProperty("java.version") + ") refused the virtual-thread"
+                    + " builder: " + e;
+            return null;
+        }
+        why[0] = s.selfTest();
+        if (why[0] != null) {
+            return null;
+        }
+        s.waker = waker;
+        return s;
+    }
+
+    /**
+     * Starts, parks and unparks one thread through this executor, on the
+     * calling thread (the loop): null, or what went wrong.
+     */
+    private String selfTest() {
+        AtomicReference<Thread> ran = new AtomicReference<>();
+        AtomicBoolean resumed = new AtomicBoolean();
+        Thread t;
+        try {
+            t = start(() -> {
+                ran.set(Thread.currentThread());
+                LockSupport.park();
+                resumed.set(true);
+            }, "the self-test", false);
+        } catch (Throwable e) {
+            return "a thread of the builder did not start: " + e;
+        }
+        if (queue.size() != 1) {
+            return "this JDK (" + System.getProperty("java.version") + ") did not hand the new thread"
+                    + " to the scheduler";
+        }
+        drain();
+        if (ran.get() != t || resumed.get()) {
+            return "the thread did not run on the scheduler's thread until it parked";
+        }
+        LockSupport.unpark(t);
+        if (queue.size() != 1) {
+            return "an unparked thread did not come back through the scheduler";
+        }
+        drain();
+        if (!resumed.get() || !known.isEmpty()) {
+            return "the thread did not resume and end on the scheduler's thread";
+        }
+        return null;
+    }
+
+    /**
+     * On the event loop: starts {@code work} on a new carried thread, named
+     * {@code what} in the watchdog's warnings; with {@code now}, runs it at
+     * once until it first parks or ends (the caller is the loop, where it
+     * would run anyway), else at the loop's next pass.
+     */
+    Thread start(Runnable work, String what, boolean now) throws ReflectiveOperationException {
+        Carried c = new Carried(what);
+        Thread t = (Thread) unstarted.invoke(builder, (Runnable) () -> {
+            CARRIED.set(Boolean.TRUE);
+            try {
+                work.run();
+            } finally {
+                known.remove(c.continuation);
+            }
+        });
+        c.thread = t;
+        starting = c;
+        startNow = now;
+        try {
+            t.start();
+        } finally {
+            starting = null;
+            startNow = false;
+        }
+        Runnable r = first;
+        if (r != null) {
+            first = null;
+            run(r);
+        }
+        return t;
+    }
+
+    /** Whether the calling thread is one this scheduler started: it runs on the event loop. */
+    static boolean carried() {
+        return CARRIED.get() != null;
+    }
+
+    /**
+     * Any thread: a virtual thread is to run. Queued for the loop, which is
+     * woken unless it will look anyway (it is draining, or a wake-up is owed).
+     */
+    @Override
+    public void execute(Runnable continuation) {
+        if (Thread.currentThread() == loop && starting != null) {
+            starting.continuation = continuation;
+            known.put(continuation, starting);
+            if (startNow) {
+                first = continuation;
+                return;
+            }
+        }
+        queue.add(continuation);
+        if (signalled.compareAndSet(false, true)) {
+            Runnable w = waker;
+            if (w != null) {
+                w.run();
+            }
+        }
+    }
+
+    /**
+     * On the event loop, when woken: runs at most {@link #BUDGET}
+     * continuations; the loop is woken again for the rest, so that nginx's
+     * other events are served in between.
+     */
+    int drain() {
+        signalled.set(false);
+        int n = 0;
+        Runnable r;
+        while (n < BUDGET && (r = queue.poll()) != null) {
+            n++;
+            run(r);
+        }
+        if (!queue.isEmpty() && signalled.compareAndSet(false, true)) {
+            Runnable w = waker;
+            if (w != null) {
+                w.run();
+            }
+        }
+        return n;
+    }
+
+    private void run(Runnable continuation) {
+        Carried c = known.get(continuation);
+        running = c == null ? CHILD : c;
+        since = System.nanoTime();
+        try {
+            continuation.run();
+        } catch (Throwable t) {
+            Log.error("nginx.jvm", "a coloop continuation failed", t);
+        } finally {
+            since = 0;
+            running = null;
+        }
+    }
+
+    /** Continuations waiting for the loop (tests, jvm_status). */
+    int waiting() {
+        return queue.size();
+    }
+
+    /** The self-test in a plain JVM: prints whether this JDK can run jvm_mode coloop. */
+    public static void main(String[] args) {
+        String[] why = new String[1];
+        LoopScheduler s = open(() -> { }, why);
+        System.out.println(s != null ? "coloop: yes (" + System.getProperty("java.version") + ")"
+                : "coloop: no: " + why[0]);
+        System.exit(s != null ? 0 : 1);
+    }
+}
