@@ -59,28 +59,44 @@ def locations(pg):
     return text
 
 
-def wrk(port, path, duration, conns):
+def cpu_ticks(pid):
+    """The worker's CPU time so far (user + system), in clock ticks."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def wrk(port, path, duration, conns, pid=None):
+    before = cpu_ticks(pid) if pid else 0
     out = subprocess.run(["wrk", "-t1", "-c%d" % conns, "-d%ds" % duration,
                           "http://127.0.0.1:%d%s" % (port, path)],
                          stdout=subprocess.PIPE, text=True, check=True).stdout
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if errors:
         raise RuntimeError("wrk %s: %s non-2xx answers" % (path, errors.group(1)))
-    return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    if pid is None:
+        return rps
+    n = int(re.search(r"(\d+) requests in", out).group(1))
+    us = (cpu_ticks(pid) - before) / os.sysconf("SC_CLK_TCK") * 1e6 / n
+    return rps, us
 
 
-def hello(port, rounds, duration, conns):
+def hello(port, pid, rounds, duration, conns):
     rps = {m: [] for m in MODES}
+    cpu = {m: [] for m in MODES}
     for m in MODES:                     # warm-up: the JIT, every path
         wrk(port, "/%s/hello" % m, 2, conns)
     for r in range(rounds):
         order = MODES[r % len(MODES):] + MODES[:r % len(MODES)]
         for m in order:
-            rps[m].append(wrk(port, "/%s/hello" % m, duration, conns))
-        print("  round %d: %s" % (r + 1, ", ".join("%s %.0f" % (m, rps[m][-1]) for m in MODES)),
-              flush=True)
+            x, us = wrk(port, "/%s/hello" % m, duration, conns, pid)
+            rps[m].append(x)
+            cpu[m].append(us)
+        print("  round %d: %s" % (r + 1, ", ".join("%s %.0f/s %.2f us" % (m, rps[m][-1], cpu[m][-1])
+                                                    for m in MODES)), flush=True)
     ratios = [c / l for c, l in zip(rps["coloop"], rps["loop"])]
-    return rps, ratios
+    return rps, cpu, ratios
 
 
 async def one(port, path):
@@ -163,18 +179,23 @@ def main():
                 "    jvm_queue 1000;\n" % JDK)
         if pg:
             http += "    jvm_options -Dbench.jdbc=%s;\n" % pg.jdbc_url()
+        for o in os.environ.get("BENCH_JVM_OPTIONS", "").split():
+            http += "    jvm_options %s;\n" % o
         with Nginx(locations(pg), http=http, main="worker_rlimit_nofile 8192;",
                    classpath=[str(JAR), classes, LIBS + "/*"]) as ng:
             with open(ng.path("html", "static.html"), "w") as f:
                 f.write("x" * 1024)
             print("machine: %d cores, load %s (shared)" % (os.cpu_count(), os.getloadavg()))
             print("/hello, wrk -t1 -c%d -d%ds, %d rounds:" % (a.connections, a.duration, a.rounds))
-            rps, ratios = hello(ng.port, a.rounds, a.duration, a.connections)
-            print("| mode | requests/s (median) |\n|---|---|")
+            rps, cpu, ratios = hello(ng.port, ng.worker_pids()[0], a.rounds, a.duration,
+                                     a.connections)
+            print("| mode | requests/s (median) | worker CPU per request, us (median) |\n|---|---|---|")
             for m in MODES:
-                print("| %s | %.0f |" % (m, statistics.median(rps[m])))
-            print("coloop / loop: median %.3f, rounds %s"
+                print("| %s | %.0f | %.2f |" % (m, statistics.median(rps[m]), statistics.median(cpu[m])))
+            print("coloop / loop, requests/s: median %.3f, rounds %s"
                   % (statistics.median(ratios), " ".join("%.3f" % r for r in ratios)))
+            print("loop / coloop, CPU per request: %.3f"
+                  % (statistics.median(cpu["loop"]) / statistics.median(cpu["coloop"])))
             if pg:
                 for m in PG_MODES:      # warm-up: the pool full, the JIT
                     for _ in range(3):

@@ -1,11 +1,11 @@
 package nginx.jvm;
 
 import java.lang.reflect.Constructor;
-import java.lang.reflect.Method;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.IdentityHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
@@ -45,19 +45,23 @@ final class LoopScheduler implements Executor {
     /** The option the JDK needs for the builder; ngx_http_jvm_vm.c adds it. */
     static final String OPENS = "--add-opens=java.base/java.lang=ALL-UNNAMED";
 
-    /** Set on each thread this scheduler starts, for its life: see {@link #carried}. */
-    private static final ThreadLocal<Boolean> CARRIED = new ThreadLocal<>();
+    /** The scheduler of this worker, for {@link #carried}. */
+    private static volatile LoopScheduler worker;
 
     private final ConcurrentLinkedQueue<Runnable> queue = new ConcurrentLinkedQueue<>();
     private final AtomicBoolean signalled = new AtomicBoolean();
     private volatile Runnable waker;
     /** The thread that drains: the event loop (the self-test's caller until then). */
     private final Thread loop = Thread.currentThread();
-    private final Object builder;
-    private final Method unstarted;
+    /** The builder's factory: a public interface, so no reflection per thread. */
+    private final ThreadFactory threads;
 
-    /** The threads this scheduler started, by the continuation the JDK hands it. */
-    private final Map<Runnable, Carried> known = new ConcurrentHashMap<>();
+    /**
+     * Loop only: the threads this scheduler started that are parked or
+     * queued, by the continuation the JDK hands it (a thread that ends in
+     * its first slice, as most handlers do, is never listed).
+     */
+    private final Map<Runnable, Carried> known = new IdentityHashMap<>();
     /** Loop only: the thread being started, whose first continuation is about to come. */
     private Carried starting;
     /** Loop only: that first continuation, kept to run at once instead of queued. */
@@ -72,6 +76,9 @@ final class LoopScheduler implements Executor {
         final String what;
         volatile Thread thread;
         Runnable continuation;
+        /** Loop only: in {@link #known}; its work is over. */
+        boolean listed;
+        boolean ended;
 
         Carried(String what) {
             this.what = what;
@@ -85,10 +92,11 @@ final class LoopScheduler implements Executor {
         Class<?> c = Class.forName("java.lang.ThreadBuilders$VirtualThreadBuilder");
         Constructor<?> k = c.getDeclaredConstructor(Executor.class);
         k.setAccessible(true);
-        builder = k.newInstance(this);
+        Object builder = k.newInstance(this);
         Class<?> b = Class.forName("java.lang.Thread$Builder");
-        b.getMethod("name", String.class, long.class).invoke(builder, "nginx-jvm-coloop-", 1L);
-        unstarted = b.getMethod("unstarted", Runnable.class);
+        // one name for all: a numbered one costs a string and a counter per request
+        b.getMethod("name", String.class).invoke(builder, "nginx-jvm-coloop");
+        threads = (ThreadFactory) b.getMethod("factory").invoke(builder);
     }
 
     /**
@@ -117,6 +125,7 @@ final class LoopScheduler implements Executor {
             return null;
         }
         s.waker = waker;
+        worker = s;
         return s;
     }
 
@@ -162,14 +171,13 @@ final class LoopScheduler implements Executor {
      * once until it first parks or ends (the caller is the loop, where it
      * would run anyway), else at the loop's next pass.
      */
-    Thread start(Runnable work, String what, boolean now) throws ReflectiveOperationException {
+    Thread start(Runnable work, String what, boolean now) {
         Carried c = new Carried(what);
-        Thread t = (Thread) unstarted.invoke(builder, (Runnable) () -> {
-            CARRIED.set(Boolean.TRUE);
+        Thread t = threads.newThread(() -> {
             try {
                 work.run();
             } finally {
-                known.remove(c.continuation);
+                c.ended = true;
             }
         });
         c.thread = t;
@@ -184,14 +192,20 @@ final class LoopScheduler implements Executor {
         Runnable r = first;
         if (r != null) {
             first = null;
-            run(r);
+            run(r, c);
         }
         return t;
     }
 
-    /** Whether the calling thread is one this scheduler started: it runs on the event loop. */
+    /**
+     * Whether the calling thread is one the worker's scheduler started and
+     * runs now: it runs on the event loop. (A virtual thread such a thread
+     * started runs there too, but is not known: it hops as any thread.)
+     */
     static boolean carried() {
-        return CARRIED.get() != null;
+        LoopScheduler s = worker;
+        Carried c = s == null ? null : s.running;
+        return c != null && c.thread == Thread.currentThread();
     }
 
     /**
@@ -202,11 +216,12 @@ final class LoopScheduler implements Executor {
     public void execute(Runnable continuation) {
         if (Thread.currentThread() == loop && starting != null) {
             starting.continuation = continuation;
-            known.put(continuation, starting);
             if (startNow) {
                 first = continuation;
                 return;
             }
+            starting.listed = true;
+            known.put(continuation, starting);
         }
         queue.add(continuation);
         if (signalled.compareAndSet(false, true)) {
@@ -229,7 +244,8 @@ final class LoopScheduler implements Executor {
         Runnable r;
         while (n < BUDGET && (r = queue.poll()) != null) {
             n++;
-            run(r);
+            Carried c = known.get(r);
+            run(r, c == null ? CHILD : c);
             if (System.nanoTime() - end > 0) {
                 break;
             }
@@ -243,9 +259,8 @@ final class LoopScheduler implements Executor {
         return n;
     }
 
-    private void run(Runnable continuation) {
-        Carried c = known.get(continuation);
-        running = c == null ? CHILD : c;
+    private void run(Runnable continuation, Carried c) {
+        running = c;
         since = System.nanoTime();
         try {
             continuation.run();
@@ -254,6 +269,18 @@ final class LoopScheduler implements Executor {
         } finally {
             since = 0;
             running = null;
+        }
+        if (c == CHILD) {
+            return;
+        }
+        if (c.ended) {
+            if (c.listed) {
+                known.remove(continuation);
+            }
+        } else if (!c.listed) {
+            // parked: its continuation will come back through execute()
+            c.listed = true;
+            known.put(continuation, c);
         }
     }
 

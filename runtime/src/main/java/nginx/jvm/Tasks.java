@@ -217,7 +217,7 @@ final class Tasks {
                 }
             }, task.what, true);
             return null;
-        } catch (ReflectiveOperationException | RuntimeException e) {
+        } catch (RuntimeException e) {
             inline = null;
             live.remove(task.id);
             virtualSlots.release();
@@ -277,7 +277,7 @@ final class Tasks {
                             virtualSlots.release();
                         }
                     }, "jvm_log", false);
-                } catch (ReflectiveOperationException | RuntimeException e) {
+                } catch (RuntimeException e) {
                     virtualSlots.release();
                     return "cannot start a coloop thread: " + e;
                 }
