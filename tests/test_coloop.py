@@ -6,14 +6,17 @@ resumes on the event loop's own thread: /proc/thread-self, read by the
 handler, names the kernel's thread, which for the loop is the worker's pid.
 A handler that spins holds the loop: the watchdog names it in a [warn] with
 its stack and counts it in jvm_status; one that yields lets static files
-through. Without the JDK's internal builder (JDK 17) or without the
---add-opens it needs, the location runs as jvm_mode virtual after one
-[warn].
+through. Without the JDK's internal builder (JDK 17) the location runs
+as jvm_mode virtual after one [warn]; the builder, reached through JNI in
+a worker, needs no --add-opens (a plain JVM's self-test, by reflection,
+does).
 """
 
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -247,13 +250,24 @@ def test_fallback_on_jdk17():
         assert n.get("/where").status == 503
 
 
-def test_no_add_opens_without_coloop(ng):
-    """Nothing but a coloop location opens java.lang: in a configuration
-    with virtual locations only, the handlers see it closed."""
-    assert body(ng.get("/opens")) == "loop true"
-    locations = ("location /opens { jvm_mode virtual;"
-                 " jvm_content testapp.Coloop$Opens; }")
-    with Nginx(locations, http="    jvm_path %s;" % LIBJVM25,
-               classpath="java") as n:
-        # a virtual thread of the JDK's ForkJoinPool: not the loop
-        assert body(n.get("/opens")).endswith(" false")
+def test_java_lang_stays_closed(ng):
+    """The worker reaches the JDK's builder through JNI: no --add-opens,
+    java.lang stays closed to the handlers, as in any nginx-jvm worker."""
+    assert body(ng.get("/opens")) == "loop false"
+
+
+def test_class_cache():
+    """jvm_cache: the archive is built and mapped with coloop as without
+    (an --add-opens would make the JVM refuse the archive's module graph,
+    with [error] lines)."""
+    cache = tempfile.mkdtemp(prefix="nginx-jvm-coloop-cache-")
+    os.chmod(cache, 0o755)
+    try:
+        for _ in range(2):          # built, then used
+            with Nginx("location /where { jvm_content testapp.Coloop$Where; }",
+                       http=HTTP + "\n    jvm_cache %s;" % cache) as n:
+                assert body(n.get("/where")) == "loop nginx-jvm-coloop"
+                with open("/proc/%d/maps" % n.worker_pids()[0]) as f:
+                    assert cache in f.read()      # its archive
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)

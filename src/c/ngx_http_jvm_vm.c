@@ -534,7 +534,7 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
         return NGX_ERROR;
     }
 
-    n = 14 + (jmcf->options ? jmcf->options->nelts : 0);
+    n = 13 + (jmcf->options ? jmcf->options->nelts : 0);
 
     for (e = extra; e && *e; e++) {
         n++;
@@ -573,18 +573,6 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
 
     for (e = extra; e && *e; e++) {
         options[n++].optionString = *e;
-    }
-
-    /*
-     * jvm_mode coloop reaches the JDK's package-private virtual-thread
-     * builder that takes a scheduler (nginx.jvm.LoopScheduler); nothing
-     * else of nginx-jvm needs java.lang opened, so only a configuration
-     * with such a location gets it.
-     */
-
-    if (jmcf->uses_coloop) {
-        options[n++].optionString =
-                           "--add-opens=java.base/java.lang=ALL-UNNAMED";
     }
 
     /*

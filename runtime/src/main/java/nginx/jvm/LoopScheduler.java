@@ -20,18 +20,20 @@ import java.util.concurrent.locks.LockSupport;
  * again or ends. The loop is the only carrier: a carried thread runs only
  * while the loop runs it, so it may call nginx directly ({@link #carried}).
  *
- * <p>JDK 21 to 25 have no public API for a virtual thread's scheduler: the
- * package-private {@code java.lang.ThreadBuilders$VirtualThreadBuilder(Executor)}
- * is reached by reflection, which needs {@code --add-opens
- * java.base/java.lang=ALL-UNNAMED} (the C module adds it only when a
- * location uses coloop). {@link #open} tries it and a small self-test (a
- * thread started, parked and unparked through this executor) before any
- * request does: a JDK that refuses or changed is told in one sentence, and
- * the caller runs those locations as {@code jvm_mode virtual} instead.
+ * <p>JDK 21 to 25 have no public API for a virtual thread's scheduler,
+ * only the package-private constructor
+ * {@code java.lang.ThreadBuilders$VirtualThreadBuilder(Executor)}. In a
+ * worker the C module calls it through JNI ({@link Natives#virtualThreadBuilder}),
+ * which needs no {@code --add-opens} (nothing of nginx-jvm does); a plain
+ * JVM reaches it by reflection, which needs {@link #OPENS}. {@link #open}
+ * tries it and a small self-test (a thread started, parked and unparked
+ * through this executor) before any request does: a JDK that lacks it or
+ * changed is told in one sentence, and the caller runs those locations as
+ * {@code jvm_mode virtual} instead.
  *
- * <p>{@code java -cp nginx-jvm.jar nginx.jvm.LoopScheduler} runs the same
- * self-test in a plain JVM and says whether that JDK (with the options
- * given) can run coloop.
+ * <p>{@code java --add-opens=java.base/java.lang=ALL-UNNAMED -cp
+ * nginx-jvm.jar nginx.jvm.LoopScheduler} runs the same self-test in a
+ * plain JVM and says whether that JDK can run coloop.
  */
 final class LoopScheduler implements Executor {
     /**
@@ -42,8 +44,24 @@ final class LoopScheduler implements Executor {
      */
     static final int BUDGET = 64;
     static final long BUDGET_NANOS = 1_000_000;
-    /** The option the JDK needs for the builder; ngx_http_jvm_vm.c adds it. */
+    /** The option a plain JVM needs to reach the builder by reflection. */
     static final String OPENS = "--add-opens=java.base/java.lang=ALL-UNNAMED";
+
+    /** How the JDK's builder is had: from a scheduler, a Thread.Builder. */
+    interface Builders {
+        Object of(Executor scheduler) throws Throwable;
+    }
+
+    /** In a worker: through JNI, no option needed. */
+    static final Builders NATIVE = Natives::virtualThreadBuilder;
+
+    /** In a plain JVM: by reflection, with {@link #OPENS}. */
+    static final Builders REFLECTION = scheduler -> {
+        Constructor<?> k = Class.forName("java.lang.ThreadBuilders$VirtualThreadBuilder")
+                .getDeclaredConstructor(Executor.class);
+        k.setAccessible(true);
+        return k.newInstance(scheduler);
+    };
 
     /** The scheduler of this worker, for {@link #carried}. */
     private static volatile LoopScheduler worker;
@@ -88,11 +106,8 @@ final class LoopScheduler implements Executor {
     /** A continuation of a virtual thread a carried thread started (they inherit the scheduler). */
     static final Carried CHILD = new Carried("a virtual thread started by a coloop handler");
 
-    private LoopScheduler() throws ReflectiveOperationException {
-        Class<?> c = Class.forName("java.lang.ThreadBuilders$VirtualThreadBuilder");
-        Constructor<?> k = c.getDeclaredConstructor(Executor.class);
-        k.setAccessible(true);
-        Object builder = k.newInstance(this);
+    private LoopScheduler(Builders how) throws Throwable {
+        Object builder = how.of(this);
         Class<?> b = Class.forName("java.lang.Thread$Builder");
         // one name for all: a numbered one costs a string and a counter per request
         b.getMethod("name", String.class).invoke(builder, "nginx-jvm-coloop");
@@ -103,17 +118,23 @@ final class LoopScheduler implements Executor {
      * On the event loop: the scheduler, after the self-test; {@code why[0]}
      * says why not when it answers null.
      */
-    static LoopScheduler open(Runnable waker, String[] why) {
+    static LoopScheduler open(Runnable waker, String[] why, Builders how) {
         LoopScheduler s;
         try {
-            s = new LoopScheduler();
-        } catch (ClassNotFoundException | NoSuchMethodException e) {
+            s = new LoopScheduler(how);
+        } catch (ClassNotFoundException | NoSuchMethodException | NoClassDefFoundError
+                 | NoSuchMethodError e) {
             why[0] = "this JDK (" + System.getProperty("java.version") + ") has no virtual-thread builder"
                     + " with a scheduler of its own (JDK 21 to 25 have one): " + e;
             return null;
         } catch (RuntimeException e) {
-            // InaccessibleObjectException, a JDK 9+ class: java.lang is not opened to us
-            why[0] = "the JVM was started without " + OPENS + " (" + e.getMessage() + ")";
+            if (how == REFLECTION) {
+                // InaccessibleObjectException, a JDK 9+ class: java.lang is not opened to us
+                why[0] = "the JVM was started without " + OPENS + " (" + e.getMessage() + ")";
+            } else {
+                why[0] = "this JDK (" + System.getProperty("java.version") + ") refused the"
+                        + " virtual-thread builder: " + e;
+            }
             return null;
         } catch (Throwable e) {
             why[0] = "this JDK (" + System.getProperty("java.version") + ") refused the virtual-thread"
@@ -292,7 +313,7 @@ final class LoopScheduler implements Executor {
     /** The self-test in a plain JVM: prints whether this JDK can run jvm_mode coloop. */
     public static void main(String[] args) {
         String[] why = new String[1];
-        LoopScheduler s = open(() -> { }, why);
+        LoopScheduler s = open(() -> { }, why, REFLECTION);
         System.out.println(s != null ? "coloop: yes (" + System.getProperty("java.version") + ")"
                 : "coloop: no: " + why[0]);
         System.exit(s != null ? 0 : 1);

@@ -102,7 +102,7 @@ final class Tasks {
         String error = configureThreads(poolSize, queueSize, useVirtual || useColoop);
         if (useColoop && error == null) {
             String[] why = new String[1];
-            coloop = LoopScheduler.open(waker, why);
+            coloop = LoopScheduler.open(waker, why, LoopScheduler.NATIVE);
             if (coloop == null) {
                 Log.warn("nginx.jvm", "jvm_mode coloop cannot be had in this JVM: " + why[0]
                         + "; its locations run as jvm_mode virtual");
