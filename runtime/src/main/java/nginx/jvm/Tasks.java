@@ -204,7 +204,6 @@ final class Tasks {
         if (!virtualSlots.tryAcquire()) {
             return "too many requests in flight on virtual threads (jvm_queue)";
         }
-        live.put(task.id, task);
         // its answer in this slice is taken at once (answeredInline)
         boolean once = task.phase == Wire.PHASE_CONTENT && !task.async && task.request.upload == null;
         inline = once ? task : null;
@@ -216,13 +215,17 @@ final class Tasks {
                     virtualSlots.release();
                 }
             }, task.what, true);
-            return null;
         } catch (RuntimeException e) {
             inline = null;
-            live.remove(task.id);
             virtualSlots.release();
             return "cannot start a coloop thread: " + e;
         }
+        if (!(once && inlineReady && task.body == null)) {
+            // it parked (or streams): the loop comes back for it by its id;
+            // nothing from C names it before this call returns
+            live.put(task.id, task);
+        }
+        return null;
     }
 
     /**
@@ -414,19 +417,24 @@ final class Tasks {
     boolean cancel(long id) {
         Task t = live.remove(id);
         if (t != null) {
-            // not aborted (or aborted just before): its callbacks never run
-            t.abort.complete();
-            t.cancelled = true;
-            t.request.handle = 0;
-            Subrequests.abandon(t.request.subrequests);
-            t.closeBody();
-            t.request.end();
-            if (!t.taken && t.mode == POOL) {
-                // its place in the queue is free for a request still there
-                pool.remove(t);
-            }
+            forget(t);
         }
         return t != null;
+    }
+
+    /** Loop: task {@code t}'s request is over (cancelled, or answered in its first slice). */
+    void forget(Task t) {
+        // not aborted (or aborted just before): its callbacks never run
+        t.abort.complete();
+        t.cancelled = true;
+        t.request.handle = 0;
+        Subrequests.abandon(t.request.subrequests);
+        t.closeBody();
+        t.request.end();
+        if (!t.taken && t.mode == POOL) {
+            // its place in the queue is free for a request still there
+            pool.remove(t);
+        }
     }
 
     /** Requests waiting for a pool thread; any thread. */

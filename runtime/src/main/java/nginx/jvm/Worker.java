@@ -404,7 +404,7 @@ final class Worker {
                     // a coloop handler that answered before it first parked: as on the loop
                     int n = task.encode(encoder);
                     Metrics.response(mode, encoder.buffer().getInt(0), System.nanoTime() - task.started);
-                    tasks.cancel(id);
+                    tasks.forget(task);
                     return n;
                 }
                 Metrics.inFlight.incrementAndGet();
