@@ -3,10 +3,11 @@
 (Temurin 25 JDK), measured in one run so that the ratios hold on a shared
 machine.
 
-1. /hello (a Java handler that answers at once) in each mode: wrk runs of
-   --duration seconds, the modes in turn, --rounds rounds (the order
-   rotates each round); the median requests/s of each and coloop's ratio to
-   loop (the median of the rounds' ratios).
+1. /hello in each mode, a Java handler and a Ring one (bench/app's) that
+   answer at once: wrk runs of --duration seconds, the modes in turn,
+   --rounds rounds (the order rotates each round); the median requests/s
+   of each, the worker's CPU time per request, and coloop's ratio to loop
+   (the median of the rounds' ratios).
 2. /pg (SELECT pg_sleep(0.05) over one 100-connection HikariCP pool, a
    private PostgreSQL: bench/realapp/pg.py) in coloop, virtual and pool
    (jvm_pool_size 100): --bursts bursts of 500 concurrent requests each
@@ -53,6 +54,7 @@ def locations(pg):
     text = "        location /static.html { root @PREFIX@/html; }\n"
     for m in MODES:
         text += "        location /%s/hello { jvm_mode %s; jvm_content bench.Coloop$Hello; }\n" % (m, m)
+        text += "        location /ring/%s/hello { jvm_mode %s; jvm_content bench.core/handler; }\n" % (m, m)
     if pg:
         for m in PG_MODES:
             text += "        location /%s/pg { jvm_mode %s; jvm_content bench.Coloop$Pg; }\n" % (m, m)
@@ -82,15 +84,15 @@ def wrk(port, path, duration, conns, pid=None):
     return rps, us
 
 
-def hello(port, pid, rounds, duration, conns):
+def hello(port, pid, rounds, duration, conns, prefix):
     rps = {m: [] for m in MODES}
     cpu = {m: [] for m in MODES}
     for m in MODES:                     # warm-up: the JIT, every path
-        wrk(port, "/%s/hello" % m, 2, conns)
+        wrk(port, "%s/%s/hello" % (prefix, m), 2, conns)
     for r in range(rounds):
         order = MODES[r % len(MODES):] + MODES[:r % len(MODES)]
         for m in order:
-            x, us = wrk(port, "/%s/hello" % m, duration, conns, pid)
+            x, us = wrk(port, "%s/%s/hello" % (prefix, m), duration, conns, pid)
             rps[m].append(x)
             cpu[m].append(us)
         print("  round %d: %s" % (r + 1, ", ".join("%s %.0f/s %.2f us" % (m, rps[m][-1], cpu[m][-1])
@@ -182,20 +184,25 @@ def main():
         for o in os.environ.get("BENCH_JVM_OPTIONS", "").split():
             http += "    jvm_options %s;\n" % o
         with Nginx(locations(pg), http=http, main="worker_rlimit_nofile 8192;",
-                   classpath=[str(JAR), classes, LIBS + "/*"]) as ng:
+                   classpath=[str(JAR), classes, LIBS + "/*", os.path.join(TOP, "build", "lib") + "/*",
+                              os.path.join(TOP, "bench", "app")]) as ng:
             with open(ng.path("html", "static.html"), "w") as f:
                 f.write("x" * 1024)
             print("machine: %d cores, load %s (shared)" % (os.cpu_count(), os.getloadavg()))
-            print("/hello, wrk -t1 -c%d -d%ds, %d rounds:" % (a.connections, a.duration, a.rounds))
-            rps, cpu, ratios = hello(ng.port, ng.worker_pids()[0], a.rounds, a.duration,
-                                     a.connections)
-            print("| mode | requests/s (median) | worker CPU per request, us (median) |\n|---|---|---|")
-            for m in MODES:
-                print("| %s | %.0f | %.2f |" % (m, statistics.median(rps[m]), statistics.median(cpu[m])))
-            print("coloop / loop, requests/s: median %.3f, rounds %s"
-                  % (statistics.median(ratios), " ".join("%.3f" % r for r in ratios)))
-            print("loop / coloop, CPU per request: %.3f"
-                  % (statistics.median(cpu["loop"]) / statistics.median(cpu["coloop"])))
+            for name, prefix in (("Java", ""), ("Ring", "/ring")):
+                print("\n%s /hello, wrk -t1 -c%d -d%ds, %d rounds:"
+                      % (name, a.connections, a.duration, a.rounds))
+                rps, cpu, ratios = hello(ng.port, ng.worker_pids()[0], a.rounds, a.duration,
+                                         a.connections, prefix)
+                print("| mode | requests/s (median) | worker CPU per request, us (median) |\n"
+                      "|---|---|---|")
+                for m in MODES:
+                    print("| %s | %.0f | %.2f |"
+                          % (m, statistics.median(rps[m]), statistics.median(cpu[m])))
+                print("coloop / loop, requests/s: median %.3f, rounds %s"
+                      % (statistics.median(ratios), " ".join("%.3f" % r for r in ratios)))
+                print("loop / coloop, CPU per request: %.3f"
+                      % (statistics.median(cpu["loop"]) / statistics.median(cpu["coloop"])))
             if pg:
                 for m in PG_MODES:      # warm-up: the pool full, the JIT
                     for _ in range(3):
