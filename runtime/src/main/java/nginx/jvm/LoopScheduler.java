@@ -281,6 +281,10 @@ final class LoopScheduler implements Executor {
     }
 
     private void run(Runnable continuation, Carried c) {
+        // a slice within a slice (a handler's nginx call that ends in
+        // another's start) gives the outer one back its place afterwards
+        Carried outer = running;
+        long outerSince = since;
         running = c;
         since = System.nanoTime();
         try {
@@ -288,8 +292,8 @@ final class LoopScheduler implements Executor {
         } catch (Throwable t) {
             Log.error("nginx.jvm", "a coloop continuation failed", t);
         } finally {
-            since = 0;
-            running = null;
+            since = outerSince;
+            running = outer;
         }
         if (c == CHILD) {
             return;
