@@ -440,8 +440,8 @@ ngx_http_jvm_virtual_builder(JNIEnv *env, jclass cls, jobject scheduler)
     jobject    b;
     jmethodID  init;
 
-    builder = (*env)->FindClass(env,
-                                "java/lang/ThreadBuilders$VirtualThreadBuilder");
+    builder = (*env)->FindClass(env, "java/lang/ThreadBuilders$"
+                                     "VirtualThreadBuilder");
     if (builder == NULL) {
         return NULL;                    /* the exception goes to the caller */
     }
