@@ -271,3 +271,31 @@ def test_class_cache():
                     assert cache in f.read()      # its archive
     finally:
         shutil.rmtree(cache, ignore_errors=True)
+
+
+def test_reload_and_quit_with_sleepers_in_flight():
+    """Handlers parked on the loop get their whole response across a
+    reload and a graceful quit; the old workers then exit."""
+    from harness import alive, wait_for
+    with Nginx(LOCATIONS, http=HTTP) as n:
+        for action in ("reload", "quit"):
+            old = n.worker_pids()
+            replies = [None] * 20
+
+            def one(i):
+                replies[i] = request(n.port, "GET", "/sleep?ms=1500",
+                                     timeout=30)
+
+            threads = [threading.Thread(target=one, args=(i,))
+                       for i in range(20)]
+            for th in threads:
+                th.start()
+            time.sleep(0.5)
+            assert n.control(action).returncode == 0
+            for th in threads:
+                th.join()
+            assert [body(r) for r in replies] == ["loop loop"] * 20
+            if action == "reload":
+                assert wait_for(lambda: not any(alive(p) for p in old), 15)
+                assert n.wait_ready(timeout=30, exclude=old)
+        assert wait_for(lambda: n.proc.poll() is not None, 15)
