@@ -26,7 +26,7 @@ PYTHON    ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest
 
 .PHONY: all deps module jar libs deb run test test-java test-clojure test-bench test-integration \
         test-upload-big \
-        bench bench-quick clean asan asan-module soak test-reload
+        bench bench-quick clean asan asan-module soak test-reload test-coloop
 
 all: $(MODULE) $(JAR) $(LIBS) $(TESTLIBS) $(REALAPP_LIBS) $(REDISLIBS)
 
@@ -106,6 +106,17 @@ export NGINX_JVM_MODES
 test-integration: all
 	$(PYTHON) -m pytest -q tests
 	$(MAKE) test-reload
+	$(MAKE) test-coloop
+
+# jvm_mode coloop (virtual threads the event loop carries, on the Temurin 25
+# JDK) under the suites that do not depend on the mode, a representative
+# part (about 90 s); tests/test_coloop.py runs with the others.
+COLOOP_TESTS ?= test_ring_request test_ring_response test_java test_framing \
+                test_phases test_variables test_subrequest test_abort \
+                test_streams test_upload_stream
+test-coloop: all
+	NGINX_JVM_MODES=coloop $(PYTHON) -m pytest -q \
+	    $(patsubst %,tests/%.py,$(COLOOP_TESTS))
 
 # tests/test_upload_stream.py's large upload at 1 GiB (64 MiB in `make
 # test`), in pool and virtual mode; prints the worker's RSS while it flows.

@@ -13,8 +13,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from harness import (MODULE, JAR, Nginx, alive, jdk21_libjvm,  # noqa: E402
-                     wait_for)
+from harness import (MODULE, JAR, COLOOP_LIBJVM, Nginx, alive,  # noqa: E402
+                     jdk21_libjvm, wait_for)
 
 MODES = [m for m in os.environ.get("NGINX_JVM_MODES", "loop").split(",") if m]
 # Test::Nginx's HUP mode: every running nginx reloads before each test, so
@@ -41,6 +41,9 @@ def pytest_sessionstart(session):
 def mode(request):
     if request.param == "virtual" and jdk21_libjvm() is None:
         pytest.skip("jvm_mode virtual needs a JDK 21 or newer")
+    if request.param == "coloop" and not os.path.exists(COLOOP_LIBJVM):
+        pytest.skip("jvm_mode coloop is tested on " + COLOOP_LIBJVM
+                    + ", not installed")
     return request.param
 
 

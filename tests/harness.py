@@ -73,7 +73,14 @@ def mode_directives(mode, http=""):
     text = "    jvm_mode %s;\n" % mode
     if mode == "virtual" and "jvm_path" not in http:
         text += "    jvm_path %s;\n" % jdk21_libjvm()
+    if mode == "coloop" and "jvm_path" not in http:
+        text += "    jvm_path %s;\n" % COLOOP_LIBJVM
     return text
+
+
+# jvm_mode coloop is tested on this JDK (tests/test_coloop.py; the mode
+# fixture's "coloop")
+COLOOP_LIBJVM = "/usr/lib/jvm/temurin-25-jdk-amd64/lib/server/libjvm.so"
 
 
 # --- Java test handlers, compiled once per session -------------------------

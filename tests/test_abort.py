@@ -61,7 +61,7 @@ HTTP = """
 WITHIN_MS = 1000
 WAIT = 15
 
-OFF_LOOP = ("pool", "virtual")
+OFF_LOOP = ("pool", "virtual", "coloop")
 
 
 def off_loop_only(ng):

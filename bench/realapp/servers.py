@@ -7,6 +7,8 @@ and the same database pool in total, whatever the number of JVMs:
                 a query there would hold up the worker's other requests)
   jvm-pool      nginx-jvm, jvm_mode pool (its default pool of threads)
   jvm-virtual   nginx-jvm, jvm_mode virtual, JDK 25
+  jvm-coloop    nginx-jvm, jvm_mode coloop (virtual threads the event loop
+                carries), JDK 25
   http-kit      http-kit's run-server, a worker pool of THREADS threads
   jetty         Ring's Jetty adapter (Debian's, Jetty 9.4), THREADS threads
   nginx-clojure nginx-clojure, its thread pool (jvm_workers THREADS/WORKERS
@@ -49,6 +51,7 @@ SERVERS = {
     "jvm-loop": "nginx-jvm, the handler on the event loop (json, plaintext)",
     "jvm-pool": "nginx-jvm, `jvm_mode pool` (default pool size)",
     "jvm-virtual": "nginx-jvm, `jvm_mode virtual` (JDK 25)",
+    "jvm-coloop": "nginx-jvm, `jvm_mode coloop` (JDK 25)",
     "http-kit": "http-kit `run-server`, `:thread %d`" % THREADS,
     "jetty": "ring-jetty-adapter 1.8.2 (Jetty 9.4), `:max-threads %d`"
              % THREADS,
@@ -95,7 +98,7 @@ def unavailable(name):
             built, why = suite.peer_status(peer)
             if not built:
                 return why
-    if name == "jvm-virtual" and not Path(JDK25).exists():
+    if name in ("jvm-virtual", "jvm-coloop") and not Path(JDK25).exists():
         return "no JDK 25 at %s (BENCH_JDK25)" % JDK25
     return None
 
@@ -170,7 +173,7 @@ def start(name, work, jdbc_url):
     port = suite.free_port()
     if name.startswith("jvm-"):
         mode = name[4:]
-        jdk = JDK25 if mode == "virtual" else JDK17
+        jdk = JDK25 if mode in ("virtual", "coloop") else JDK17
         options = ["--jvm-path", "%s/lib/server/libjvm.so" % jdk]
         if mode != "loop":
             options += ["--mode", mode]

@@ -44,6 +44,7 @@ static ngx_conf_enum_t  ngx_http_jvm_modes[] = {
     { ngx_string("loop"), NGX_HTTP_JVM_LOOP },
     { ngx_string("pool"), NGX_HTTP_JVM_POOL },
     { ngx_string("virtual"), NGX_HTTP_JVM_VIRTUAL },
+    { ngx_string("coloop"), NGX_HTTP_JVM_COLOOP },
     { ngx_null_string, 0 }
 };
 
@@ -337,6 +338,7 @@ ngx_http_jvm_create_main_conf(ngx_conf_t *cf)
      *     jmcf->topics = NULL;
      *     jmcf->uses_pool = 0;
      *     jmcf->uses_virtual = 0;
+     *     jmcf->uses_coloop = 0;
      *     jmcf->uses_tasks = 0;
      */
 
@@ -510,8 +512,9 @@ ngx_http_jvm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"jvm_request_buffering off\" needs a "
-                           "jvm_content handler in \"jvm_mode pool\" or "
-                           "\"jvm_mode virtual\", without \"jvm_async\": "
+                           "jvm_content handler in \"jvm_mode pool\", "
+                           "\"virtual\" or \"coloop\", without "
+                           "\"jvm_async\": "
                            "location \"%V\" runs its handler on the event "
                            "loop (\"jvm_request_buffering on\" there)",
                            &clcf->name);
@@ -531,6 +534,10 @@ ngx_http_jvm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
         if (conf->mode == NGX_HTTP_JVM_VIRTUAL) {
             jmcf->uses_virtual = 1;
+        }
+
+        if (conf->mode == NGX_HTTP_JVM_COLOOP) {
+            jmcf->uses_coloop = 1;
         }
 
         if (conf->mode != NGX_HTTP_JVM_LOOP || conf->async) {

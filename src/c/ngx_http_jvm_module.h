@@ -131,6 +131,7 @@ typedef struct {
     ngx_atomic_uint_t         generation;   /* this configuration's */
     unsigned                  uses_pool:1;
     unsigned                  uses_virtual:1;
+    unsigned                  uses_coloop:1;  /* jvm_mode coloop */
     unsigned                  uses_tasks:1; /* any location off the loop */
     unsigned                  uses_rewrite:1;
     unsigned                  uses_access:1;
@@ -374,7 +375,7 @@ ngx_int_t ngx_http_jvm_vm_register(ngx_cycle_t *cycle, ngx_str_t *name);
 ngx_int_t ngx_http_jvm_vm_init(ngx_cycle_t *cycle, ngx_str_t *name);
 ngx_int_t ngx_http_jvm_vm_configure(ngx_cycle_t *cycle, ngx_fd_t notify_fd,
     ngx_int_t pool_size, ngx_int_t queue, ngx_uint_t virtual,
-    ngx_int_t ws_send_queue);
+    ngx_uint_t coloop, ngx_int_t ws_send_queue);
 ngx_int_t ngx_http_jvm_vm_request_buffer(ngx_log_t *log, size_t size);
 ngx_int_t ngx_http_jvm_vm_handle(ngx_http_request_t *r, ngx_int_t handler,
     ngx_uint_t phase, size_t len, size_t *out);

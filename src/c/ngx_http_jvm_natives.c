@@ -28,6 +28,8 @@ static jstring JNICALL ngx_http_jvm_start_subrequest(JNIEnv *env,
     jclass cls, jlong r, jint id, jbyteArray spec);
 static void JNICALL ngx_http_jvm_run_shutdown_hooks(JNIEnv *env,
     jclass cls);
+static jobject JNICALL ngx_http_jvm_virtual_builder(JNIEnv *env, jclass cls,
+    jobject scheduler);
 static ngx_int_t ngx_http_jvm_vm_str(JNIEnv *env, ngx_http_request_t *r,
     jbyteArray a, ngx_str_t *s);
 static void ngx_http_jvm_vm_throw(JNIEnv *env, const char *cls,
@@ -91,6 +93,9 @@ static JNINativeMethod  ngx_http_jvm_natives[] = {
     { "startSubrequest", "(JI[B)Ljava/lang/String;",
       (void *) ngx_http_jvm_start_subrequest },
     { "runShutdownHooks", "()V", (void *) ngx_http_jvm_run_shutdown_hooks },
+    { "virtualThreadBuilder",
+      "(Ljava/util/concurrent/Executor;)Ljava/lang/Object;",
+      (void *) ngx_http_jvm_virtual_builder },
 };
 
 
@@ -413,6 +418,45 @@ ngx_http_jvm_run_shutdown_hooks(JNIEnv *env, jclass cls)
 
     (*env)->CallStaticVoidMethod(env, hooks, run);
     (*env)->DeleteLocalRef(env, hooks);
+}
+
+
+/*
+ * Natives.virtualThreadBuilder(scheduler), at the worker's start (jvm_mode
+ * coloop): a Thread.Builder of virtual threads whose scheduler is the
+ * given Executor.  JDK 21 to 25 have it only as a package-private
+ * constructor, java.lang.ThreadBuilders$VirtualThreadBuilder(Executor);
+ * Java would need --add-opens java.base/java.lang to call it (an option
+ * that also makes the class cache's archive refuse its module graph), JNI
+ * does not.  A JDK without it leaves NoClassDefFoundError or
+ * NoSuchMethodError pending, which nginx.jvm.LoopScheduler turns into the
+ * reason it falls back to jvm_mode virtual.
+ */
+
+static jobject JNICALL
+ngx_http_jvm_virtual_builder(JNIEnv *env, jclass cls, jobject scheduler)
+{
+    jclass     builder;
+    jobject    b;
+    jmethodID  init;
+
+    builder = (*env)->FindClass(env, "java/lang/ThreadBuilders$"
+                                     "VirtualThreadBuilder");
+    if (builder == NULL) {
+        return NULL;                    /* the exception goes to the caller */
+    }
+
+    init = (*env)->GetMethodID(env, builder, "<init>",
+                               "(Ljava/util/concurrent/Executor;)V");
+    if (init == NULL) {
+        (*env)->DeleteLocalRef(env, builder);
+        return NULL;
+    }
+
+    b = (*env)->NewObject(env, builder, init, scheduler);
+    (*env)->DeleteLocalRef(env, builder);
+
+    return b;
 }
 
 

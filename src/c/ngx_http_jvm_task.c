@@ -72,8 +72,9 @@ ngx_http_jvm_tasks_init(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 
     rc = ngx_http_jvm_vm_configure(cycle, fd,
                                    jmcf->uses_pool ? jmcf->pool_size : 0,
-                                   jmcf->queue, jmcf->uses_virtual,
-                                   jmcf->ws_send_queue);
+                                   jmcf->queue,
+                                   jmcf->uses_virtual || jmcf->uses_coloop,
+                                   jmcf->uses_coloop, jmcf->ws_send_queue);
 
     if (rc == NGX_DECLINED) {
         /* said once; each request of such a location answers 503 */
@@ -127,7 +128,10 @@ ngx_http_jvm_task_submit(ngx_http_request_t *r, ngx_int_t handler,
 
     jlcf = ngx_http_get_module_loc_conf(r, ngx_http_jvm_module);
 
-    if (jlcf->mode == NGX_HTTP_JVM_VIRTUAL && ngx_http_jvm_vm.no_virtual) {
+    if ((jlcf->mode == NGX_HTTP_JVM_VIRTUAL
+         || jlcf->mode == NGX_HTTP_JVM_COLOOP)
+        && ngx_http_jvm_vm.no_virtual)
+    {
         return NGX_HTTP_SERVICE_UNAVAILABLE;
     }
 

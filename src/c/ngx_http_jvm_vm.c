@@ -105,7 +105,7 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
       "(Ljava/lang/String;)Ljava/lang/String;" },
     { &ngx_http_jvm_init_mid, "init",
       "(Ljava/lang/String;)Ljava/lang/String;" },
-    { &ngx_http_jvm_configure_mid, "configure", "(IIZI)Ljava/lang/String;" },
+    { &ngx_http_jvm_configure_mid, "configure", "(IIZZI)Ljava/lang/String;" },
     { &ngx_http_jvm_handle_mid, "handle", "(IIJI)I" },
     { &ngx_http_jvm_submit_mid, "submit", "(IIJIZJI)I" },
     { &ngx_http_jvm_variable_mid, "variable", "(IIJ)I" },
@@ -1085,15 +1085,17 @@ ngx_http_jvm_vm_init(ngx_cycle_t *cycle, ngx_str_t *name)
 
 
 /*
- * Worker.configure(): the pool's threads and the virtual-thread executor,
- * started with nginx's signals blocked; JVM threads wake the event loop
- * through notify_fd.  NGX_DECLINED: virtual threads cannot be had here.
+ * Worker.configure(): the pool's threads, the virtual-thread executor and
+ * the loop's own virtual threads (jvm_mode coloop: Java tries them and
+ * warns when they cannot be had), started with nginx's signals blocked;
+ * JVM threads wake the event loop through notify_fd.  NGX_DECLINED:
+ * virtual threads cannot be had here.
  */
 
 ngx_int_t
 ngx_http_jvm_vm_configure(ngx_cycle_t *cycle, ngx_fd_t notify_fd,
     ngx_int_t pool_size, ngx_int_t queue, ngx_uint_t virtual,
-    ngx_int_t ws_send_queue)
+    ngx_uint_t coloop, ngx_int_t ws_send_queue)
 {
     JNIEnv      *env;
     jstring      err;
@@ -1109,6 +1111,7 @@ ngx_http_jvm_vm_configure(ngx_cycle_t *cycle, ngx_fd_t notify_fd,
                                          ngx_http_jvm_configure_mid,
                                          (jint) pool_size, (jint) queue,
                                          (jboolean) virtual,
+                                         (jboolean) coloop,
                                          (jint) ws_send_queue);
 
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -1125,7 +1128,7 @@ ngx_http_jvm_vm_configure(ngx_cycle_t *cycle, ngx_fd_t notify_fd,
     if (text) {
         ngx_log_error(NGX_LOG_ERR, cycle->log, 0,
                       "jvm: %s; locations with \"jvm_mode virtual\" "
-                      "answer 503", text);
+                      "or \"coloop\" answer 503", text);
         (*env)->ReleaseStringUTFChars(env, err, text);
     }
 

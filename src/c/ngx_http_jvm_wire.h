@@ -14,7 +14,7 @@
 
 
 /* The wire protocol's version: Wire.PROTOCOL must be equal. */
-#define NGX_HTTP_JVM_PROTOCOL         7
+#define NGX_HTTP_JVM_PROTOCOL         8
 
 /* Request flags, the first int of a described request. */
 #define NGX_HTTP_JVM_REQ_HTTPS        1
@@ -53,6 +53,7 @@
 #define NGX_HTTP_JVM_LOOP             0
 #define NGX_HTTP_JVM_POOL             1
 #define NGX_HTTP_JVM_VIRTUAL          2
+#define NGX_HTTP_JVM_COLOOP           3   /* virtual threads the loop carries */
 
 /* The phase a handler serves. */
 #define NGX_HTTP_JVM_PHASE_CONTENT    0

@@ -32,13 +32,23 @@ final class LoopCalls {
         waker = wake;
     }
 
+    /** On the event loop's own thread: code here must never block. */
     static boolean onLoop() {
         return Thread.currentThread() == loop;
     }
 
+    /**
+     * On the event loop's thread or a virtual thread it carries (jvm_mode
+     * coloop, which runs only while the loop runs it): nginx may be called
+     * directly, no hop needed. Such a thread may block (it parks).
+     */
+    static boolean direct() {
+        return Thread.currentThread() == loop || LoopScheduler.carried();
+    }
+
     /** Runs {@code work} on the event loop and answers its result (or throws what it threw). */
     static <T> T call(Supplier<T> work) {
-        if (onLoop()) {
+        if (direct()) {
             return work.get();
         }
         Runnable wake = waker;

@@ -22,7 +22,7 @@ final class Metrics {
     static final String DICT = "nginx.jvm.status";
     /** Upper bounds of the handler time histogram's buckets, in seconds. */
     static final double[] BUCKETS = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
-    static final String[] MODES = {"loop", "pool", "virtual"};
+    static final String[] MODES = {"loop", "pool", "virtual", "coloop"};
     private static final int PUBLISH_MILLIS = 1000;
     /** A worker's entry outlives a few missed publications, not its worker. */
     private static final long TTL_MILLIS = 3500;
@@ -113,6 +113,7 @@ final class Metrics {
         line(b, "queued", t == null ? 0 : t.queued());
         line(b, "refused", refused.sum());
         line(b, "aborted", aborted.sum());
+        line(b, "loop_held", LoopWatchdog.held.get());
         MemoryUsage heap = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage();
         line(b, "heap_used", heap.getUsed());
         line(b, "heap_committed", heap.getCommitted());

@@ -39,4 +39,12 @@ final class Natives {
 
     /** Runs the hooks of Runtime.addShutdownHook (C: java.lang.ApplicationShutdownHooks). */
     static native void runShutdownHooks();
+
+    /**
+     * A Thread.Builder of virtual threads scheduled by {@code scheduler}
+     * (C: the JDK's package-private ThreadBuilders$VirtualThreadBuilder,
+     * which JNI reaches without --add-opens); throws the JDK's
+     * NoClassDefFoundError or NoSuchMethodError where it has none.
+     */
+    static native Object virtualThreadBuilder(java.util.concurrent.Executor scheduler);
 }

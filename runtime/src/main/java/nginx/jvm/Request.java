@@ -479,7 +479,7 @@ public final class Request {
                 f.completeExceptionally(t);
             }
         };
-        if (LoopCalls.onLoop()) {
+        if (LoopCalls.direct()) {
             start.run();
         } else {
             LoopCalls.post(start);

@@ -90,6 +90,9 @@ public final class Status implements Handler {
         head(b, "nginx_jvm_aborted_total", "counter",
                 "Requests whose client left before the response was complete (handlers off the loop, async).");
         b.append("nginx_jvm_aborted_total ").append(num(sum(workers, "aborted"))).append('\n');
+        head(b, "nginx_jvm_loop_held_total", "counter",
+                "jvm_mode coloop handlers that held the event loop beyond the watchdog's threshold.");
+        b.append("nginx_jvm_loop_held_total ").append(num(sum(workers, "loop_held"))).append('\n');
         head(b, "nginx_jvm_timeouts_total", "counter",
                 "Requests answered 504: no response within jvm_response_timeout.");
         b.append("nginx_jvm_timeouts_total ").append(timeouts).append('\n');

@@ -41,6 +41,8 @@ final class Task implements Responder, Runnable {
     volatile AsyncBody body;
 
     private volatile Thread handlerThread;
+    /** Its handler's name, for the coloop watchdog's warnings. */
+    String what = "a handler";
     /** Whether the client left: the request's callbacks, the thread to interrupt. */
     final Abort abort;
 

@@ -19,7 +19,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * loop is woken through the C module's eventfd, once per batch.
  */
 final class Tasks {
-    static final int LOOP = Wire.LOOP, POOL = Wire.POOL, VIRTUAL = Wire.VIRTUAL;
+    static final int LOOP = Wire.LOOP, POOL = Wire.POOL, VIRTUAL = Wire.VIRTUAL, COLOOP = Wire.COLOOP;
 
     private final ConcurrentLinkedQueue<Task> ready = new ConcurrentLinkedQueue<>();
     /** Tasks whose streamed request body has room again (see {@link UploadBody}). */
@@ -36,6 +36,15 @@ final class Tasks {
     private ExecutorService virtual;
     private Semaphore virtualSlots;
     private String virtualError = "virtual threads were not configured";
+    /** jvm_mode coloop: virtual threads the event loop carries (null: they run as virtual). */
+    private LoopScheduler coloop;
+    /**
+     * Loop: the coloop task whose first slice runs now, inside {@link #submit}
+     * (volatile: another thread may answer for it later), and whether it
+     * answered in that slice.
+     */
+    private volatile Task inline;
+    private volatile boolean inlineReady;
 
     private static final ExecutorService PRODUCERS = Executors.newCachedThreadPool(daemon("nginx-jvm-body"));
 
@@ -81,6 +90,33 @@ final class Tasks {
      * or why virtual threads cannot be had (a JDK older than 21).
      */
     String configure(int poolSize, int queueSize, boolean useVirtual) {
+        return configure(poolSize, queueSize, useVirtual, false);
+    }
+
+    /**
+     * As above, and with {@code useColoop} the event loop's virtual threads
+     * (jvm_mode coloop): when this JVM cannot have them, one [warn] says
+     * why and those locations run as jvm_mode virtual.
+     */
+    String configure(int poolSize, int queueSize, boolean useVirtual, boolean useColoop) {
+        String error = configureThreads(poolSize, queueSize, useVirtual || useColoop);
+        if (useColoop && error == null) {
+            String[] why = new String[1];
+            coloop = LoopScheduler.open(waker, why, LoopScheduler.NATIVE);
+            if (coloop == null) {
+                Log.warn("nginx.jvm", "jvm_mode coloop cannot be had in this JVM: " + why[0]
+                        + "; its locations run as jvm_mode virtual");
+            } else {
+                LoopWatchdog.start(coloop);
+            }
+        } else if (useColoop) {
+            Log.warn("nginx.jvm", "jvm_mode coloop cannot be had in this JVM: it needs virtual threads"
+                    + " (JDK 21 or newer); its locations run as jvm_mode virtual");
+        }
+        return error;
+    }
+
+    private String configureThreads(int poolSize, int queueSize, boolean useVirtual) {
         aborts.prestartAllCoreThreads();
         if (poolSize > 0) {
             java.util.concurrent.ThreadFactory threads = daemon("nginx-jvm-pool");
@@ -129,6 +165,11 @@ final class Tasks {
                             + ", jvm_queue " + (pool.getQueue().size() + pool.getQueue().remainingCapacity())
                             + ")";
                 }
+            case COLOOP:
+                if (coloop != null) {
+                    return submitColoop(task);
+                }
+                // fall through: this JVM cannot have them (said at start)
             case VIRTUAL:
                 if (virtual == null) {
                     return virtualError;
@@ -156,12 +197,96 @@ final class Tasks {
     }
 
     /**
+     * A coloop task: a virtual thread the loop carries, whose first slice
+     * runs now (the caller is the loop), until it parks or answers.
+     */
+    private String submitColoop(Task task) {
+        if (!virtualSlots.tryAcquire()) {
+            return "too many requests in flight on virtual threads (jvm_queue)";
+        }
+        // its answer in this slice is taken at once (answeredInline)
+        boolean once = task.phase == Wire.PHASE_CONTENT && !task.async && task.request.upload == null;
+        inline = once ? task : null;
+        try {
+            coloop.start(() -> {
+                try {
+                    task.run();
+                } finally {
+                    virtualSlots.release();
+                }
+            }, task.what, true);
+        } catch (RuntimeException e) {
+            inline = null;
+            virtualSlots.release();
+            return "cannot start a coloop thread: " + e;
+        }
+        if (!(once && inlineReady && task.body == null)) {
+            // it parked (or streams): the loop comes back for it by its id;
+            // nothing from C names it before this call returns
+            live.put(task.id, task);
+        }
+        return null;
+    }
+
+    /**
+     * Loop, after {@link #submit}: true when a coloop task answered in its
+     * first slice with a response sent at once (the caller sends it as the
+     * loop's handlers' are, and forgets the task); otherwise its answer comes
+     * through {@link #poll} as any task's.
+     */
+    boolean answeredInline(Task task) {
+        if (inline != task) {
+            return false;
+        }
+        boolean answered = inlineReady;
+        inline = null;
+        inlineReady = false;
+        if (answered && task.body != null) {
+            // a body produced in pieces: through the ready queue
+            enqueue(task);
+            return false;
+        }
+        return answered;
+    }
+
+    /** The loop's pass over the coloop threads to run (when the eventfd woke it). */
+    void drain() {
+        LoopScheduler s = coloop;
+        if (s != null) {
+            s.drain();
+        }
+    }
+
+    /** What jvm_mode {@code mode} runs as in this JVM (coloop falls back to virtual). */
+    int effective(int mode) {
+        return mode == COLOOP && coloop == null ? VIRTUAL : mode;
+    }
+
+    /**
      * Runs {@code work} on a pool or virtual thread with nothing to answer
      * (a log handler); returns null, or why it was refused.
      */
     String detach(Runnable work, int mode) {
         try {
-            if (mode == VIRTUAL && virtual != null) {
+            if (mode == COLOOP && coloop != null) {
+                if (!virtualSlots.tryAcquire()) {
+                    return "too many requests in flight on virtual threads";
+                }
+                try {
+                    coloop.start(() -> {
+                        try {
+                            work.run();
+                        } finally {
+                            virtualSlots.release();
+                        }
+                    }, "jvm_log", false);
+                } catch (RuntimeException e) {
+                    virtualSlots.release();
+                    return "cannot start a coloop thread: " + e;
+                }
+                return null;
+            }
+            if ((mode == VIRTUAL || mode == COLOOP) && virtual != null) {
                 if (!virtualSlots.tryAcquire()) {
                     return "too many requests in flight on virtual threads";
                 }
@@ -175,7 +300,7 @@ final class Tasks {
                 return null;
             }
             if (pool == null) {
-                return mode == VIRTUAL ? virtualError : "jvm_mode pool without a pool";
+                return mode != POOL ? virtualError : "jvm_mode pool without a pool";
             }
             pool.execute(work);
             return null;
@@ -221,10 +346,19 @@ final class Tasks {
     /** From any thread: the task has something for the event loop. */
     void ready(Task task) {
         if (task.queued.compareAndSet(false, true)) {
-            ready.add(task);
-            if (signalled.compareAndSet(false, true)) {
-                waker.run();
+            if (task == inline) {
+                // answered in its first slice, on the loop: Worker.submit takes it
+                inlineReady = true;
+                return;
             }
+            enqueue(task);
+        }
+    }
+
+    private void enqueue(Task task) {
+        ready.add(task);
+        if (signalled.compareAndSet(false, true)) {
+            waker.run();
         }
     }
 
@@ -283,19 +417,24 @@ final class Tasks {
     boolean cancel(long id) {
         Task t = live.remove(id);
         if (t != null) {
-            // not aborted (or aborted just before): its callbacks never run
-            t.abort.complete();
-            t.cancelled = true;
-            t.request.handle = 0;
-            Subrequests.abandon(t.request.subrequests);
-            t.closeBody();
-            t.request.end();
-            if (!t.taken && t.mode == POOL) {
-                // its place in the queue is free for a request still there
-                pool.remove(t);
-            }
+            forget(t);
         }
         return t != null;
+    }
+
+    /** Loop: task {@code t}'s request is over (cancelled, or answered in its first slice). */
+    void forget(Task t) {
+        // not aborted (or aborted just before): its callbacks never run
+        t.abort.complete();
+        t.cancelled = true;
+        t.request.handle = 0;
+        Subrequests.abandon(t.request.subrequests);
+        t.closeBody();
+        t.request.end();
+        if (!t.taken && t.mode == POOL) {
+            // its place in the queue is free for a request still there
+            pool.remove(t);
+        }
     }
 
     /** Requests waiting for a pool thread; any thread. */

@@ -73,7 +73,7 @@ final class WebSockets {
         } while (sockets.containsKey(id));
         lastId = id;
         Executor executor = mode == Wire.LOOP ? null
-                : mode == Wire.VIRTUAL && VIRTUAL != null ? VIRTUAL : CALLBACKS;
+                : (mode == Wire.VIRTUAL || mode == Wire.COLOOP) && VIRTUAL != null ? VIRTUAL : CALLBACKS;
         sockets.put(id, new Socket(id, listener, executor));
         return id;
     }

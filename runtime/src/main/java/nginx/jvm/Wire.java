@@ -14,7 +14,7 @@ import java.nio.ByteOrder;
  */
 final class Wire {
     /** Checked by the C module when it binds this runtime: equal, or it refuses to start. */
-    static final int PROTOCOL = 7;
+    static final int PROTOCOL = 8;
 
     /** Request flags: the first int of a described request. */
     static final int REQ_HTTPS = 1, REQ_HAS_QUERY = 2, REQ_WEBSOCKET = 4, REQ_BODY_FILE = 8;
@@ -66,7 +66,7 @@ final class Wire {
     static final int RESPONSE_HEAD = 20;
 
     /** Where a handler runs (jvm_mode). */
-    static final int LOOP = 0, POOL = 1, VIRTUAL = 2;
+    static final int LOOP = 0, POOL = 1, VIRTUAL = 2, COLOOP = 3;
 
     /** {@link Worker#submit}: the task was accepted (else the length of an error response). */
     static final int ACCEPTED = 0;

@@ -30,6 +30,8 @@ final class Worker {
     private static final int BUFFER_SIZE = 64 * 1024;
 
     private static final List<Object> handlers = new ArrayList<>();
+    /** The names the directives gave them, by the same index. */
+    private static final List<String> names = new ArrayList<>();
     private static final Tasks tasks = new Tasks(Natives::wake, Natives::batch);
     private static final WebSockets sockets = new WebSockets(Natives::wake);
     private static ByteBuffer requestBuffer =
@@ -69,6 +71,7 @@ final class Worker {
      * the next index. Returns null on success, otherwise what went wrong.
      */
     static String register(String name) {
+        names.add(name);
         try {
             handlers.add(Handlers.load(name));
             return null;
@@ -344,12 +347,21 @@ final class Worker {
      * Returns null, or why virtual threads cannot be had.
      */
     static String configure(int poolSize, int queueSize, boolean virtual, int wsSendQueue) {
+        return configure(poolSize, queueSize, virtual, false, wsSendQueue);
+    }
+
+    /**
+     * As above; with {@code coloop}, the virtual threads the event loop
+     * carries (jvm_mode coloop), or one [warn] saying why this JVM cannot
+     * have them and those locations run as jvm_mode virtual.
+     */
+    static String configure(int poolSize, int queueSize, boolean virtual, boolean coloop, int wsSendQueue) {
         try {
             LoopCalls.bind(Natives::wake);
             sockets.configure(wsSendQueue);
             Timers.start(Natives::wake, 2);
             ExitWatch.install();
-            String error = tasks.configure(poolSize, queueSize, virtual);
+            String error = tasks.configure(poolSize, queueSize, virtual, coloop);
             Metrics.start(tasks);
             Repl.start();
             return error;
@@ -379,13 +391,22 @@ final class Worker {
             request.handle = r;
             request.beforeContent = phase == Wire.PHASE_REWRITE || phase == Wire.PHASE_ACCESS;
             request.suspended = true;
+            mode = tasks.effective(mode);
             Task task = new Task(id, mode, phase, handler, request, async, tasks);
+            task.what = names.get(index);
             request.abort = task.abort;
             if (request.streamsBody()) {
                 request.upload = new UploadBody(() -> tasks.room(task));
             }
             String refused = tasks.submit(task, mode);
             if (refused == null) {
+                if (tasks.answeredInline(task)) {
+                    // a coloop handler that answered before it first parked: as on the loop
+                    int n = task.encode(encoder);
+                    Metrics.response(mode, encoder.buffer().getInt(0), System.nanoTime() - task.started);
+                    tasks.forget(task);
+                    return n;
+                }
                 Metrics.inFlight.incrementAndGet();
                 return Wire.ACCEPTED;
             }
@@ -405,6 +426,7 @@ final class Worker {
      * the error log (stderr). The request is gone by the time it runs.
      */
     private static int log(Object handler, int length, int mode) {
+        mode = tasks.effective(mode);
         if (!(handler instanceof Handler)) {
             return notLoaded(handler, Handler.class);
         }
@@ -615,6 +637,8 @@ final class Worker {
         } catch (Throwable t) {
             Log.error("nginx.jvm.Timers", "timers failed", t);
         }
+        // jvm_mode coloop: the virtual threads that are to run, within a budget
+        tasks.drain();
     }
 
     /** A graceful quit (or a reload) began: timers stop, so that nothing new starts. */
@@ -637,6 +661,7 @@ final class Worker {
     static void clear() {
         Timers.stop();
         handlers.clear();
+        names.clear();
         filtering.clear();
         sockets.stop();
         removeAttachSocket();

@@ -1,0 +1,325 @@
+package nginx.jvm;
+
+import java.lang.reflect.Constructor;
+import java.util.Map;
+import java.util.IdentityHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * {@code jvm_mode coloop}: virtual threads whose scheduler is the worker's
+ * event loop. The JDK hands this executor a virtual thread's continuation
+ * whenever the thread is to run (started, unparked after a sleep, a socket
+ * that became ready, a future completed), from whatever thread unparked it;
+ * the continuation waits in a queue until the event loop {@link #drain}s it,
+ * and then runs on the loop's own thread until the virtual thread parks
+ * again or ends. The loop is the only carrier: a carried thread runs only
+ * while the loop runs it, so it may call nginx directly ({@link #carried}).
+ *
+ * <p>JDK 21 to 25 have no public API for a virtual thread's scheduler,
+ * only the package-private constructor
+ * {@code java.lang.ThreadBuilders$VirtualThreadBuilder(Executor)}. In a
+ * worker the C module calls it through JNI ({@link Natives#virtualThreadBuilder}),
+ * which needs no {@code --add-opens} (nothing of nginx-jvm does); a plain
+ * JVM reaches it by reflection, which needs {@link #OPENS}. {@link #open}
+ * tries it and a small self-test (a thread started, parked and unparked
+ * through this executor) before any request does: a JDK that lacks it or
+ * changed is told in one sentence, and the caller runs those locations as
+ * {@code jvm_mode virtual} instead.
+ *
+ * <p>{@code java --add-opens=java.base/java.lang=ALL-UNNAMED -cp
+ * nginx-jvm.jar nginx.jvm.LoopScheduler} runs the same self-test in a
+ * plain JVM and says whether that JDK can run coloop.
+ */
+final class LoopScheduler implements Executor {
+    /**
+     * The loop's pass runs at most this many continuations, and starts no
+     * more after {@link #BUDGET_NANOS}: nginx's other events (a static
+     * file, a new connection) come in between, as nginx bounds its own
+     * handlers' work per event.
+     */
+    static final int BUDGET = 64;
+    static final long BUDGET_NANOS = 1_000_000;
+    /** The option a plain JVM needs to reach the builder by reflection. */
+    static final String OPENS = "--add-opens=java.base/java.lang=ALL-UNNAMED";
+
+    /** How the JDK's builder is had: from a scheduler, a Thread.Builder. */
+    interface Builders {
+        Object of(Executor scheduler) throws Throwable;
+    }
+
+    /** In a worker: through JNI, no option needed. */
+    static final Builders NATIVE = Natives::virtualThreadBuilder;
+
+    /** In a plain JVM: by reflection, with {@link #OPENS}. */
+    static final Builders REFLECTION = scheduler -> {
+        Constructor<?> k = Class.forName("java.lang.ThreadBuilders$VirtualThreadBuilder")
+                .getDeclaredConstructor(Executor.class);
+        k.setAccessible(true);
+        return k.newInstance(scheduler);
+    };
+
+    /** The scheduler of this worker, for {@link #carried}. */
+    private static volatile LoopScheduler worker;
+
+    private final ConcurrentLinkedQueue<Runnable> queue = new ConcurrentLinkedQueue<>();
+    private final AtomicBoolean signalled = new AtomicBoolean();
+    private volatile Runnable waker;
+    /** The thread that drains: the event loop (the self-test's caller until then). */
+    private final Thread loop = Thread.currentThread();
+    /** The builder's factory: a public interface, so no reflection per thread. */
+    private final ThreadFactory threads;
+
+    /**
+     * Loop only: the threads this scheduler started that are parked or
+     * queued, by the continuation the JDK hands it (a thread that ends in
+     * its first slice, as most handlers do, is never listed).
+     */
+    private final Map<Runnable, Carried> known = new IdentityHashMap<>();
+    /** Loop only: the thread being started, whose first continuation is about to come. */
+    private Carried starting;
+    /** Loop only: that first continuation, kept to run at once instead of queued. */
+    private boolean startNow;
+    private Runnable first;
+    /** The continuation the loop runs now (null: none), and since when (System.nanoTime). */
+    volatile Carried running;
+    volatile long since;
+
+    /** A thread this scheduler started: what it serves, for the watchdog's warning. */
+    static final class Carried {
+        final String what;
+        volatile Thread thread;
+        Runnable continuation;
+        /** Loop only: in {@link #known}; its work is over. */
+        boolean listed;
+        boolean ended;
+
+        Carried(String what) {
+            this.what = what;
+        }
+    }
+
+    /** A continuation of a virtual thread a carried thread started (they inherit the scheduler). */
+    static final Carried CHILD = new Carried("a virtual thread started by a coloop handler");
+
+    private LoopScheduler(Builders how) throws Throwable {
+        Object builder = how.of(this);
+        Class<?> b = Class.forName("java.lang.Thread$Builder");
+        // one name for all: a numbered one costs a string and a counter per request
+        b.getMethod("name", String.class).invoke(builder, "nginx-jvm-coloop");
+        threads = (ThreadFactory) b.getMethod("factory").invoke(builder);
+    }
+
+    /**
+     * On the event loop: the scheduler, after the self-test; {@code why[0]}
+     * says why not when it answers null.
+     */
+    static LoopScheduler open(Runnable waker, String[] why, Builders how) {
+        LoopScheduler s;
+        try {
+            s = new LoopScheduler(how);
+        } catch (ClassNotFoundException | NoSuchMethodException | NoClassDefFoundError
+                 | NoSuchMethodError e) {
+            why[0] = "this JDK (" + System.getProperty("java.version") + ") has no virtual-thread builder"
+                    + " with a scheduler of its own (JDK 21 to 25 have one): " + e;
+            return null;
+        } catch (RuntimeException e) {
+            if (how == REFLECTION) {
+                // InaccessibleObjectException, a JDK 9+ class: java.lang is not opened to us
+                why[0] = "the JVM was started without " + OPENS + " (" + e.getMessage() + ")";
+            } else {
+                why[0] = "this JDK (" + System.getProperty("java.version") + ") refused the"
+                        + " virtual-thread builder: " + e;
+            }
+            return null;
+        } catch (Throwable e) {
+            why[0] = "this JDK (" + System.getProperty("java.version") + ") refused the virtual-thread"
+                    + " builder: " + e;
+            return null;
+        }
+        why[0] = s.selfTest();
+        if (why[0] != null) {
+            return null;
+        }
+        s.waker = waker;
+        worker = s;
+        return s;
+    }
+
+    /**
+     * Starts, parks and unparks one thread through this executor, on the
+     * calling thread (the loop): null, or what went wrong.
+     */
+    private String selfTest() {
+        AtomicReference<Thread> ran = new AtomicReference<>();
+        AtomicBoolean resumed = new AtomicBoolean();
+        Thread t;
+        try {
+            t = start(() -> {
+                ran.set(Thread.currentThread());
+                LockSupport.park();
+                resumed.set(true);
+            }, "the self-test", false);
+        } catch (Throwable e) {
+            return "a thread of the builder did not start: " + e;
+        }
+        if (queue.size() != 1) {
+            return "this JDK (" + System.getProperty("java.version") + ") did not hand the new thread"
+                    + " to the scheduler";
+        }
+        drain();
+        if (ran.get() != t || resumed.get()) {
+            return "the thread did not run on the scheduler's thread until it parked";
+        }
+        LockSupport.unpark(t);
+        if (queue.size() != 1) {
+            return "an unparked thread did not come back through the scheduler";
+        }
+        drain();
+        if (!resumed.get() || !known.isEmpty()) {
+            return "the thread did not resume and end on the scheduler's thread";
+        }
+        return null;
+    }
+
+    /**
+     * On the event loop: starts {@code work} on a new carried thread, named
+     * {@code what} in the watchdog's warnings; with {@code now}, runs it at
+     * once until it first parks or ends (the caller is the loop, where it
+     * would run anyway), else at the loop's next pass.
+     */
+    Thread start(Runnable work, String what, boolean now) {
+        Carried c = new Carried(what);
+        Thread t = threads.newThread(() -> {
+            try {
+                work.run();
+            } finally {
+                c.ended = true;
+            }
+        });
+        c.thread = t;
+        starting = c;
+        startNow = now;
+        try {
+            t.start();
+        } finally {
+            starting = null;
+            startNow = false;
+        }
+        Runnable r = first;
+        if (r != null) {
+            first = null;
+            run(r, c);
+        }
+        return t;
+    }
+
+    /**
+     * Whether the calling thread is one the worker's scheduler started and
+     * runs now: it runs on the event loop. (A virtual thread such a thread
+     * started runs there too, but is not known: it hops as any thread.)
+     */
+    static boolean carried() {
+        LoopScheduler s = worker;
+        Carried c = s == null ? null : s.running;
+        return c != null && c.thread == Thread.currentThread();
+    }
+
+    /**
+     * Any thread: a virtual thread is to run. Queued for the loop, which is
+     * woken unless it will look anyway (it is draining, or a wake-up is owed).
+     */
+    @Override
+    public void execute(Runnable continuation) {
+        if (Thread.currentThread() == loop && starting != null) {
+            starting.continuation = continuation;
+            if (startNow) {
+                first = continuation;
+                return;
+            }
+            starting.listed = true;
+            known.put(continuation, starting);
+        }
+        queue.add(continuation);
+        if (signalled.compareAndSet(false, true)) {
+            Runnable w = waker;
+            if (w != null) {
+                w.run();
+            }
+        }
+    }
+
+    /**
+     * On the event loop, when woken: runs continuations within the budget;
+     * the loop is woken again for the rest, so that nginx's other events
+     * are served in between.
+     */
+    int drain() {
+        signalled.set(false);
+        long end = System.nanoTime() + BUDGET_NANOS;
+        int n = 0;
+        Runnable r;
+        while (n < BUDGET && (r = queue.poll()) != null) {
+            n++;
+            Carried c = known.get(r);
+            run(r, c == null ? CHILD : c);
+            if (System.nanoTime() - end > 0) {
+                break;
+            }
+        }
+        if (!queue.isEmpty() && signalled.compareAndSet(false, true)) {
+            Runnable w = waker;
+            if (w != null) {
+                w.run();
+            }
+        }
+        return n;
+    }
+
+    private void run(Runnable continuation, Carried c) {
+        // a slice within a slice (a handler's nginx call that ends in
+        // another's start) gives the outer one back its place afterwards
+        Carried outer = running;
+        long outerSince = since;
+        running = c;
+        since = System.nanoTime();
+        try {
+            continuation.run();
+        } catch (Throwable t) {
+            Log.error("nginx.jvm", "a coloop continuation failed", t);
+        } finally {
+            since = outerSince;
+            running = outer;
+        }
+        if (c == CHILD) {
+            return;
+        }
+        if (c.ended) {
+            if (c.listed) {
+                known.remove(continuation);
+            }
+        } else if (!c.listed) {
+            // parked: its continuation will come back through execute()
+            c.listed = true;
+            known.put(continuation, c);
+        }
+    }
+
+    /** Continuations waiting for the loop (tests, jvm_status). */
+    int waiting() {
+        return queue.size();
+    }
+
+    /** The self-test in a plain JVM: prints whether this JDK can run jvm_mode coloop. */
+    public static void main(String[] args) {
+        String[] why = new String[1];
+        LoopScheduler s = open(() -> { }, why, REFLECTION);
+        System.out.println(s != null ? "coloop: yes (" + System.getProperty("java.version") + ")"
+                : "coloop: no: " + why[0]);
+        System.exit(s != null ? 0 : 1);
+    }
+}

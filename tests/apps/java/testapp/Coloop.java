@@ -1,0 +1,133 @@
+package testapp;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import nginx.jvm.Handler;
+import nginx.jvm.Request;
+import nginx.jvm.Response;
+
+/**
+ * jvm_mode coloop tests. Each handler says which OS thread carried it at
+ * each step: /proc/thread-self names the kernel's thread, whatever Java
+ * thread (virtual or not) runs on it; the event loop is the worker's main
+ * thread, whose id is the process id.
+ */
+public final class Coloop {
+    private Coloop() {
+    }
+
+    /** "loop" when the calling code runs on the worker's event-loop thread, else its thread id. */
+    static String where() {
+        try {
+            String tid = Files.readSymbolicLink(Path.of("/proc/thread-self")).getFileName().toString();
+            return tid.equals(Long.toString(ProcessHandle.current().pid())) ? "loop" : "tid " + tid;
+        } catch (java.io.IOException e) {
+            return "unknown: " + e;
+        }
+    }
+
+    static long arg(Request r, String name, long dflt) {
+        String q = r.queryString() == null ? "" : r.queryString();
+        for (String kv : q.split("&")) {
+            if (kv.startsWith(name + "=")) {
+                return Long.parseLong(kv.substring(name.length() + 1));
+            }
+        }
+        return dflt;
+    }
+
+    static Response text(String s) {
+        return Response.of(200, "text/plain", s);
+    }
+
+    /** Answers at once. */
+    public static final class Hello implements Handler {
+        @Override
+        public Response handle(Request r) {
+            return text("hello");
+        }
+    }
+
+    /** Where it ran, the thread's name. */
+    public static final class Where implements Handler {
+        @Override
+        public Response handle(Request r) {
+            return text(where() + " " + Thread.currentThread().getName());
+        }
+    }
+
+    /** Whether java.lang is open to the handlers' classes (--add-opens). */
+    public static final class Opens implements Handler {
+        @Override
+        public Response handle(Request r) {
+            return text(where() + " " + Object.class.getModule().isOpen("java.lang", Coloop.class.getModule()));
+        }
+    }
+
+    /** Thread.sleep(?ms=50), where before and after. */
+    public static final class Sleep implements Handler {
+        @Override
+        public Response handle(Request r) throws Exception {
+            String before = where();
+            Thread.sleep(arg(r, "ms", 50));
+            return text(before + " " + where());
+        }
+    }
+
+    /** Reads a line from 127.0.0.1:?port= (the test's server), where before and after. */
+    public static final class Sock implements Handler {
+        @Override
+        public Response handle(Request r) throws Exception {
+            String before = where();
+            try (Socket s = new Socket("127.0.0.1", (int) arg(r, "port", 0))) {
+                s.getOutputStream().write("hi\n".getBytes(StandardCharsets.US_ASCII));
+                String line = new BufferedReader(new InputStreamReader(s.getInputStream(),
+                        StandardCharsets.US_ASCII)).readLine();
+                return text(before + " " + where() + " " + line);
+            }
+        }
+    }
+
+    /** Waits for a subrequest to /sub/ (its future's get), reads a variable after: where before and after. */
+    public static final class Sub implements Handler {
+        @Override
+        public Response handle(Request r) throws Exception {
+            String before = where();
+            Response sub = r.subrequest("/sub/x").get();
+            String body = new String((byte[]) sub.body(), StandardCharsets.UTF_8).trim();
+            return text(before + " " + where() + " " + sub.status() + " " + body + " " + r.variable("uri"));
+        }
+    }
+
+    /** Spins ?ms= milliseconds without parking: holds the loop. */
+    public static final class Spin implements Handler {
+        @Override
+        public Response handle(Request r) {
+            long end = System.nanoTime() + arg(r, "ms", 300) * 1_000_000L;
+            long n = 0;
+            while (System.nanoTime() < end) {
+                n++;
+            }
+            return text("spun " + n);
+        }
+    }
+
+    /** Spins ?ms= milliseconds, yielding as it goes: the loop serves others in between. */
+    public static final class YieldSpin implements Handler {
+        @Override
+        public Response handle(Request r) {
+            long end = System.nanoTime() + arg(r, "ms", 300) * 1_000_000L;
+            long n = 0;
+            while (System.nanoTime() < end) {
+                if (++n % 1000 == 0) {
+                    Thread.yield();
+                }
+            }
+            return text("yielded " + where());
+        }
+    }
+}
