@@ -12,7 +12,7 @@ import time
 import pytest
 
 import chromium
-from clients import ARTEFACTS
+from clients import ARTEFACTS, get
 
 
 @pytest.fixture
@@ -66,3 +66,57 @@ def test_chat_across_hosts_in_chromium(njc, browser):
             except Exception as e:
                 print("no screenshot of %s: %s" % (h, e))
         raise
+
+
+def test_a_page_whose_host_dies_chats_on_through_another(njc, browser):
+    """The page's chat socket is on app2; app2's nginx is killed. The page
+    reconnects by itself, the front sends it to a live host, and a message
+    typed on a page of app1 after that reaches it."""
+    victim, other = "app2", "app1"
+    pages = {h: browser.page(njc.live, cookies=[(
+        "njc_route", njc.routes[h], njc.front)]) for h in (victim, other)}
+    try:
+        for page in pages.values():
+            page.wait("typeof ws !== 'undefined' && ws.readyState === 1")
+        a, b = pages[other], pages[victim]
+        killed = time.monotonic()
+        njc.kill(victim)
+        b.wait("log.textContent.includes('reconnecting')", 10)
+        b.wait("ws.readyState === 1", 20)
+        back = time.monotonic() - killed
+        # a message sent now reaches the page on its new host (the
+        # bridges carry it across if that is not app1)
+        start = time.monotonic()
+        n = 0
+        while not b.eval("log.textContent.includes('after-kill')"):
+            n += 1
+            a.eval("ws.send('after-kill %d'), true" % n)
+            time.sleep(0.2)
+            assert time.monotonic() - start < 20, \
+                "no message reaches the page after it reconnected"
+        text = "typed after the kill at %d" % time.time()
+        a.eval("text.focus(), true")
+        a.type(text)
+        b.wait("log.textContent.includes(%s)" % json.dumps(text), 10)
+        njc.figures["browser_reconnect_ms"] = round(back * 1000, 1)
+    except BaseException:
+        for h, page in pages.items():
+            try:
+                path = page.screenshot(os.path.join(
+                    ARTEFACTS, "browser-reconnect-%s.png" % h))
+                print("screenshot:", path)
+            except Exception as e:
+                print("no screenshot of %s: %s" % (h, e))
+        raise
+    finally:
+        njc.start(victim)
+        # the front tries the host again after fail_timeout (5 s): the
+        # tests after this one find all three hosts serving
+        until = time.monotonic() + 20
+        while time.monotonic() < until:
+            try:
+                if get(njc.live, cookie=njc.route(victim)).host == victim:
+                    break
+            except Exception:
+                pass
+            time.sleep(0.2)
