@@ -13,10 +13,9 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from harness import (MODULE, JAR, COLOOP_LIBJVM, Nginx, alive,  # noqa: E402
+from harness import (MODES, MODULE, JAR, COLOOP_LIBJVM, Nginx, alive,  # noqa: E402
                      jdk21_libjvm, wait_for)
 
-MODES = [m for m in os.environ.get("NGINX_JVM_MODES", "loop").split(",") if m]
 # Test::Nginx's HUP mode: every running nginx reloads before each test, so
 # that what a reload loses or leaks shows between two requests.
 RELOAD = os.environ.get("NGINX_JVM_RELOAD") == "1"

@@ -49,6 +49,9 @@ PROBLEM = re.compile(r"\[(alert|crit|error|emerg)\]"
                         if PRELOAD else ""))
 KEEP = os.environ.get("NGINX_JVM_KEEP") == "1"   # keep prefixes to debug
 
+# The execution modes the suite runs in (make test: loop,pool,virtual).
+MODES = [m for m in os.environ.get("NGINX_JVM_MODES", "loop").split(",") if m]
+
 
 # --- the execution-mode hook ----------------------------------------------
 

@@ -11,7 +11,7 @@ import tempfile
 
 import pytest
 
-from harness import BUILD, free_port, ring_classpath, wait_for
+from harness import BUILD, MODES, free_port, ring_classpath, wait_for
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 REDIS_LIB = BUILD / "redis-lib"
@@ -31,7 +31,6 @@ def one_mode_only(mode):
     """Skips all but the first mode of the run, for what the execution mode
     does not change (the bridge's own threads, a class path), to keep
     `make test` short."""
-    from conftest import MODES
     if mode != MODES[0]:
         pytest.skip("the same in every mode: run in %s only" % MODES[0])
 
