@@ -15,6 +15,17 @@ import chromium
 from clients import ARTEFACTS, get
 
 
+def keep_screenshots(pages, stem):
+    """A failed test's pages, as build/cluster-test/STEM-HOST.png."""
+    for h, page in pages.items():
+        try:
+            path = page.screenshot(os.path.join(ARTEFACTS,
+                                                "%s-%s.png" % (stem, h)))
+            print("screenshot:", path)
+        except Exception as e:
+            print("no screenshot of %s: %s" % (h, e))
+
+
 @pytest.fixture
 def browser():
     if not chromium.available():
@@ -58,13 +69,7 @@ def test_chat_across_hosts_in_chromium(njc, browser):
         njc.figures["browser"] = {"typed_to_other_host_ms":
                                   round(across * 1000, 1)}
     except BaseException:
-        for h, page in pages.items():
-            try:
-                path = page.screenshot(os.path.join(
-                    ARTEFACTS, "browser-%s.png" % h))
-                print("screenshot:", path)
-            except Exception as e:
-                print("no screenshot of %s: %s" % (h, e))
+        keep_screenshots(pages, "browser")
         raise
 
 
@@ -100,13 +105,7 @@ def test_a_page_whose_host_dies_chats_on_through_another(njc, browser):
         b.wait("log.textContent.includes(%s)" % json.dumps(text), 10)
         njc.figures["browser_reconnect_ms"] = round(back * 1000, 1)
     except BaseException:
-        for h, page in pages.items():
-            try:
-                path = page.screenshot(os.path.join(
-                    ARTEFACTS, "browser-reconnect-%s.png" % h))
-                print("screenshot:", path)
-            except Exception as e:
-                print("no screenshot of %s: %s" % (h, e))
+        keep_screenshots(pages, "browser-reconnect")
         raise
     finally:
         njc.start(victim)
