@@ -60,7 +60,7 @@ LADDERS = {
                   48000, 64000],
     "json": [1000, 2000, 4000, 8000, 12000, 16000, 24000, 32000, 48000],
     "db": [500, 1000, 2000, 4000, 6000, 8000, 12000, 16000],
-    "fortunes": [500, 1000, 2000, 4000, 6000, 8000, 12000],
+    "fortunes": [500, 1000, 2000, 4000, 6000, 8000, 12000, 16000],
     "queries": [100, 200, 400, 800, 1200, 1600, 2400, 3200],
     "updates": [50, 100, 200, 400, 600, 800, 1200, 1600],
 }
@@ -408,6 +408,44 @@ def make_plots(data_file, out_dir, stem):
     return json.loads(p.stdout)
 
 
+def report_meta(args, now, command, postgres, planned):
+    meta = {
+        "date": now.strftime("%Y-%m-%d %H:%M"),
+        "machine": "%d cores, %s %s" % (os.cpu_count(), platform.system(),
+                                         platform.release()),
+        "note": "The load generator, PostgreSQL and the server share the "
+                "machine." + (" QUICK run: short steps, few rates; not a "
+                              "measurement to quote." if args.quick else ""),
+        "command": command,
+        "oha": "-q RATE --latency-correction -c %d -z %ds" % (args.conns,
+                                                              args.step),
+        "hold": args.hold,
+        "warmup": args.warmup, "sweep_step": args.sweep_step,
+        "postgres": postgres, "types": args.types, "planned": planned,
+        "settings": "%d nginx workers; heap %d MB and %d database "
+                    "connections in total over the JVMs; %d request threads "
+                    "(thread-pool servers); collector: %s"
+                    % (servers.WORKERS, servers.HEAP_MB, servers.POOL,
+                       servers.THREADS, " ".join(servers.GCS[args.gc])
+                       or "the JDK's default (G1)"),
+    }
+    return meta
+
+
+def write_report(out, results, meta):
+    """The report and its data (and plots) for the servers measured so
+    far; a run that has not measured every planned server says so."""
+    if len(results) < meta["planned"]:
+        meta = dict(meta, note=meta["note"] + " Partial: %d of %d servers "
+                    "measured so far." % (len(results), meta["planned"]))
+    data_file = out.with_suffix(".json")
+    data_file.write_text(json.dumps({"meta": meta, "results": results},
+                                    indent=1))
+    plots = make_plots(data_file, out.parent, out.stem)
+    out.write_text(render(results, meta, plots))
+    log("wrote %s (and %s)" % (out, data_file.name))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true")
@@ -456,47 +494,25 @@ def main(argv=None):
     now = datetime.datetime.now()
     out = Path(args.out) if args.out else RESULTS / (
         "%s-realapp.md" % now.strftime("%Y-%m-%d"))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    command = " ".join(["bench/realapp/driver.py"] + (
+        argv if argv is not None else sys.argv[1:]))
     work = Path(tempfile.mkdtemp(prefix="realapp-bench-"))
     results = []
     try:
         with pg.Postgres(max_connections=200) as db:
             log("PostgreSQL on port %d (%s)" % (db.port, db.dir))
-            for name in args.servers:
-                results.append(measure(name, db, work / name, oha, args))
             postgres = subprocess.run(
                 [str(db.bin / "postgres"), "--version"], capture_output=True,
                 text=True).stdout.strip()
+            for name in args.servers:
+                results.append(measure(name, db, work / name, oha, args))
+                # after each server, so that a run cut short keeps what it
+                # measured (a full run takes over an hour)
+                write_report(out, results, report_meta(
+                    args, now, command, postgres, len(args.servers)))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    meta = {
-        "date": now.strftime("%Y-%m-%d %H:%M"),
-        "machine": "%d cores, %s %s" % (os.cpu_count(), platform.system(),
-                                         platform.release()),
-        "note": "The load generator, PostgreSQL and the server share the "
-                "machine." + (" QUICK run: short steps, few rates; not a "
-                              "measurement to quote." if args.quick else ""),
-        "command": " ".join(["bench/realapp/driver.py"] + (argv if argv
-                                                          is not None else
-                                                          sys.argv[1:])),
-        "oha": "-q RATE --latency-correction -c %d -z %ds" % (args.conns,
-                                                              args.step),
-        "hold": args.hold,
-        "warmup": args.warmup, "sweep_step": args.sweep_step,
-        "postgres": postgres, "types": args.types,
-        "settings": "%d nginx workers; heap %d MB and %d database "
-                    "connections in total over the JVMs; %d request threads "
-                    "(thread-pool servers); collector: %s"
-                    % (servers.WORKERS, servers.HEAP_MB, servers.POOL,
-                       servers.THREADS, " ".join(servers.GCS[args.gc])
-                       or "the JDK's default (G1)"),
-    }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    data_file = out.with_suffix(".json")
-    data_file.write_text(json.dumps({"meta": meta, "results": results},
-                                    indent=1))
-    plots = make_plots(data_file, out.parent, out.stem)
-    out.write_text(render(results, meta, plots))
-    log("wrote %s (and %s)" % (out, data_file.name))
     print(out.read_text())
     return 0
 
