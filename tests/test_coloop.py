@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import JAR, Nginx, request
+from harness import JAR, Nginx, read_edn, request, wait_for
 
 TEMURIN25 = Path("/usr/lib/jvm/temurin-25-jdk-amd64")
 JDK17 = Path("/usr/lib/jvm/java-17-openjdk-amd64")
@@ -50,6 +50,9 @@ LOCATIONS = """
         location /yield { jvm_content testapp.Coloop$YieldSpin; }
         location /ring { jvm_content testapp.offloop/fast; }
         location /static { return 200 "static"; }
+        location /ws { jvm_content testapp.Coloop$WsSleep; }
+        location /timer { jvm_content testapp.Coloop$Timer; }
+        location /clj-timers { jvm_content testapp.timers/handler; }
         location = /status { jvm_status; jvm_mode loop; }
 """
 
@@ -131,6 +134,58 @@ def test_subrequest_future_on_the_loop(ng):
     completes the future and resumes the handler; the variable after it is
     read directly (the handler runs on the loop)."""
     assert body(ng.get("/subreq")) == "loop loop 200 from-sub /subreq"
+
+
+def static_while(ng, busy_for):
+    """The slowest of the static answers fetched one after another for
+    `busy_for` seconds (the worker's loop is carrying a parked thread)."""
+    slowest, end = 0.0, time.monotonic() + busy_for
+    while time.monotonic() < end:
+        t = time.monotonic()
+        assert body(ng.get("/static")) == "static"
+        slowest = max(slowest, time.monotonic() - t)
+    return slowest
+
+
+def test_websocket_listener_parks_on_the_loop(ng):
+    """A coloop location's WebSocket listener runs on a virtual thread the
+    loop carries: its sleep parks it, the worker's one loop serves static
+    files meanwhile, and it resumes on the loop."""
+    connect = pytest.importorskip("websockets.sync.client").connect
+    with connect("ws://127.0.0.1:%d/ws" % ng.port, open_timeout=10) as ws:
+        t = time.monotonic()
+        ws.send("400")
+        slowest = static_while(ng, 0.3)
+        assert ws.recv(timeout=10) == "loop loop nginx-jvm-coloop"
+        assert time.monotonic() - t >= 0.4
+        ws.send("0")
+        assert ws.recv(timeout=10) == "loop loop nginx-jvm-coloop"
+    assert slowest < 0.1, slowest
+
+
+def test_coloop_timer_parks_on_the_loop(ng):
+    assert body(ng.get("/timer?ms=400")) == "started"
+    slowest = static_while(ng, 0.3)
+    assert wait_for(lambda: "loop loop nginx-jvm-coloop" in body(ng.get("/timer?result")), 10)
+    assert slowest < 0.1, slowest
+
+
+def test_clojure_coloop_timer(ng):
+    assert body(ng.get("/clj-timers?coloop")) == "started"
+    assert wait_for(lambda: read_edn(body(ng.get("/clj-timers?state"))).get(
+        ":coloop"), 5) == "nginx-jvm-coloop"
+
+
+def test_coloop_interval_timer_runs_never_pile_up(ng):
+    """Runs of 200 ms every 50 ms: one at a time, the ticks in between
+    skipped."""
+    assert body(ng.get("/timer?every=50&ms=200")) == "every 50"
+    time.sleep(1.2)
+    assert body(ng.get("/timer?cancel")) == "cancelled true"
+    result = body(ng.get("/timer?result"))
+    runs = int(result.split("runs=")[1].split()[0])
+    assert "most=1" in result, result
+    assert 3 <= runs <= 7, result
 
 
 def test_ring_handler(ng):

@@ -92,6 +92,12 @@ def test_clojure_wrapper(ng):
     assert "not :moon" in ng.get("/clj?bad").text
 
 
+def test_a_coloop_timer_without_coloop_runs_on_a_timer_thread(ng):
+    assert ng.get("/clj?coloop").text == "started"
+    assert wait_for(lambda: read_edn(ng.get("/clj?state").text).get(":coloop"),
+                    5) == "nginx-jvm-timer"
+
+
 @pytest.mark.parametrize("how", ["quit", "reload"])
 def test_quit_and_reload_do_not_wait_for_timers(mode, how):
     with Nginx(LOCATIONS, mode=mode, workers=2) as n:

@@ -6,9 +6,13 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicInteger;
 import nginx.jvm.Handler;
 import nginx.jvm.Request;
 import nginx.jvm.Response;
+import nginx.jvm.Timers;
+import nginx.jvm.WebSocket;
+import nginx.jvm.WebSocketListener;
 
 /**
  * jvm_mode coloop tests. Each handler says which OS thread carried it at
@@ -128,6 +132,85 @@ public final class Coloop {
                 }
             }
             return text("yielded " + where());
+        }
+    }
+
+    /**
+     * A WebSocket whose listener sleeps as long as each text message says
+     * (in ms), then answers where it was before and after, and its
+     * thread's name.
+     */
+    public static final class WsSleep implements Handler {
+        @Override
+        public Response handle(Request r) {
+            return Response.upgrade(new WebSocketListener() {
+                @Override
+                public void onMessage(WebSocket socket, String text) {
+                    String before = where();
+                    try {
+                        Thread.sleep(Long.parseLong(text));
+                        socket.send(before + " " + where() + " " + Thread.currentThread().getName());
+                    } catch (Exception e) {
+                        socket.close(1011, e.toString());
+                    }
+                }
+            });
+        }
+    }
+
+    /** What the last COLOOP timer saw (null: none has ended). */
+    static volatile String timerSaw;
+    /** Interval timer runs under way, and the most at once. */
+    static final AtomicInteger timerRunning = new AtomicInteger(), timerMost = new AtomicInteger();
+    static final AtomicInteger timerRuns = new AtomicInteger();
+    static volatile Timers.Timer interval;
+
+    /**
+     * /timer?ms=: a one-shot COLOOP timer that sleeps ms and records where
+     * it was; /timer?every=&ms=: an interval one whose runs sleep longer than
+     * the interval (counted, with the most at once); /timer?cancel: stops it;
+     * /timer?result: what they saw.
+     */
+    public static final class Timer implements Handler {
+        @Override
+        public Response handle(Request r) {
+            String q = r.queryString() == null ? "" : r.queryString();
+            long ms = arg(r, "ms", 100);
+            if (q.startsWith("result")) {
+                return text(timerSaw + " runs=" + timerRuns.get() + " most=" + timerMost.get());
+            }
+            if (q.startsWith("cancel")) {
+                Timers.Timer t = interval;
+                return text("cancelled " + (t != null && t.cancel()));
+            }
+            long every = arg(r, "every", 0);
+            if (every > 0) {
+                timerRuns.set(0);
+                timerMost.set(0);
+                interval = Timers.every(every, Timers.Where.COLOOP, () -> {
+                    timerRuns.incrementAndGet();
+                    timerMost.accumulateAndGet(timerRunning.incrementAndGet(), Math::max);
+                    try {
+                        Thread.sleep(ms);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    } finally {
+                        timerRunning.decrementAndGet();
+                    }
+                });
+                return text("every " + every);
+            }
+            timerSaw = null;
+            Timers.after(0, Timers.Where.COLOOP, () -> {
+                String before = where();
+                try {
+                    Thread.sleep(ms);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                timerSaw = before + " " + where() + " " + Thread.currentThread().getName();
+            });
+            return text("started");
         }
     }
 }

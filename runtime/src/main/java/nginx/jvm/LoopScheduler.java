@@ -219,6 +219,25 @@ final class LoopScheduler implements Executor {
     }
 
     /**
+     * The worker's scheduler: null when no location of the worker is
+     * {@code jvm_mode coloop}, or its JVM cannot have one (they then run as
+     * virtual). Its {@link #start} is for the event loop only.
+     */
+    static LoopScheduler current() {
+        return worker;
+    }
+
+    /**
+     * On the event loop: an executor whose tasks each start a carried thread
+     * named {@code what}, and run it at once until it first parks (so a
+     * WebSocket listener that does not block costs what it costs on the
+     * loop). Its execute is for the event loop only.
+     */
+    Executor carrying(String what) {
+        return work -> start(work, what, true);
+    }
+
+    /**
      * Whether the calling thread is one the worker's scheduler started and
      * runs now: it runs on the event loop. (A virtual thread such a thread
      * started runs there too, but is not known: it hops as any thread.)

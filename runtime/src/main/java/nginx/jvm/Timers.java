@@ -11,21 +11,25 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * Timers in the worker: a task after a delay, or at a fixed interval, on
  * the worker's event loop (where loop-mode handlers run, and may touch what
- * they touch without locks) or on a timer thread.
+ * they touch without locks), on a virtual thread the loop carries (as
+ * {@code jvm_mode coloop} handlers run), or on a timer thread.
  *
  * <pre>{@code
  * Timers.Timer t = Timers.every(1000, () -> refreshCache());          // on the loop
  * Timers.after(5000, Timers.Where.THREAD, () -> slowCleanup());        // off the loop
+ * Timers.every(60000, Timers.Where.COLOOP, () -> refreshFromDb());     // blocks, parking
  * t.cancel();
  * }</pre>
  *
  * <p>A task on the loop must not block (it stalls every connection of the
  * worker); a task that blocks runs on a timer thread ({@link Where#THREAD},
  * two per worker, shared by every such timer: hand long work to an
- * executor of your own). An exception is logged to the error log; an
- * interval timer goes on, a one-shot timer is over. An interval timer
- * whose last run has not started yet when the next is due skips that one
- * (runs never pile up).
+ * executor of your own), or, in a worker with a {@code jvm_mode coloop}
+ * location, on a virtual thread the loop carries ({@link Where#COLOOP}).
+ * An exception is logged to the error log; an interval timer goes on, a
+ * one-shot timer is over. An interval timer whose last run has not started
+ * yet (a {@code COLOOP} one's: not ended yet) when the next is due skips
+ * that one (runs never pile up).
  *
  * <p>Timers are the worker's: each worker runs its own (use a {@link
  * SharedDict} {@code add} with a TTL to run something once across
@@ -39,7 +43,15 @@ public final class Timers {
         /** The worker's event loop. */
         LOOP,
         /** One of the worker's timer threads. */
-        THREAD
+        THREAD,
+        /**
+         * A virtual thread the event loop carries, as {@code jvm_mode coloop}
+         * runs handlers: the task may block in plain style (JDBC, sleep, an
+         * HTTP client), parking while the loop serves others, and may call
+         * what loop code may. In a worker without a coloop location (or
+         * whose JVM cannot have one) it runs on a timer thread instead.
+         */
+        COLOOP
     }
 
     private static volatile ScheduledThreadPoolExecutor scheduler;
@@ -86,7 +98,7 @@ public final class Timers {
                     + " and stop when it begins to quit");
         }
         Timer t = new Timer(task, where, interval > 0);
-        Runnable tick = where == Where.LOOP ? t::queue : t::run;
+        Runnable tick = where == Where.THREAD ? t::run : t::queue;
         t.future = interval > 0
                 ? s.scheduleAtFixedRate(tick, delay, interval, TimeUnit.MILLISECONDS)
                 : s.schedule(tick, delay, TimeUnit.MILLISECONDS);
@@ -142,8 +154,41 @@ public final class Timers {
             }
         }
 
+        /** On the event loop, due: a COLOOP task starts its own thread. */
+        private void runDue() {
+            if (where != Where.COLOOP) {
+                run();
+                return;
+            }
+            LoopScheduler coloop = LoopScheduler.current();
+            ScheduledThreadPoolExecutor s = scheduler;
+            if (coloop == null && s != null) {
+                s.execute(this::run);
+            } else if (coloop != null) {
+                // queued stays set until the run ends: no second run meanwhile
+                try {
+                    coloop.start(() -> {
+                        try {
+                            runTask();
+                        } finally {
+                            queued.set(false);
+                        }
+                    }, "a timer", true);
+                } catch (Throwable e) {
+                    queued.set(false);
+                    Log.error("nginx.jvm.Timers", "a timer's thread did not start", e);
+                }
+            } else {
+                queued.set(false);
+            }
+        }
+
         private void run() {
             queued.set(false);
+            runTask();
+        }
+
+        private void runTask() {
             if (cancelled) {
                 return;
             }
@@ -182,7 +227,7 @@ public final class Timers {
         signalled.set(false);
         Timer t;
         while ((t = due.poll()) != null) {
-            t.run();
+            t.runDue();
         }
     }
 

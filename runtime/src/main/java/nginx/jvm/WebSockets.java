@@ -72,10 +72,25 @@ final class WebSockets {
             id = id == Integer.MAX_VALUE ? 0 : id + 1;
         } while (sockets.containsKey(id));
         lastId = id;
-        Executor executor = mode == Wire.LOOP ? null
-                : (mode == Wire.VIRTUAL || mode == Wire.COLOOP) && VIRTUAL != null ? VIRTUAL : CALLBACKS;
-        sockets.put(id, new Socket(id, listener, executor));
+        sockets.put(id, new Socket(id, listener, executor(mode)));
         return id;
+    }
+
+    /**
+     * Where a socket's listener runs: on the loop (null) in loop mode; in
+     * coloop, on a virtual thread the loop carries (it may block, parking;
+     * events are only ever given to it on the loop, which that executor
+     * needs); else on a virtual thread or a callback thread.
+     */
+    private static Executor executor(int mode) {
+        if (mode == Wire.LOOP) {
+            return null;
+        }
+        LoopScheduler coloop = LoopScheduler.current();
+        if (mode == Wire.COLOOP && coloop != null) {
+            return coloop.carrying("a WebSocket listener");
+        }
+        return (mode == Wire.VIRTUAL || mode == Wire.COLOOP) && VIRTUAL != null ? VIRTUAL : CALLBACKS;
     }
 
     int open(int id) {
