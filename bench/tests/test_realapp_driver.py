@@ -110,8 +110,8 @@ def test_the_wall_is_a_rate_that_holds_for_the_long_run(monkeypatch):
         name, port = "s", 1
 
     class Args:
-        rates, max_steps, step, warmup, conns, hold = (
-            [1000, 2000, 4000, 8000], 10, 10, 10, 256, 60)
+        rates, max_steps, step, warmup, conns, hold, retries = (
+            [1000, 2000, 4000, 8000], 10, 10, 10, 256, 60, 0)
 
     lad = driver.ladder("oha", Server, None, "json", Args)
     assert lad["wall"] == 1000
@@ -129,3 +129,38 @@ def test_the_wall_is_a_rate_that_holds_for_the_long_run(monkeypatch):
     Args.hold = 0
     runs.clear()
     assert driver.ladder("oha", Server, None, "json", Args)["wall"] == 2000
+
+
+def test_a_broken_step_is_run_again_before_the_ladder_stops(monkeypatch):
+    """2000 breaks once (a pause) and holds when run again: the ladder
+    goes on; 4000 breaks twice: it stops there."""
+    runs = []
+
+    def fake_oha(oha, url, duration, conns, rate=None):
+        runs.append(rate)
+        if rate is None:
+            return step(0)
+        first_2000 = rate == 2000 and runs.count(2000) == 1
+        return step(rate, p99=50.0 if rate >= 4000 or first_2000 else 3.0)
+
+    monkeypatch.setattr(driver, "run_oha", fake_oha)
+    monkeypatch.setattr(driver, "CpuMeter", NoCpu)
+
+    class Server:
+        name, port = "s", 1
+
+    class Args:
+        rates, max_steps, step, warmup, conns, hold, retries = (
+            [1000, 2000, 4000, 8000], 10, 10, 10, 256, 0, 1)
+
+    lad = driver.ladder("oha", Server, None, "json", Args)
+    assert lad["wall"] == 2000
+    assert runs == [None, 1000, 2000, 2000, 4000, 4000]
+    assert [(s["rate"], s["ok"], s["attempt"]) for s in lad["steps"]] == [
+        (1000, True, 0), (2000, False, 0), (2000, True, 1),
+        (4000, False, 0), (4000, False, 1)]
+    text = driver.render([{"server": "s", "description": "d",
+                           "verify": {"json": []},
+                           "ladders": {"json": lad}, "sweeps": {}}],
+                         meta(["json"]), {})
+    assert "| s | 2000 (again) |" in text
