@@ -179,8 +179,14 @@ def ladder(oha, server, db, type_, args):
     url = "http://%s:%d%s" % (servers.HOST, server.port, path_of(type_))
     rates = args.rates or LADDERS[type_]
     steps, wall = [], None
-    # the JIT's warm-up: as fast as WARMUP_CONNS connections go
-    run_oha(oha, url, args.warmup, WARMUP_CONNS)
+    # the JIT's warm-up: as fast as WARMUP_CONNS connections go, or (with
+    # --warmup-rate) at a fixed rate on the ladder's connections, which
+    # reach every nginx worker: 16 connections as fast as they go all land
+    # on one, and the other meets the first step cold
+    if getattr(args, "warmup_rate", None):
+        run_oha(oha, url, args.warmup, args.conns, args.warmup_rate)
+    else:
+        run_oha(oha, url, args.warmup, WARMUP_CONNS)
     for rate in rates[:args.max_steps]:
         # a short step is at the mercy of one pause (a collection, the
         # machine's neighbours): one that breaks the bounds is run again
@@ -285,14 +291,16 @@ def render(results, meta, plots):
     add("%s, %s. %s" % (meta["date"], meta["machine"], meta["note"]))
     add("")
     add("Command: `%s`. Load: `oha %s` (open model, fixed rate, latency "
-        "from when each request was due), after a %d s warm-up as fast "
-        "as %d connections go; the sweep: `oha -c N -z %ds` (as fast as it "
+        "from when each request was due), after a %d s warm-up %s; the sweep: `oha -c N -z %ds` (as fast as it "
         "goes). The wall: the highest rate held%s with p99 < %g ms, "
         "p99.9 < %g ms, no errors and %d%% of the rate served; the figures "
         "at the wall are those of that run. "
         "PostgreSQL %s, private, on loopback (fsync off). queries and "
         "updates: ?queries=%d."
-        % (meta["command"], meta["oha"], meta["warmup"], WARMUP_CONNS,
+        % (meta["command"], meta["oha"], meta["warmup"],
+           "at %d req/s on the ladder's connections" % meta["warmup_rate"]
+           if meta.get("warmup_rate") else
+           "as fast as %d connections go" % WARMUP_CONNS,
            meta["sweep_step"],
            " for %d s (found by the ladder's steps, then run again at "
            "length)" % meta["hold"] if meta.get("hold") else "",
@@ -431,6 +439,7 @@ def report_meta(args, now, command, postgres, planned):
                                                               args.step),
         "hold": args.hold,
         "warmup": args.warmup, "sweep_step": args.sweep_step,
+        "warmup_rate": args.warmup_rate,
         "postgres": postgres, "types": args.types, "planned": planned,
         "settings": "%d nginx workers; heap %d MB and %d database "
                     "connections in total over the JVMs; %d request threads "
@@ -467,6 +476,10 @@ def main(argv=None):
                     help="seconds the wall is held to count (60; 0: the "
                     "ladder's step decides)")
     ap.add_argument("--warmup", type=int)
+    ap.add_argument("--warmup-rate", type=int,
+                    help="warm up at this fixed rate on the ladder's "
+                    "connections (every worker) instead of as fast as 16 "
+                    "connections go (one worker)")
     ap.add_argument("--sweep", help="connections of the sweep; '' for none")
     ap.add_argument("--sweep-step", type=int)
     ap.add_argument("--conns", type=int,
