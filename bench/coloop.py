@@ -68,9 +68,18 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
+# --pin (the default): for /hello, the worker's event loop on CPU 0, wrk on
+# CPU 1 (/pg is not pinned: PostgreSQL and the client share the machine
+# with the worker). Unpinned, the
+# kernel's placement of the two (same core or not: who pays loopback's
+# softirq work) moved a whole round by -15 % to +14 %, both modes alike,
+# and the round's ratio with it.
+WRK_PREFIX = []
+
+
 def wrk(port, path, duration, conns, pid=None):
     before = cpu_ticks(pid) if pid else 0
-    out = subprocess.run(["wrk", "-t1", "-c%d" % conns, "-d%ds" % duration,
+    out = subprocess.run(WRK_PREFIX + ["wrk", "-t1", "-c%d" % conns, "-d%ds" % duration,
                           "http://127.0.0.1:%d%s" % (port, path)],
                          stdout=subprocess.PIPE, text=True, check=True).stdout
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
@@ -148,6 +157,21 @@ def pg_round(port, mode, bursts):
     return took, json.loads(out)
 
 
+def pin(pid, cpus):
+    """Every thread of process pid, and of its children (PostgreSQL's
+    backends), on the CPUs cpus."""
+    for p in [pid] + harness.children(pid):
+        try:
+            tids = os.listdir("/proc/%d/task" % p)
+        except OSError:
+            continue
+        for t in tids:
+            try:
+                os.sched_setaffinity(int(t), cpus)
+            except OSError:
+                pass                    # a thread that ended meanwhile
+
+
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(len(xs) * p))]
@@ -160,7 +184,10 @@ def main():
     ap.add_argument("--connections", type=int, default=50)
     ap.add_argument("--bursts", type=int, default=10)
     ap.add_argument("--no-pg", action="store_true")
+    ap.add_argument("--no-hello", action="store_true", help="measure /pg only")
     ap.add_argument("--probe", nargs=2)
+    ap.add_argument("--no-pin", dest="pin", action="store_false",
+                    help="leave the worker and wrk where the kernel puts them")
     a = ap.parse_args()
     if a.probe:
         probe(int(a.probe[0]), a.probe[1])
@@ -183,17 +210,25 @@ def main():
             http += "    jvm_options -Dbench.jdbc=%s;\n" % pg.jdbc_url()
         for o in os.environ.get("BENCH_JVM_OPTIONS", "").split():
             http += "    jvm_options %s;\n" % o
+        if a.pin:
+            WRK_PREFIX[:] = ["taskset", "-c", "1"]
         with Nginx(locations(pg), http=http, main="worker_rlimit_nofile 8192;",
                    classpath=[str(JAR), classes, LIBS + "/*", os.path.join(TOP, "build", "lib") + "/*",
                               os.path.join(TOP, "bench", "app")]) as ng:
             with open(ng.path("html", "static.html"), "w") as f:
                 f.write("x" * 1024)
-            print("machine: %d cores, load %s (shared)" % (os.cpu_count(), os.getloadavg()))
-            for name, prefix in (("Java", ""), ("Ring", "/ring")):
+            print("machine: %d cores, load %s (shared); %s"
+                  % (os.cpu_count(), os.getloadavg(),
+                     "/hello: the worker's loop on CPU 0, wrk on CPU 1" if a.pin else "not pinned"))
+            for name, prefix in () if a.no_hello else (("Java", ""), ("Ring", "/ring")):
                 print("\n%s /hello, wrk -t1 -c%d -d%ds, %d rounds:"
                       % (name, a.connections, a.duration, a.rounds))
-                rps, cpu, ratios = hello(ng.port, ng.worker_pids()[0], a.rounds, a.duration,
-                                         a.connections, prefix)
+                pid = ng.worker_pids()[0]
+                if a.pin:
+                    os.sched_setaffinity(pid, {0})      # the event loop's thread
+                rps, cpu, ratios = hello(ng.port, pid, a.rounds, a.duration, a.connections, prefix)
+                # /pg below: the worker shares the machine with PostgreSQL and the client
+                os.sched_setaffinity(pid, set(range(os.cpu_count())))
                 print("| mode | requests/s (median) | worker CPU per request, us (median) |\n"
                       "|---|---|---|")
                 for m in MODES:
@@ -211,11 +246,23 @@ def main():
                       % (a.bursts, BURST))
                 print("| mode | burst median (s) | burst max (s) | static p50 (ms) | static p99 (ms) "
                       "| static max (ms) | static samples |\n|---|---|---|---|---|---|---|")
+                everywhere = set(range(os.cpu_count()))
+                if a.pin:
+                    # a server of its own: the worker (its loop, pool and
+                    # carrier threads alike) on CPU 0; PostgreSQL, the
+                    # clients and the prober on CPU 1
+                    pin(ng.worker_pids()[0], {0})
+                    pin(pg.postmaster_pid(), {1})
+                    os.sched_setaffinity(0, {1})
                 for m in PG_MODES:
                     took, times = pg_round(ng.port, m, a.bursts)
                     print("| %s | %.3f | %.3f | %.2f | %.2f | %.2f | %d |"
                           % (m, statistics.median(took), max(took), pct(times, 0.5) * 1000,
                              pct(times, 0.99) * 1000, max(times) * 1000, len(times)), flush=True)
+                if a.pin:
+                    pin(ng.worker_pids()[0], everywhere)
+                    pin(pg.postmaster_pid(), everywhere)
+                    os.sched_setaffinity(0, everywhere)
             problems = ng.log_problems(0)
             if problems:
                 print("error log:\n" + "\n".join(problems[:10]))

@@ -285,7 +285,7 @@ def settled(n, base):
 
 
 @pytest.mark.log_allows(r"the thread pool.s queue is full",
-                        r"too many requests in flight on virtual threads")
+                        r"too many requests in flight on (the loop.s )?virtual threads")
 @pytest.mark.parametrize("path", ["/ring", "/java"])
 def test_every_answer_is_its_own(nginx, mode, path):
     rng = random.Random("%d/%s/%s" % (SEED, mode, path))

@@ -226,6 +226,10 @@ class Postgres(Client):
                        % DATABASE])
         return r.stdout.strip() == "1"
 
+    def postmaster_pid(self):
+        """The server's first process (its backends are its children)."""
+        return int((self.data / "postmaster.pid").read_text().split()[0])
+
     def stop(self):
         """Stops the server (fast shutdown) and removes a directory it
         made (or was told to remove)."""

@@ -1,5 +1,7 @@
 package nginx.jvm;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.lang.reflect.Constructor;
 import java.util.Map;
 import java.util.IdentityHashMap;
@@ -42,8 +44,8 @@ final class LoopScheduler implements Executor {
      * file, a new connection) come in between, as nginx bounds its own
      * handlers' work per event.
      */
-    static final int BUDGET = 64;
-    static final long BUDGET_NANOS = 1_000_000;
+    static final int BUDGET = Integer.getInteger("nginx.jvm.coloop.budget", 64);
+    static final long BUDGET_NANOS = Long.getLong("nginx.jvm.coloop.budgetus", 1000) * 1000;
     /** The option a plain JVM needs to reach the builder by reflection. */
     static final String OPENS = "--add-opens=java.base/java.lang=ALL-UNNAMED";
 
@@ -85,9 +87,27 @@ final class LoopScheduler implements Executor {
     /** Loop only: that first continuation, kept to run at once instead of queued. */
     private boolean startNow;
     private Runnable first;
-    /** The continuation the loop runs now (null: none), and since when (System.nanoTime). */
-    volatile Carried running;
-    volatile long since;
+    /**
+     * The thread whose continuation the loop runs now (null: none), and the
+     * number of that slice, for the watchdog, which samples them: written
+     * with release stores (plain stores on x86), not volatile ones, and no
+     * clock read per slice, since every request pays for them.
+     */
+    private Carried running;
+    private long slice;
+    /** Loop only: slices begun so far (each slice's number). */
+    private long slices;
+    private static final VarHandle RUNNING, SLICE;
+
+    static {
+        try {
+            MethodHandles.Lookup l = MethodHandles.lookup();
+            RUNNING = l.findVarHandle(LoopScheduler.class, "running", Carried.class);
+            SLICE = l.findVarHandle(LoopScheduler.class, "slice", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     /** A thread this scheduler started: what it serves, for the watchdog's warning. */
     static final class Carried {
@@ -244,8 +264,20 @@ final class LoopScheduler implements Executor {
      */
     static boolean carried() {
         LoopScheduler s = worker;
+        // a plain read: on the loop it is the loop's own last write; on any
+        // other thread no value can name the calling thread
         Carried c = s == null ? null : s.running;
         return c != null && c.thread == Thread.currentThread();
+    }
+
+    /** The watchdog's sample, from its own thread: what the loop runs (null: nothing). */
+    Carried running() {
+        return (Carried) RUNNING.getAcquire(this);
+    }
+
+    /** The watchdog's sample: the number of the slice the loop runs (or ran last). */
+    long slice() {
+        return (long) SLICE.getAcquire(this);
     }
 
     /**
@@ -303,16 +335,17 @@ final class LoopScheduler implements Executor {
         // a slice within a slice (a handler's nginx call that ends in
         // another's start) gives the outer one back its place afterwards
         Carried outer = running;
-        long outerSince = since;
-        running = c;
-        since = System.nanoTime();
+        long outerSlice = slice;
+        SLICE.setRelease(this, ++slices);
+        RUNNING.setRelease(this, c);
         try {
             continuation.run();
         } catch (Throwable t) {
             Log.error("nginx.jvm", "a coloop continuation failed", t);
         } finally {
-            since = outerSince;
-            running = outer;
+            // the outer slice holds the loop still, under its own number
+            RUNNING.setRelease(this, outer);
+            SLICE.setRelease(this, outerSlice);
         }
         if (c == CHILD) {
             return;

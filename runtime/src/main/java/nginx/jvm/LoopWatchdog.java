@@ -8,7 +8,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * native code that blocks, a class initialiser that waits, a monitor on a
  * JDK before 24) stalls every connection of the worker, and nothing can
  * take the loop back from it. A daemon thread samples what the loop runs
- * ({@link LoopScheduler#running}, {@link LoopScheduler#since}) and writes
+ * ({@link LoopScheduler#running()}, {@link LoopScheduler#slice()}) and writes
  * one [warn] per such slice with the handler's name and its thread's stack
  * at that moment; {@link #held} counts them for jvm_status
  * ({@code nginx_jvm_loop_held_total}).
@@ -63,20 +63,30 @@ final class LoopWatchdog implements Runnable {
     @Override
     public void run() {
         long period = Math.max(1, thresholdNanos / 4_000_000L);
-        long counted = 0;
+        // the slice seen running at the last sample, since when, and the
+        // last one counted: a slice is timed from the first sample that saw
+        // it, so it is named between the threshold and a period after it
+        long seen = 0, seenSince = 0, counted = 0;
         try {
             while (true) {
                 Thread.sleep(period);
-                long since = scheduler.since;
-                LoopScheduler.Carried c = scheduler.running;
-                if (since == 0 || c == null || since == counted) {
+                long n = scheduler.slice();
+                LoopScheduler.Carried c = scheduler.running();
+                long now = System.nanoTime();
+                if (c == null || n != scheduler.slice()) {
+                    seen = 0;
                     continue;
                 }
-                long held = System.nanoTime() - since;
-                if (held < thresholdNanos) {
+                if (n != seen) {
+                    seen = n;
+                    seenSince = now;
                     continue;
                 }
-                counted = since;
+                long held = now - seenSince;
+                if (held < thresholdNanos || n == counted) {
+                    continue;
+                }
+                counted = n;
                 LoopWatchdog.held.incrementAndGet();
                 warn(c, held);
             }

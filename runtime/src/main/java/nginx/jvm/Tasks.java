@@ -39,6 +39,13 @@ final class Tasks {
     /** jvm_mode coloop: virtual threads the event loop carries (null: they run as virtual). */
     private LoopScheduler coloop;
     /**
+     * Loop only: coloop threads of requests and log handlers that have not
+     * ended, at most {@link #coloopLimit} (jvm_queue). A plain count, not a
+     * semaphore: they start on the loop and end on it, the only carrier.
+     */
+    private int coloopLive;
+    private int coloopLimit;
+    /**
      * Loop: the coloop task whose first slice runs now, inside {@link #submit}
      * (volatile: another thread may answer for it later), and whether it
      * answered in that slice.
@@ -136,6 +143,7 @@ final class Tasks {
             virtual = (ExecutorService) Executors.class
                     .getMethod("newVirtualThreadPerTaskExecutor").invoke(null);
             virtualSlots = new Semaphore(Math.max(1, queueSize));
+            coloopLimit = Math.max(1, queueSize);
             virtualError = null;
             return null;
         } catch (ReflectiveOperationException e) {
@@ -201,24 +209,16 @@ final class Tasks {
      * runs now (the caller is the loop), until it parks or answers.
      */
     private String submitColoop(Task task) {
-        if (!virtualSlots.tryAcquire()) {
-            return "too many requests in flight on virtual threads (jvm_queue)";
+        if (coloopLive >= coloopLimit) {
+            return tooManyColoop();
         }
         // its answer in this slice is taken at once (answeredInline)
         boolean once = task.phase == Wire.PHASE_CONTENT && !task.async && task.request.upload == null;
         inline = once ? task : null;
-        try {
-            coloop.start(() -> {
-                try {
-                    task.run();
-                } finally {
-                    virtualSlots.release();
-                }
-            }, task.what, true);
-        } catch (RuntimeException e) {
+        String refused = startColoop(task, task.what, true);
+        if (refused != null) {
             inline = null;
-            virtualSlots.release();
-            return "cannot start a coloop thread: " + e;
+            return refused;
         }
         if (!(once && inlineReady && task.body == null)) {
             // it parked (or streams): the loop comes back for it by its id;
@@ -226,6 +226,29 @@ final class Tasks {
             live.put(task.id, task);
         }
         return null;
+    }
+
+    /** Loop: starts {@code work} on a carried thread, counted until it ends; null, or why not. */
+    private String startColoop(Runnable work, String what, boolean now) {
+        coloopLive++;
+        try {
+            coloop.start(() -> {
+                try {
+                    work.run();
+                } finally {
+                    // on the loop: a carried thread ends where it runs
+                    coloopLive--;
+                }
+            }, what, now);
+            return null;
+        } catch (RuntimeException e) {
+            coloopLive--;
+            return "cannot start a coloop thread: " + e;
+        }
+    }
+
+    private String tooManyColoop() {
+        return "too many requests in flight on the loop's virtual threads (jvm_queue " + coloopLimit + ")";
     }
 
     /**
@@ -269,22 +292,7 @@ final class Tasks {
     String detach(Runnable work, int mode) {
         try {
             if (mode == COLOOP && coloop != null) {
-                if (!virtualSlots.tryAcquire()) {
-                    return "too many requests in flight on virtual threads";
-                }
-                try {
-                    coloop.start(() -> {
-                        try {
-                            work.run();
-                        } finally {
-                            virtualSlots.release();
-                        }
-                    }, "jvm_log", false);
-                } catch (RuntimeException e) {
-                    virtualSlots.release();
-                    return "cannot start a coloop thread: " + e;
-                }
-                return null;
+                return coloopLive < coloopLimit ? startColoop(work, "jvm_log", false) : tooManyColoop();
             }
             if ((mode == VIRTUAL || mode == COLOOP) && virtual != null) {
                 if (!virtualSlots.tryAcquire()) {
