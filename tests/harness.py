@@ -82,8 +82,9 @@ def mode_directives(mode, http=""):
 
 
 # jvm_mode coloop is tested on this JDK (tests/test_coloop.py; the mode
-# fixture's "coloop")
-COLOOP_LIBJVM = "/usr/lib/jvm/temurin-25-jdk-amd64/lib/server/libjvm.so"
+# fixture's "coloop"); make test-coloop-jdk21 points it at a JDK 21.
+COLOOP_LIBJVM = os.environ.get("NGINX_JVM_COLOOP_LIBJVM",
+                               "/usr/lib/jvm/temurin-25-jdk-amd64/lib/server/libjvm.so")
 
 
 # --- Java test handlers, compiled once per session -------------------------

@@ -523,6 +523,19 @@ ngx_http_jvm_vm_defaults(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
         options[n++].optionString = "-Djdk.trackAllThreads=false";
     }
 
+    /*
+     * The JDK's I/O pollers as platform threads (on Linux, JDK 21 to 25
+     * make them virtual threads by default, started by the first socket
+     * read that parks: when that is a coloop handler's, they inherit its
+     * scheduler and run on the loop, and then every virtual thread's
+     * socket I/O, virtual mode's too, waits whenever the loop is held).
+     * Measured: no cost to coloop (bench/results/2026-11-26-coloop.md).
+     */
+
+    if (jmcf->uses_coloop) {
+        options[n++].optionString = "-Djdk.pollerMode=1";
+    }
+
     *np = n;
 
     return NGX_OK;
@@ -547,7 +560,7 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
         return NGX_ERROR;
     }
 
-    n = 14 + (jmcf->options ? jmcf->options->nelts : 0);
+    n = 15 + (jmcf->options ? jmcf->options->nelts : 0);
 
     for (e = extra; e && *e; e++) {
         n++;
