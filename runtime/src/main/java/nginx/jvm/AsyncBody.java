@@ -5,6 +5,7 @@ import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * A streamed body produced on a JVM thread and drained by the event loop
@@ -157,6 +158,13 @@ final class AsyncBody extends BodySource {
      */
     private final class Output extends OutputStream {
         volatile boolean closed;
+        /**
+         * One writer at a time. A lock, not the monitor: a write that waits
+         * for room parks, and on JDK 21 to 23 a virtual thread that parks
+         * holding a monitor pins its carrier, for a coloop handler the
+         * event loop, which alone makes room.
+         */
+        private final ReentrantLock lock = new ReentrantLock();
 
         @Override
         public void write(int b) throws IOException {
@@ -164,19 +172,24 @@ final class AsyncBody extends BodySource {
         }
 
         @Override
-        public synchronized void write(byte[] b, int off, int len) throws IOException {
-            if (closed) {
-                throw new IOException("the response body is closed");
-            }
-            while (len > 0) {
-                int n = Math.min(len, PIECE);
-                if (!put(Arrays.copyOfRange(b, off, off + n))) {
-                    throw new IOException(queue.isClosed() ? "the client connection is closed"
-                            : "the response body's queue is full: its client reads less than"
-                            + " the event loop writes to it");
+        public void write(byte[] b, int off, int len) throws IOException {
+            lock.lock();
+            try {
+                if (closed) {
+                    throw new IOException("the response body is closed");
                 }
-                off += n;
-                len -= n;
+                while (len > 0) {
+                    int n = Math.min(len, PIECE);
+                    if (!put(Arrays.copyOfRange(b, off, off + n))) {
+                        throw new IOException(queue.isClosed() ? "the client connection is closed"
+                                : "the response body's queue is full: its client reads less than"
+                                + " the event loop writes to it");
+                    }
+                    off += n;
+                    len -= n;
+                }
+            } finally {
+                lock.unlock();
             }
         }
 
@@ -188,10 +201,15 @@ final class AsyncBody extends BodySource {
         }
 
         @Override
-        public synchronized void close() {
-            if (!closed) {
-                closed = true;
-                put(END);
+        public void close() {
+            lock.lock();
+            try {
+                if (!closed) {
+                    closed = true;
+                    put(END);
+                }
+            } finally {
+                lock.unlock();
             }
         }
     }

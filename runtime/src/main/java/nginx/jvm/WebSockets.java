@@ -11,8 +11,11 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The WebSockets of a worker, on the Java side of the C module's frames
@@ -253,7 +256,15 @@ final class WebSockets {
         volatile int inbound;
         volatile boolean opened;
 
-        // Guarded by this; made when a frame is queued, dropped when drained.
+        /**
+         * Guards the outgoing queue (made when a frame is queued, dropped
+         * when drained) and the closing flags. A lock, not the socket's
+         * monitor: a sender waiting for room in a coloop listener parks
+         * its virtual thread; in Object.wait, JDK 21 to 23 would pin it to
+         * its carrier, the event loop, which alone makes room.
+         */
+        private final ReentrantLock lock = new ReentrantLock();
+        private final Condition room = lock.newCondition();
         private Queue<Frame> out;
         private long outBytes;
         private boolean closing;
@@ -309,8 +320,13 @@ final class WebSockets {
         }
 
         /** Frames waiting to leave. */
-        synchronized int outbound() {
-            return out == null ? 0 : out.size();
+        int outbound() {
+            lock.lock();
+            try {
+                return out == null ? 0 : out.size();
+            } finally {
+                lock.unlock();
+            }
         }
 
         /** Both the listener and the client have caught up, to half the queue. */
@@ -330,7 +346,8 @@ final class WebSockets {
 
         int take(ByteBuffer buf) {
             Frame f;
-            synchronized (this) {
+            lock.lock();
+            try {
                 f = out == null ? null : out.peek();
                 if (f == null) {
                     return 0;
@@ -343,7 +360,9 @@ final class WebSockets {
                 if (out.isEmpty()) {
                     out = null;     // an idle socket holds no queue
                 }
-                notifyAll();
+                room.signalAll();
+            } finally {
+                lock.unlock();
             }
             resume();
             buf.putInt(0, f.opcode);
@@ -360,7 +379,8 @@ final class WebSockets {
          * up to {@link #SLACK_BYTES}. False when there is no room.
          */
         private boolean enqueue(Frame f, boolean control, boolean wait) throws IOException {
-            synchronized (this) {
+            lock.lock();
+            try {
                 while (true) {
                     if (closing || closed) {
                         throw new IOException("the WebSocket is closed");
@@ -378,7 +398,7 @@ final class WebSockets {
                         return false;
                     }
                     try {
-                        wait(100);
+                        room.await(100, TimeUnit.MILLISECONDS);
                     } catch (InterruptedException e) {
                         Thread.currentThread().interrupt();
                         throw new IOException("interrupted while waiting to send");
@@ -389,6 +409,8 @@ final class WebSockets {
                 if (f.opcode == CLOSE) {
                     closing = true;
                 }
+            } finally {
+                lock.unlock();
             }
             ready(this);
             return true;
@@ -418,12 +440,15 @@ final class WebSockets {
         /** The connection is over: queued frames fail, waiting senders wake. */
         void shut() {
             Frame[] dropped;
-            synchronized (this) {
+            lock.lock();
+            try {
                 closed = true;
                 dropped = out == null ? new Frame[0] : out.toArray(new Frame[0]);
                 out = null;
                 outBytes = 0;
-                notifyAll();
+                room.signalAll();
+            } finally {
+                lock.unlock();
             }
             IOException e = new IOException("the WebSocket is closed");
             for (Frame f : dropped) {
@@ -434,8 +459,13 @@ final class WebSockets {
         }
 
         @Override
-        public synchronized boolean isOpen() {
-            return !closing && !closed;
+        public boolean isOpen() {
+            lock.lock();
+            try {
+                return !closing && !closed;
+            } finally {
+                lock.unlock();
+            }
         }
 
         @Override
