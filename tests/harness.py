@@ -13,6 +13,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -267,6 +268,27 @@ def raw(port, data, timeout=10, host="127.0.0.1"):
                 break
             chunks.append(b)
     return b"".join(chunks)
+
+
+def read_ws_frame(s):
+    """The server's next WebSocket frame on socket s: (its first byte, with
+    FIN, RSV1-3 and the opcode; its payload). Server frames are not masked."""
+    def exactly(n):
+        data = b""
+        while len(data) < n:
+            chunk = s.recv(n - len(data))
+            if not chunk:
+                raise EOFError("closed after %d of %d bytes" % (len(data), n))
+            data += chunk
+        return data
+    b0, b1 = exactly(2)
+    assert not b1 & 0x80, "server frames are not masked"
+    n = b1 & 0x7F
+    if n == 126:
+        n = struct.unpack("!H", exactly(2))[0]
+    elif n == 127:
+        n = struct.unpack("!Q", exactly(8))[0]
+    return b0, exactly(n)
 
 
 def parse_raw(data):

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from harness import (COLOOP_LIBJVM, JAR, ROOT, Nginx, parse_raw, read_edn,
-                     request, wait_for)
+                     read_ws_frame, request, wait_for)
 
 # the JDK of the workers: Temurin 25, or the JDK 21 of `make test-coloop-jdk21`
 # (harness.COLOOP_LIBJVM); a plain JVM's self-test runs on Temurin 25
@@ -557,21 +557,8 @@ def test_websocket_client_vanishes_while_its_listener_parks(ng, how):
 
 def ws_read_frame(s):
     """One unfragmented frame from the server: (opcode, payload)."""
-    def exactly(n):
-        data = b""
-        while len(data) < n:
-            chunk = s.recv(n - len(data))
-            if not chunk:
-                raise EOFError("closed after %d of %d bytes" % (len(data), n))
-            data += chunk
-        return data
-    b0, b1 = exactly(2)
-    n = b1 & 0x7F
-    if n == 126:
-        n = struct.unpack("!H", exactly(2))[0]
-    elif n == 127:
-        n = struct.unpack("!Q", exactly(8))[0]
-    return b0 & 0x0F, exactly(n)
+    b0, payload = read_ws_frame(s)
+    return b0 & 0x0F, payload
 
 
 def test_websocket_listener_sends_to_a_client_that_reads_nothing(ng):

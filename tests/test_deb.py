@@ -11,6 +11,7 @@ its nginx has its own configuration, pid file, logs and loopback port.
 
 import fcntl
 import os
+import re
 import pwd
 import shutil
 import subprocess
@@ -90,7 +91,8 @@ def deb(machine_lock):
     r = subprocess.run(["make", "-s", "deb"], cwd=ROOT, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True, timeout=600)
     assert r.returncode == 0, r.stdout
-    path = r.stdout.strip().splitlines()[-1]
+    # the last line, without the colour resets Maven writes when it rebuilds
+    path = re.sub(r"\x1b\[[0-9;]*m", "", r.stdout.strip().splitlines()[-1])
     assert path.endswith(".deb") and os.path.isfile(path), r.stdout
     if status():
         apt_get("purge", PACKAGE)

@@ -20,8 +20,8 @@ websockets = pytest.importorskip("websockets")
 from websockets.sync.client import connect  # noqa: E402
 from websockets.exceptions import ConnectionClosed  # noqa: E402
 
-from harness import (SANITIZED, Nginx, read_edn, sanitized_rss,  # noqa: E402
-                     wait_for)
+from harness import (SANITIZED, Nginx, read_edn, read_ws_frame,  # noqa: E402
+                     sanitized_rss, wait_for)
 
 LOCATIONS = """
         location /ws/echo { jvm_content testapp.ws/echo; }
@@ -107,22 +107,8 @@ def frame(opcode, payload=b"", fin=True, mask=True, rsv=0):
 
 
 def read_frame(s):
-    def exactly(n):
-        data = b""
-        while len(data) < n:
-            chunk = s.recv(n - len(data))
-            if not chunk:
-                raise EOFError("closed after %d of %d bytes" % (len(data), n))
-            data += chunk
-        return data
-    b0, b1 = exactly(2)
-    assert not b1 & 0x80, "server frames are not masked"
-    n = b1 & 0x7F
-    if n == 126:
-        n = struct.unpack("!H", exactly(2))[0]
-    elif n == 127:
-        n = struct.unpack("!Q", exactly(8))[0]
-    return b0 & 0x0F, bool(b0 & 0x80), exactly(n)
+    b0, payload = read_ws_frame(s)
+    return b0 & 0x0F, bool(b0 & 0x80), payload
 
 
 def close_code(payload):

@@ -17,7 +17,7 @@ import pytest
 websockets = pytest.importorskip("websockets")
 from websockets.sync.client import connect  # noqa: E402
 
-from harness import SANITIZED, Nginx, sanitized_rss, wait_for  # noqa: E402
+from harness import SANITIZED, Nginx, read_ws_frame, sanitized_rss, wait_for  # noqa: E402
 
 LOCATIONS = """
         location /ws/pure { jvm_websocket_deflate on;
@@ -115,23 +115,9 @@ def _mask(payload, key):
 
 def read_frame(s):
     """(opcode, fin, rsv1, payload) of the server's next frame."""
-    def exactly(n):
-        data = b""
-        while len(data) < n:
-            chunk = s.recv(n - len(data))
-            if not chunk:
-                raise EOFError("closed after %d of %d bytes" % (len(data), n))
-            data += chunk
-        return data
-    b0, b1 = exactly(2)
-    assert not b1 & 0x80, "server frames are not masked"
+    b0, payload = read_ws_frame(s)
     assert not b0 & 0x30, "RSV2 and RSV3 stay clear"
-    n = b1 & 0x7F
-    if n == 126:
-        n = struct.unpack("!H", exactly(2))[0]
-    elif n == 127:
-        n = struct.unpack("!Q", exactly(8))[0]
-    return b0 & 0x0F, bool(b0 & 0x80), bool(b0 & 0x40), exactly(n)
+    return b0 & 0x0F, bool(b0 & 0x80), bool(b0 & 0x40), payload
 
 
 def read_message(s):

@@ -44,8 +44,8 @@ final class LoopScheduler implements Executor {
      * file, a new connection) come in between, as nginx bounds its own
      * handlers' work per event.
      */
-    static final int BUDGET = Integer.getInteger("nginx.jvm.coloop.budget", 64);
-    static final long BUDGET_NANOS = Long.getLong("nginx.jvm.coloop.budgetus", 1000) * 1000;
+    static final int BUDGET = 64;
+    static final long BUDGET_NANOS = 1_000_000;
     /** The option a plain JVM needs to reach the builder by reflection. */
     static final String OPENS = "--add-opens=java.base/java.lang=ALL-UNNAMED";
 
