@@ -292,7 +292,7 @@ def read_ws_frame(s):
 
 
 def parse_raw(data):
-    """Splits raw response bytes into (status, [(name, value)], body bytes)."""
+    """Raw response bytes as a Reply (status, [(name, value)], body bytes)."""
     head, sep, body = data.partition(b"\r\n\r\n")
     assert sep, "no end of header in %r" % data[:300]
     lines = head.decode("latin-1").split("\r\n")

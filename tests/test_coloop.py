@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import (COLOOP_LIBJVM, JAR, ROOT, Nginx, parse_raw, read_edn,
-                     read_ws_frame, request, wait_for)
+from harness import (COLOOP_LIBJVM, JAR, ROOT, Nginx, dechunk, parse_raw,
+                     read_edn, read_ws_frame, request, wait_for)
 
 # the JDK of the workers: Temurin 25, or the JDK 21 of `make test-coloop-jdk21`
 # (harness.COLOOP_LIBJVM); a plain JVM's self-test runs on Temurin 25
@@ -61,6 +61,7 @@ LOCATIONS = """
         location /wspark { jvm_content testapp.ColoopHostile$WsPark; }
         location /events { jvm_content testapp.ColoopHostile$Events; }
         location /wsflood { jvm_content testapp.ColoopHostile$WsFlood; }
+        location /writerflood { jvm_content testapp.ColoopHostile$WriterFlood; }
         location /subwait { jvm_content testapp.ColoopHostile$SubWait; }
         location /slow/ { internal; proxy_pass http://127.0.0.1:@PORT2@; }
         location /ctimer { jvm_content testapp.ColoopHostile$CancelTimer; }
@@ -630,6 +631,7 @@ def test_websocket_send_to_a_client_that_reads_nothing_on_jdk21():
     locations = """
         location /hello { jvm_content testapp.Coloop$Hello; }
         location /wsflood { jvm_content testapp.ColoopHostile$WsFlood; }
+        location /writerflood { jvm_content testapp.ColoopHostile$WriterFlood; }
     """
     n = Nginx(locations, http="    jvm_mode coloop;\n    jvm_path %s;"
               % PINNING_JDK, classpath="java")
@@ -652,6 +654,52 @@ def test_websocket_send_to_a_client_that_reads_nothing_on_jdk21():
     finally:
         n.stop()
         n.cleanup()
+
+
+def writer_to_a_client_that_reads_nothing(port):
+    """A coloop handler's BodyWriter writes 16 MB to a client that reads
+    nothing for a second: its writes wait for room, parked, while the loop
+    answers another request; then every piece arrives, in order."""
+    n, size = 1000, 16384
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    with s:
+        s.sendall(("GET /writerflood?n=%d&size=%d HTTP/1.1\r\nHost: localhost\r\n"
+                   "Connection: close\r\n\r\n" % (n, size)).encode())
+        time.sleep(1)
+        r = request(port, "GET", "/hello", timeout=3)
+        assert r.status == 200 and r.body == b"hello", r
+        data = b""
+        while True:
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                break
+            data += chunk
+    reply = parse_raw(data)
+    assert reply.status == 200, data[:200]
+    body, complete = dechunk(reply.body)
+    assert complete, len(body)
+    assert len(body) == n * size, len(body)
+    for i in (0, 1, n // 2, n - 1):
+        assert body[i * size:i * size + 8] == b"%08d" % i, i
+
+
+def test_writer_body_to_a_client_that_reads_nothing(ng):
+    writer_to_a_client_that_reads_nothing(ng.port)
+
+
+@pytest.mark.skipif(PINNING_JDK is None, reason="no JDK 21 to 23 here "
+                    "(scripts/jdk21.sh build/jdk21 makes one)")
+def test_writer_body_to_a_client_that_reads_nothing_on_jdk21():
+    """The same on a JDK that pins a virtual thread waiting in a monitor:
+    AsyncBody's writer waited for room inside its monitor, which on JDK 21
+    held the loop, the only one that makes room (now a lock)."""
+    locations = """
+        location /hello { jvm_content testapp.Coloop$Hello; }
+        location /writerflood { jvm_content testapp.ColoopHostile$WriterFlood; }
+    """
+    with Nginx(locations, http="    jvm_mode coloop;\n    jvm_path %s;"
+               % PINNING_JDK, classpath="java") as n:
+        writer_to_a_client_that_reads_nothing(n.port)
 
 
 def test_client_vanishes_while_a_handler_waits_for_a_subrequest(ng):

@@ -511,28 +511,24 @@ ngx_http_jvm_vm_defaults(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     }
 
     /*
-     * jvm_mode coloop starts a virtual thread per request: the JDK's root
-     * thread container would add each to a concurrent set and take it out
-     * again (about a fifth of what coloop costs above loop), only for
-     * thread dumps, which a worker's JVM without its attach listener does
-     * not give anyway.  "jvm_options -Djdk.trackAllThreads=true", later in
-     * the options, takes it back.
+     * Where a location is jvm_mode coloop, unless a later -D says otherwise:
+     *
+     * - jdk.trackAllThreads=false: coloop starts a virtual thread per
+     *   request, which the JDK's root thread container would add to a
+     *   concurrent set and take out again (about a fifth of what coloop
+     *   costs above loop), only for thread dumps;
+     * - jdk.pollerMode=1: the JDK's socket pollers as platform threads.  On
+     *   Linux, JDK 21 to 25 make them virtual threads, started by the first
+     *   socket read that parks: when that is a coloop handler's, they
+     *   inherit its scheduler and run on the loop, and every virtual
+     *   thread's socket I/O, virtual mode's too, waits whenever the loop is
+     *   held.
+     *
+     * Measured: bench/results/2026-11-26-coloop.md.
      */
 
     if (jmcf->uses_coloop) {
         options[n++].optionString = "-Djdk.trackAllThreads=false";
-    }
-
-    /*
-     * The JDK's I/O pollers as platform threads (on Linux, JDK 21 to 25
-     * make them virtual threads by default, started by the first socket
-     * read that parks: when that is a coloop handler's, they inherit its
-     * scheduler and run on the loop, and then every virtual thread's
-     * socket I/O, virtual mode's too, waits whenever the loop is held).
-     * Measured: no cost to coloop (bench/results/2026-11-26-coloop.md).
-     */
-
-    if (jmcf->uses_coloop) {
         options[n++].optionString = "-Djdk.pollerMode=1";
     }
 

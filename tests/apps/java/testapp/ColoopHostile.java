@@ -126,6 +126,28 @@ public final class ColoopHostile {
      * socket's send queue is full, then "done"; recorded: "flooding" before,
      * "flooded" after, or "floodFailed" and why.
      */
+    /**
+     * /writerflood?n=&size=: a body written by a BodyWriter on the
+     * handler's own thread (in coloop, carried by the loop), n pieces of
+     * size bytes, each starting with its number: a client that reads
+     * nothing makes each write wait for room, parked.
+     */
+    public static final class WriterFlood implements Handler {
+        @Override
+        public Response handle(Request r) {
+            int n = Integer.parseInt(param(r, "n", "1000"));
+            byte[] piece = new byte[Integer.parseInt(param(r, "size", "16384"))];
+            java.util.Arrays.fill(piece, (byte) 'x');
+            return Response.of(200, "application/octet-stream", (nginx.jvm.BodyWriter) out -> {
+                for (int i = 0; i < n; i++) {
+                    byte[] number = String.format("%08d", i).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+                    System.arraycopy(number, 0, piece, 0, 8);
+                    out.write(piece);
+                }
+            });
+        }
+    }
+
     public static final class WsFlood implements Handler {
         @Override
         public Response handle(Request r) {

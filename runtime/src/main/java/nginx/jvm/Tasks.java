@@ -209,9 +209,6 @@ final class Tasks {
      * runs now (the caller is the loop), until it parks or answers.
      */
     private String submitColoop(Task task) {
-        if (coloopLive >= coloopLimit) {
-            return tooManyColoop();
-        }
         // its answer in this slice is taken at once (answeredInline)
         boolean once = task.phase == Wire.PHASE_CONTENT && !task.async && task.request.upload == null;
         inline = once ? task : null;
@@ -228,8 +225,14 @@ final class Tasks {
         return null;
     }
 
-    /** Loop: starts {@code work} on a carried thread, counted until it ends; null, or why not. */
+    /**
+     * Loop: starts {@code work} on a carried thread, counted until it ends;
+     * null, or why not (jvm_queue of them already, or the JDK refused).
+     */
     private String startColoop(Runnable work, String what, boolean now) {
+        if (coloopLive >= coloopLimit) {
+            return "too many requests in flight on the loop's virtual threads (jvm_queue " + coloopLimit + ")";
+        }
         coloopLive++;
         try {
             coloop.start(() -> {
@@ -245,10 +248,6 @@ final class Tasks {
             coloopLive--;
             return "cannot start a coloop thread: " + e;
         }
-    }
-
-    private String tooManyColoop() {
-        return "too many requests in flight on the loop's virtual threads (jvm_queue " + coloopLimit + ")";
     }
 
     /**
@@ -292,7 +291,7 @@ final class Tasks {
     String detach(Runnable work, int mode) {
         try {
             if (mode == COLOOP && coloop != null) {
-                return coloopLive < coloopLimit ? startColoop(work, "jvm_log", false) : tooManyColoop();
+                return startColoop(work, "jvm_log", false);
             }
             if ((mode == VIRTUAL || mode == COLOOP) && virtual != null) {
                 if (!virtualSlots.tryAcquire()) {
