@@ -479,3 +479,281 @@ def test_a_wrong_directive_is_named_as_nginx_starts(tmp_path):
             str(CLJ_APPS), "--server-conf", str(tmp_path / "missing.conf"))
     assert r.returncode == 2
     assert "--server-conf" in r.stderr and "not a readable file" in r.stderr
+
+
+# --- the JDK: an explicit choice (JAVA_HOME, --jvm-path) as told, else the
+# newest of 17 or newer that has a libjvm.so -----------------------------------
+
+JVM = Path("/usr/lib/jvm")
+JDK_LINE = re.compile(r"^nginx-jvm: (JDK \S+ \((/[^)]*)\), .*)$", re.M)
+
+
+def release_version(home):
+    release = Path(home) / "release"
+    if not release.exists():
+        return None
+    m = re.search(r'^JAVA_VERSION="([^"]+)"', release.read_text(), re.M)
+    return m.group(1) if m else None
+
+
+def feature(version):
+    return int(re.match(r"(?:1\.)?(\d+)", version).group(1))
+
+
+def usable_jdks():
+    """{real directory: version} of the machine's JDKs 17 or newer with a
+    libjvm.so, in /usr/lib/jvm and the java on $PATH's."""
+    homes = [p.resolve() for p in JVM.iterdir() if p.is_dir()]
+    java = shutil.which("java")
+    if java:
+        homes.append(Path(java).resolve().parents[1])
+    found = {}
+    for home in homes:
+        v = release_version(home)
+        if v and feature(v) >= 17 and (home / "lib/server/libjvm.so").exists():
+            found[home] = v
+    return found
+
+
+def newest_and_17():
+    """(the newest JDK, a JDK 17), real directories, or a skip."""
+    jdks = usable_jdks()
+    newest = max(jdks, key=lambda h: feature(jdks[h]), default=None)
+    jdk17 = [h for h in jdks if feature(jdks[h]) == 17]
+    if not newest or not jdk17 or feature(jdks[newest]) == 17:
+        pytest.skip("needs a JDK 17 and a newer one in /usr/lib/jvm")
+    return newest, jdk17[0]
+
+
+def fake_jdk(home, version=None, libjvm=True, java_says=None):
+    """A directory in a JDK's shape: its release file (if version), an
+    empty lib/server/libjvm.so (if libjvm), and a bin/java that prints
+    `java_says` as "java -version" does (if given)."""
+    home.mkdir(parents=True)
+    if version:
+        (home / "release").write_text('JAVA_VERSION="%s"\nIMPLEMENTOR="test"\n'
+                                      % version)
+    if libjvm:
+        (home / "lib/server").mkdir(parents=True)
+        (home / "lib/server/libjvm.so").write_bytes(b"")
+    if java_says:
+        (home / "bin").mkdir()
+        (home / "bin/java").write_text(
+            "#!/bin/sh\necho 'openjdk version \"%s\" 2031-01-01' >&2\n"
+            % java_says)
+        os.chmod(home / "bin/java", 0o755)
+    return home
+
+
+@pytest.fixture
+def jdk_root(tmp_path, monkeypatch):
+    """A /usr/lib/jvm of the test's (NGINX_JVM_JDK_ROOT): the machine's
+    newest JDK and its JDK 17, linked; an old JDK 11 with a libjvm.so; a
+    "JDK 99" without one (broken, or a JRE without the server VM). No
+    JAVA_HOME."""
+    newest, jdk17 = newest_and_17()
+    root = tmp_path / "jvm"
+    root.mkdir()
+    (root / "newest").symlink_to(newest)
+    (root / "java-17").symlink_to(jdk17)
+    fake_jdk(root / "jdk-11-old", "11.0.2")
+    fake_jdk(root / "jdk-99-broken", "99", libjvm=False)
+    monkeypatch.setenv("NGINX_JVM_JDK_ROOT", str(root))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    return root, newest, jdk17
+
+
+def libjvm_of(proc):
+    """The libjvm.so the launcher's worker has loaded."""
+    master, worker = nginx_pids_under(proc.pid)
+    maps = open("/proc/%d/maps" % worker).read()
+    return set(re.findall(r"(/\S+/libjvm\.so)$", maps, re.M))
+
+
+def print_config(*args, **kw):
+    return run("run", "--handler", "testapp.Echo", "--classpath",
+               java_classes(), *args, "--print-config", **kw)
+
+
+def test_the_newest_usable_jdk_serves_and_is_named(jdk_root):
+    root, newest, jdk17 = jdk_root
+    v = release_version(newest)
+    # the java on PATH's (JDK 17 here) counts once, by whatever names
+    java = shutil.which("java")
+    on_path = {Path(java).resolve().parents[1]} if java else set()
+    found = len({newest, jdk17} | (on_path & set(usable_jdks())))
+    said = ("JDK %s (%s), the newest of %d found; JAVA_HOME chooses another"
+            % (v, newest, found))
+    r = print_config()
+    assert r.returncode == 0, r.stderr
+    assert ("    # %s\n    jvm_path \"%s/lib/server/libjvm.so\";"
+            % (said, newest)) in r.stdout, r.stdout
+    with launched(["--handler", "testapp.Echo", "--classpath",
+                   java_classes(), "--workers", "1"], "/hi") as \
+            (proc, port, first):
+        assert first.status == 200, first
+        assert libjvm_of(proc) == {"%s/lib/server/libjvm.so" % newest}
+    err = proc.stderr.read().decode()
+    # one line, before nginx's own
+    assert err.startswith("nginx-jvm: %s\nnginx-jvm: serving " % said), err
+
+
+def test_java_home_wins(jdk_root, monkeypatch):
+    root, newest, jdk17 = jdk_root
+    # by a link: named, and loaded, by its real directory
+    monkeypatch.setenv("JAVA_HOME", str(root / "java-17"))
+    said = "JDK %s (%s), from JAVA_HOME" % (release_version(jdk17), jdk17)
+    r = print_config()
+    assert r.returncode == 0, r.stderr
+    assert ('    # %s\n    jvm_path "%s/lib/server/libjvm.so";'
+            % (said, jdk17)) in r.stdout, r.stdout
+    with launched(["--handler", "testapp.Echo", "--classpath",
+                   java_classes(), "--workers", "1"], "/hi") as \
+            (proc, port, first):
+        assert first.status == 200, first
+        assert libjvm_of(proc) == {"%s/lib/server/libjvm.so" % jdk17}
+    err = proc.stderr.read().decode()
+    assert err.startswith("nginx-jvm: %s\n" % said), err
+    # --jvm-path wins over JAVA_HOME
+    lib = "%s/lib/server/libjvm.so" % newest
+    r = print_config("--jvm-path", lib)
+    assert ('    # JDK %s (%s), from --jvm-path\n    jvm_path "%s";'
+            % (release_version(newest), newest, lib)) in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("how", ["JAVA_HOME", "--jvm-path"])
+def test_an_explicit_jdk_older_than_17_is_refused(jdk_root, monkeypatch, how):
+    root = jdk_root[0]
+    old = root / "jdk-11-old"
+    if how == "JAVA_HOME":
+        monkeypatch.setenv("JAVA_HOME", str(old))
+        args = []
+        message = ("nginx-jvm: JAVA_HOME is %s, a JDK 11.0.2: nginx-jvm needs "
+                   "a JDK 17 or\nnewer" % old)
+    else:
+        args = ["--jvm-path", str(old / "lib/server/libjvm.so")]
+        message = ("--jvm-path %s/lib/server/libjvm.so is of a JDK 11.0.2 (%s)"
+                   % (old, old))
+    for extra in ([], ["--print-config"]):
+        r = run("run", "--handler", "testapp.Echo", "--classpath",
+                java_classes(), "--port", str(free_port()), *args, *extra)
+        assert r.returncode == 2, r.stderr
+        assert message in r.stderr, r.stderr
+        assert "serving" not in r.stderr and r.stdout == ""
+    # and one without a libjvm.so
+    monkeypatch.setenv("JAVA_HOME", str(root / "jdk-99-broken"))
+    r = print_config()
+    assert r.returncode == 2
+    assert ("JAVA_HOME is %s, which has no lib/server/libjvm.so"
+            % (root / "jdk-99-broken")) in r.stderr, r.stderr
+
+
+def test_ties_and_a_jdk_without_a_release_file(tmp_path, monkeypatch):
+    """Of JDKs of the same feature version: the java on $PATH's, then
+    default-java's, then the newest update; a JDK without a release file
+    says its version through java -version. (Fake JDKs: config only.)"""
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    root = tmp_path / "jvm"
+    root.mkdir()
+    fake_jdk(root / "d-21", "21.0.1")
+    (root / "default-java").symlink_to(root / "d-21")
+    fake_jdk(root / "x-21", "21.0.9")
+    fake_jdk(root / "a-21", "21.0.5")
+    path_jdk = fake_jdk(tmp_path / "p-21", "21.0.0", java_says="21.0.0")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin/java").symlink_to(path_jdk / "bin/java")
+    monkeypatch.setenv("NGINX_JVM_JDK_ROOT", str(root))
+
+    def chosen(path):
+        r = print_config(env=dict(os.environ, PATH=path))
+        assert r.returncode == 0, r.stderr
+        return re.search(r'jvm_path "(.*)/lib/server/libjvm.so";',
+                         r.stdout).group(1), r.stdout
+    system_path = os.environ["PATH"]
+    home, conf = chosen("%s/bin:%s" % (tmp_path, system_path))
+    assert home == str(path_jdk), conf
+    assert "# JDK 21.0.0 (%s), the newest of 4 found" % path_jdk in conf
+    home, conf = chosen(system_path)
+    assert home == str(root / "d-21"), conf
+    (root / "default-java").unlink()
+    assert chosen(system_path)[0] == str(root / "x-21")
+    # newer than them all, with no release file: its java -version
+    fake_jdk(root / "y-30", java_says="30.0.1")
+    home, conf = chosen(system_path)
+    assert home == str(root / "y-30"), conf
+    assert "# JDK 30.0.1 (%s), the newest of " % (root / "y-30") in conf
+
+
+def test_virtual_threads_need_jdk_21(jdk_root, monkeypatch):
+    root, newest, jdk17 = jdk_root
+    if feature(release_version(newest)) < 21:
+        pytest.skip("needs a JDK 21 or newer in /usr/lib/jvm")
+    for mode in ("virtual", "coloop"):
+        r = print_config("--mode", mode)     # the newest: fine
+        assert r.returncode == 0, r.stderr
+        assert 'jvm_path "%s/lib/server/libjvm.so";' % newest in r.stdout
+    monkeypatch.setenv("JAVA_HOME", str(jdk17))
+    for mode in ("virtual", "coloop"):
+        r = print_config("--mode", mode)
+        assert r.returncode == 2
+        assert ("--mode %s needs a JDK 21 or newer, not\nJDK %s (%s), from "
+                "JAVA_HOME" % (mode, release_version(jdk17), jdk17)) \
+            in r.stderr, r.stderr
+    assert print_config("--mode", "pool").returncode == 0
+
+
+def test_no_jdk_found(tmp_path, monkeypatch):
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    (tmp_path / "jvm").mkdir()
+    fake_jdk(tmp_path / "jvm/old", "11.0.2")
+    monkeypatch.setenv("NGINX_JVM_JDK_ROOT", str(tmp_path / "jvm"))
+    # a PATH without java: /usr/bin's other commands
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for tool in os.listdir("/usr/bin"):
+        if tool != "java":
+            (tools / tool).symlink_to("/usr/bin/" + tool)
+    r = print_config(env=dict(os.environ, PATH="%s:/usr/sbin" % tools))
+    assert r.returncode == 2
+    assert "no JDK 17 or newer found" in r.stderr, r.stderr
+
+
+def test_this_machines_jdk_is_named(monkeypatch):
+    """No JAVA_HOME, the real /usr/lib/jvm: the newest (Temurin 25 on the
+    project's machine), on stderr as run starts."""
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.delenv("NGINX_JVM_JDK_ROOT", raising=False)
+    jdks = usable_jdks()
+    if not jdks:
+        pytest.skip("no JDK 17 or newer in /usr/lib/jvm")
+    top = max(feature(v) for v in jdks.values())
+    with launched(["--handler", "testapp.Echo", "--classpath",
+                   java_classes(), "--workers", "1"], "/hi") as \
+            (proc, port, first):
+        assert first.status == 200, first
+        loaded = libjvm_of(proc)
+    err = proc.stderr.read().decode()
+    m = JDK_LINE.search(err)
+    assert m, err
+    home = Path(m.group(2))
+    assert home in jdks and feature(jdks[home]) == top, m.group(0)
+    among = "the only one found" if len(jdks) == 1 \
+        else "the newest of %d found" % len(jdks)
+    assert m.group(1) == "JDK %s (%s), %s; JAVA_HOME chooses another" % (
+        jdks[home], home, among)
+    assert loaded == {"%s/lib/server/libjvm.so" % home}
+    temurin = JVM / "temurin-25-jdk-amd64"
+    if temurin.exists() and top == 25:
+        assert home == temurin.resolve(), m.group(0)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root chooses the user")
+def test_a_jdk_the_workers_cannot_read_is_refused(jdk_root, monkeypatch):
+    root, newest, jdk17 = jdk_root          # below pytest's 0700 directory
+    monkeypatch.delenv("SUDO_USER", raising=False)
+    lib = root / "newest/lib/server/libjvm.so"
+    r = run("run", "--handler", "testapp.Echo", "--classpath",
+            java_classes(), "--jvm-path", str(lib))
+    assert r.returncode == 2
+    assert "the workers run as nobody" in r.stderr
+    assert "    %s\n" % lib in r.stderr, r.stderr
