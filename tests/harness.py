@@ -592,9 +592,10 @@ class Launcher(Nginx):
     Its nginx writes the error log to stderr, kept in a temporary file, so
     that the error log check of every test covers it as any Nginx's.
 
-    mode: --mode, with the JDK of jvm_mode virtual as $JAVA_HOME for
-    "virtual". env: variables added to the launcher's environment. cwd:
-    where it starts (the checkout's top, as the examples' READMEs say).
+    mode: --mode, with the JDK of jvm_mode virtual (coloop) as $JAVA_HOME
+    for "virtual" ("coloop"). env: variables added to the launcher's
+    environment. cwd: where it starts (the checkout's top, as the examples'
+    READMEs say).
     """
 
     def __init__(self, args, mode="loop", workers=1, env=None,
@@ -616,6 +617,8 @@ class Launcher(Nginx):
         self.cwd = cwd
         if mode == "virtual":
             self.env["JAVA_HOME"] = str(Path(jdk21_libjvm()).parents[2])
+        if mode == "coloop":
+            self.env["JAVA_HOME"] = str(Path(COLOOP_LIBJVM).parents[2])
         Nginx.instances.append(self)
 
     def start(self, timeout=180, wait=True):
