@@ -177,9 +177,10 @@
     :repl         PORT: jvm_repl, a socket REPL in worker N on PORT+N, for
                   reload and eval-in-workers (default none)
     :jvm-options  a seq of JVM options for the workers
-    :jvm-path     the workers' libjvm.so (jvm_path; default auto, which
-                  finds the JDK of $JAVA_HOME or the java on $PATH; :mode
-                  :virtual needs a JDK 21 or newer)
+    :jvm-path     the workers' libjvm.so (jvm_path; default the
+                  launcher's choice: the JDK of $JAVA_HOME, else the newest
+                  JDK 17 or newer installed; :mode :virtual needs a JDK 21
+                  or newer)
     :classpath    a seq of entries (default this JVM's java.class.path)
     :error-log    a file (default nginx's stderr, which is this JVM's)
     :error-level  \"notice\"
