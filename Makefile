@@ -252,13 +252,16 @@ bench-phases: all
 bench-fairness: all
 	python3 bench/stream_fairness.py $(FAIRNESS_BENCH_ARGS)
 
-.PHONY: bench-start bench-memory bench-reload
+.PHONY: bench-start bench-memory bench-reload bench-reload-open
 bench-start: all
 	python3 bench/start.py
 bench-memory: all
 	python3 bench/memory.py
 bench-reload: all
 	python3 bench/reload.py
+# reloads at a fixed rate (oha, open model; about 6 minutes)
+bench-reload-open: all
+	python3 bench/reload_open.py $(RELOAD_BENCH_ARGS)
 
 # A cluster on one machine (docs/scale-out.md): three nginx-jvm hosts with
 # examples/live and examples/notes, a plain nginx front, Redis, each a

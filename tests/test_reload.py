@@ -15,10 +15,11 @@ LOCATIONS = """
 """
 
 
-def config(n, timeout="60s"):
+def config(n, timeout="60s", drain=None):
     return ("    jvm_init testapp.init/slow-start;\n"
             "    jvm_reload_timeout %s;\n"
-            "    jvm_options -Dtestapp.start-ms=%s/start-ms;\n" % (timeout, n))
+            "    jvm_options -Dtestapp.start-ms=%s/start-ms;\n" % (timeout, n)
+            + ("    jvm_reload_drain %s;\n" % drain if drain else ""))
 
 
 def load(port, seconds, results):
@@ -49,14 +50,19 @@ def reload_under_load(n, start_ms, seconds=5):
     return old, results
 
 
-@pytest.fixture
-def ng(tmp_path, mode):
-    n = Nginx(LOCATIONS, workers=2, mode=mode)
+def started(mode, drain=None, workers=2):
+    n = Nginx(LOCATIONS, workers=workers, mode=mode)
     with open(n.conf) as f:
         text = f.read()
     with open(n.conf, "w") as f:
-        f.write(text.replace("http {", "http {\n" + config(n.prefix), 1))
-    with n:
+        f.write(text.replace("http {", "http {\n" + config(n.prefix,
+                                                            drain=drain), 1))
+    return n
+
+
+@pytest.fixture
+def ng(tmp_path, mode):
+    with started(mode) as n:
         yield n
 
 
@@ -100,3 +106,151 @@ def test_plain_quit_does_not_wait(ng):
     assert time.monotonic() - start < 5
     assert not ng.log_lines(r"serving until the new workers")
     assert not any(alive(p) for p in old)
+
+
+# jvm_reload_drain: once the new workers are ready, an old one stops
+# accepting and closes its keep-alive connections one by one, each right
+# after a response that says "Connection: close", spread over the drain.
+
+def keepalive_clients(port, count, seconds, results):
+    """`count` keep-alive connections, a request on each every 20 ms:
+    per connection, (time, worker pid, Connection header) of each answer,
+    or (time, None, error) for a request that failed."""
+    conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+             for _ in range(count)]
+    for _ in conns:
+        results.append([])
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for c, out in zip(conns, results):
+            try:
+                c.request("GET", "/pid")
+                r = c.getresponse()
+                body = r.read()
+                out.append((time.monotonic(), int(body) if r.status == 200
+                            else None, r.getheader("Connection")))
+            except (OSError, http.client.HTTPException) as e:
+                out.append((time.monotonic(), None, repr(e)))
+                c.close()
+        time.sleep(0.02)
+    for c in conns:
+        c.close()
+
+
+def test_drain_hands_keepalive_connections_over_one_by_one(mode):
+    with started(mode, drain="3s") as n:
+        with open(n.path("start-ms"), "w") as f:
+            f.write("0")
+        old = set(n.worker_pids())
+        results = []
+        t = threading.Thread(target=keepalive_clients,
+                             args=(n.port, 20, 9, results))
+        t.start()
+        time.sleep(1)
+        assert n.control("reload").returncode == 0
+        t.join()
+        failed = [a for out in results for a in out if a[1] is None]
+        assert not failed, failed[:5]
+        closes = []
+        for out in results:
+            pids = [pid for _, pid, _ in out]
+            # old workers first, new ones after: each connection moves once
+            first_new = next(i for i, p in enumerate(pids) if p not in old)
+            assert all(p in old for p in pids[:first_new])
+            assert not any(p in old for p in pids[first_new:])
+            # and only right after an answer that said so
+            last_old = out[first_new - 1]
+            assert last_old[2] == "close", out[first_new - 2:first_new + 1]
+            assert all(h != "close" for _, _, h in out[:first_new - 1])
+            closes.append(last_old[0])
+        # spread over the drain, not all at once
+        assert max(closes) - min(closes) > 1.0, sorted(closes)
+        assert max(closes) - min(closes) < 4.5, sorted(closes)
+        assert wait_for(lambda: not any(alive(p) for p in old), 10)
+        assert n.log_lines(r"jvm: reload: handing the connections over to "
+                           r"the new workers \(jvm_reload_drain 3000 ms\)")
+        assert n.log_lines(r"jvm: reload: connections handed over, 0 left")
+
+
+def test_drain_stops_accepting_and_ends_with_idle_connections(mode):
+    """During the drain a new connection goes to a new worker; a
+    connection idle all along is closed when the drain ends."""
+    with started(mode, drain="3s") as n:
+        with open(n.path("start-ms"), "w") as f:
+            f.write("0")
+        old = set(n.worker_pids())
+        idle = http.client.HTTPConnection("127.0.0.1", n.port, timeout=10)
+        idle.request("GET", "/pid")
+        assert int(idle.getresponse().read()) in old
+        start = time.monotonic()
+        assert n.control("reload").returncode == 0
+        assert wait_for(lambda: n.log_lines(r"handing the connections "
+                                            r"over"), 20)
+        for _ in range(10):
+            c = http.client.HTTPConnection("127.0.0.1", n.port, timeout=10)
+            c.request("GET", "/pid")
+            assert int(c.getresponse().read()) not in old
+            c.close()
+        assert all(alive(p) for p in old)
+        assert wait_for(lambda: not any(alive(p) for p in old), 15)
+        took = time.monotonic() - start
+        assert 2.5 < took < 12, took
+        assert n.log_lines(r"connections handed over, 1 left")
+        idle.close()
+
+
+def test_drain_ends_at_once_without_clients(mode):
+    with started(mode, drain="30s") as n:
+        with open(n.path("start-ms"), "w") as f:
+            f.write("0")
+        old = set(n.worker_pids())
+        start = time.monotonic()
+        assert n.control("reload").returncode == 0
+        assert wait_for(lambda: not any(alive(p) for p in old), 20)
+        assert time.monotonic() - start < 15
+        assert n.log_lines(r"connections handed over, 0 left")
+
+
+def test_drain_off_quits_as_nginx_does(mode):
+    with started(mode, drain="0") as n:
+        with open(n.path("start-ms"), "w") as f:
+            f.write("0")
+        old = set(n.worker_pids())
+        idle = http.client.HTTPConnection("127.0.0.1", n.port, timeout=10)
+        idle.request("GET", "/pid")
+        idle.getresponse().read()
+        assert n.control("reload").returncode == 0
+        assert wait_for(lambda: not any(alive(p) for p in old), 15)
+        assert n.log_lines(r"jvm: reload: the new workers are ready")
+        assert not n.log_lines(r"handing the connections over")
+        idle.close()
+
+
+def test_two_reloads_in_a_row_a_superseded_worker_starts_no_jvm(mode):
+    """A reload while the last one's workers are still starting: a worker
+    whose turn comes after the newer configuration starts no JVM and quits;
+    the first workers serve throughout, until the newest are ready."""
+    with started(mode) as n:
+        with open(n.path("start-ms"), "w") as f:
+            f.write("2000")
+        first = set(n.worker_pids())
+        results = []
+        t = threading.Thread(target=load, args=(n.port, 12, results))
+        t.start()
+        time.sleep(0.5)
+        assert n.control("reload").returncode == 0
+        time.sleep(1.0)             # the second's first worker is starting
+        assert n.control("reload").returncode == 0
+        t.join()
+        assert results and all(ok for _, ok in results), \
+            "%d of %d failed" % (sum(1 for _, ok in results if not ok),
+                                 len(results))
+        assert n.log_lines(r"jvm: reload: a newer configuration came before "
+                           r"this worker's start: no JVM, quitting")
+        assert wait_for(lambda: not any(alive(p) for p in first), 20)
+        now = set(n.worker_pids())
+        c = http.client.HTTPConnection("127.0.0.1", n.port, timeout=10)
+        for _ in range(6):
+            c.request("GET", "/pid")
+            assert int(c.getresponse().read()) in now
+        c.close()

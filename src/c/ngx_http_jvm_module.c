@@ -57,6 +57,11 @@ static ngx_conf_num_bounds_t  ngx_http_jvm_positive = {
 };
 
 
+static ngx_conf_num_bounds_t  ngx_http_jvm_reload_nice_bounds = {
+    ngx_conf_check_num_bounds, 0, 19
+};
+
+
 static ngx_command_t  ngx_http_jvm_commands[] = {
 
     { ngx_string("jvm_path"),
@@ -218,6 +223,20 @@ static ngx_command_t  ngx_http_jvm_commands[] = {
       offsetof(ngx_http_jvm_main_conf_t, reload_timeout),
       NULL },
 
+    { ngx_string("jvm_reload_drain"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_jvm_main_conf_t, reload_drain),
+      NULL },
+
+    { ngx_string("jvm_reload_nice"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_jvm_main_conf_t, reload_nice),
+      &ngx_http_jvm_reload_nice_bounds },
+
     { ngx_string("jvm_websocket_max_message"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_size_slot,
@@ -346,6 +365,8 @@ ngx_http_jvm_create_main_conf(ngx_conf_t *cf)
     jmcf->queue = NGX_CONF_UNSET;
     jmcf->ws_send_queue = NGX_CONF_UNSET;
     jmcf->reload_timeout = NGX_CONF_UNSET_MSEC;
+    jmcf->reload_drain = NGX_CONF_UNSET_MSEC;
+    jmcf->reload_nice = NGX_CONF_UNSET;
     jmcf->exit_timeout = NGX_CONF_UNSET_MSEC;
     jmcf->repl = NGX_CONF_UNSET;
 
@@ -368,6 +389,8 @@ ngx_http_jvm_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_value(jmcf->queue, 1024);
     ngx_conf_init_value(jmcf->ws_send_queue, 64);
     ngx_conf_init_msec_value(jmcf->reload_timeout, 60000);
+    ngx_conf_init_msec_value(jmcf->reload_drain, 5000);
+    ngx_conf_init_value(jmcf->reload_nice, 10);
     ngx_conf_init_msec_value(jmcf->exit_timeout, 5000);
     ngx_conf_init_value(jmcf->repl, 0);
 
@@ -1091,6 +1114,10 @@ ngx_http_jvm_init_module(ngx_cycle_t *cycle)
     if (jmcf && jmcf->zone) {
         ngx_http_jvm_reload_new_generation(cycle, jmcf);
 
+        if (ngx_process != NGX_PROCESS_SIGNALLER && jmcf->reload_nice) {
+            ngx_http_jvm_reload_allow_nice(cycle);
+        }
+
         /* "nginx -s": a signal to send, not a configuration to start */
 
         if (ngx_process != NGX_PROCESS_SIGNALLER) {
@@ -1148,7 +1175,9 @@ ngx_http_jvm_init_process(ngx_cycle_t *cycle)
     ngx_http_jvm_topics_names(jmcf);
     (void) ngx_http_jvm_topics_init(cycle, jmcf);
 
-    ngx_http_jvm_reload_worker_turn(cycle, jmcf);
+    if (ngx_http_jvm_reload_worker_turn(cycle, jmcf) == NGX_DECLINED) {
+        return NGX_OK;
+    }
 
     if (ngx_http_jvm_vm_start(cycle, jmcf) == NGX_OK
         && ngx_http_jvm_natives_init(cycle) == NGX_OK)

@@ -117,6 +117,8 @@ typedef struct {
     ngx_int_t                 queue;
     ngx_int_t                 ws_send_queue;
     ngx_msec_t                reload_timeout;
+    ngx_msec_t                reload_drain;
+    ngx_int_t                 reload_nice;
     ngx_str_t                 cache;        /* jvm_cache, or "" (off) */
     ngx_str_t                 cache_entry;  /* its directory for this start */
     ngx_array_t              *cache_classpath;
@@ -216,10 +218,14 @@ void ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle,
 ngx_int_t ngx_http_jvm_reload_zone_init(ngx_shm_zone_t *zone, void *data);
 void ngx_http_jvm_reload_new_generation(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
-void ngx_http_jvm_reload_worker_turn(ngx_cycle_t *cycle,
+ngx_int_t ngx_http_jvm_reload_worker_turn(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 void ngx_http_jvm_reload_worker_ready(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
+void ngx_http_jvm_reload_allow_nice(ngx_cycle_t *cycle);
+void ngx_http_jvm_reload_lower_priority(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
+ngx_int_t ngx_http_jvm_reload_filter_init(ngx_conf_t *cf);
 
 /* ngx_http_jvm_shared.c: the dictionary operations are for any thread */
 char *ngx_http_jvm_shared_dict(ngx_conf_t *cf, ngx_command_t *cmd,

@@ -209,6 +209,14 @@ ngx_http_jvm_phase_init(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
+    /* reloads: "Connection: close" while handing connections over */
+
+    if ((jmcf->handlers.nelts || jmcf->init.len)
+        && ngx_http_jvm_reload_filter_init(cf) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
     return NGX_OK;
 }
 

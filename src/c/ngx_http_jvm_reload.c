@@ -14,6 +14,19 @@
  * new worker has said, in a shared memory zone, that it is ready, or when
  * jvm_reload_timeout has passed, whichever comes first.  A plain
  * "nginx -s quit" (no newer generation) quits at once.
+ *
+ * Then it hands its clients over rather than dropping them all at once
+ * (jvm_reload_drain): it stops accepting, and for the drain's time it
+ * answers each keep-alive connection's next request with "Connection:
+ * close", a growing share of them as the time passes, so that the clients
+ * reconnect to the new workers a few at a time while their JIT warms up.
+ * nginx's own quit would close every idle keep-alive connection at once: a
+ * client that sends on one as it closes gets a reset, and all of them land
+ * on the new, cold workers together.
+ *
+ * A new worker of a reload starts its JVM at a lower CPU priority (nice +10
+ * when it can return to its own afterwards) while the old workers serve: a
+ * JVM start is seconds of CPU that they need.
  */
 
 
@@ -21,15 +34,21 @@
 
 #include <ngx_channel.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 
 
 #define NGX_HTTP_JVM_RELOAD_POLL  50
 #define NGX_HTTP_JVM_TURN_LIMIT   10000
+#define NGX_HTTP_JVM_DRAIN_POLL   100
+#define NGX_HTTP_JVM_START_NICE   10
 
 
 static void ngx_http_jvm_reload_install(ngx_event_t *ev);
 static void ngx_http_jvm_reload_channel(ngx_event_t *ev);
 static void ngx_http_jvm_reload_wait(ngx_event_t *ev);
+static void ngx_http_jvm_reload_quit(ngx_event_t *ev);
+static void ngx_http_jvm_reload_drain(ngx_event_t *ev);
+static ngx_int_t ngx_http_jvm_reload_header_filter(ngx_http_request_t *r);
 
 
 /* the timers' data: nginx's debug log reads an fd from it */
@@ -40,6 +59,16 @@ static ngx_event_handler_pt  ngx_http_jvm_reload_nginx_handler;
 static ngx_connection_t     *ngx_http_jvm_reload_channel_conn;
 static ngx_msec_t            ngx_http_jvm_reload_deadline;
 static ngx_http_jvm_main_conf_t  *ngx_http_jvm_reload_conf;
+
+/* draining: since when (ngx_current_msec, never 0) and for how long */
+static ngx_msec_t            ngx_http_jvm_reload_drain_start;
+static ngx_msec_t            ngx_http_jvm_reload_drain_time;
+static ngx_event_t           ngx_http_jvm_reload_drain_ev;
+
+/* the nice value a worker returns to once its JVM is up; -100: none set */
+static int                   ngx_http_jvm_reload_nice = -100;
+
+static ngx_http_output_header_filter_pt  ngx_http_jvm_reload_next_filter;
 
 
 /* The zone: made once, kept by every reload (same name, size and tag). */
@@ -111,7 +140,7 @@ ngx_http_jvm_reload_new_generation(ngx_cycle_t *cycle,
  * them ready and does not wait.
  */
 
-void
+ngx_int_t
 ngx_http_jvm_reload_worker_turn(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf)
 {
@@ -133,6 +162,144 @@ ngx_http_jvm_reload_worker_turn(ngx_cycle_t *cycle,
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
                    "jvm: worker %ui waited %M ms for its turn",
                    ngx_worker, waited);
+
+    /*
+     * A newer configuration came before this worker's turn: the master has
+     * told it to quit already (its quit is in the channel), and the old
+     * workers serve until the newest ones are ready.  Its JVM would only
+     * take their CPU, and, ready, it would accept while cold: it starts
+     * none and stops accepting at once.
+     */
+
+    if (gen->generation != jmcf->generation
+        && ngx_process == NGX_PROCESS_WORKER)
+    {
+        ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                      "jvm: reload: a newer configuration came before this "
+                      "worker's start: no JVM, quitting");
+
+        ngx_close_listening_sockets(cycle);
+
+        return NGX_DECLINED;
+    }
+
+    ngx_http_jvm_reload_lower_priority(cycle, jmcf);
+
+    return NGX_OK;
+}
+
+
+/*
+ * In the master, before it forks the workers: RLIMIT_NICE high enough for
+ * a worker (no longer root) to return from the nice value it starts its
+ * JVM at to its own (worker_priority).  Only ever raised.
+ */
+
+void
+ngx_http_jvm_reload_allow_nice(ngx_cycle_t *cycle)
+{
+    rlim_t            need;
+    struct rlimit     rl;
+    ngx_core_conf_t  *ccf;
+
+    ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
+
+    need = (rlim_t) (20 - ccf->priority);
+
+    if (getrlimit(RLIMIT_NICE, &rl) == -1 || rl.rlim_cur >= need) {
+        return;
+    }
+
+    rl.rlim_cur = need;
+
+    if (rl.rlim_max < need) {
+        if (geteuid() != 0) {
+            return;
+        }
+
+        rl.rlim_max = need;
+    }
+
+    (void) setrlimit(RLIMIT_NICE, &rl);
+}
+
+
+/*
+ * A worker of a reload (an older generation serves meanwhile) starts its
+ * JVM at nice +NGX_HTTP_JVM_START_NICE, its JVM's threads inheriting it,
+ * when RLIMIT_NICE lets it return to its own value afterwards.
+ */
+
+void
+ngx_http_jvm_reload_lower_priority(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf)
+{
+    int            nice;
+    struct rlimit  rl;
+
+    if (jmcf->generation <= 1 || jmcf->reload_nice == 0
+        || ngx_process != NGX_PROCESS_WORKER)
+    {
+        return;
+    }
+
+    errno = 0;
+    nice = getpriority(PRIO_PROCESS, 0);
+
+    if (nice == -1 && errno != 0) {
+        return;
+    }
+
+    if (geteuid() != 0
+        && (getrlimit(RLIMIT_NICE, &rl) == -1
+            || rl.rlim_cur < (rlim_t) (20 - nice)))
+    {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
+                       "jvm: RLIMIT_NICE too low to start at a lower "
+                       "priority");
+        return;
+    }
+
+    if (setpriority(PRIO_PROCESS, 0, nice + jmcf->reload_nice) == -1) {
+        return;
+    }
+
+    ngx_http_jvm_reload_nice = nice;
+}
+
+
+/* Every thread of the worker back to its own nice value. */
+
+static void
+ngx_http_jvm_reload_restore_priority(ngx_cycle_t *cycle)
+{
+    DIR            *dir;
+    struct dirent  *de;
+
+    if (ngx_http_jvm_reload_nice == -100) {
+        return;
+    }
+
+    dir = opendir("/proc/self/task");
+
+    if (dir != NULL) {
+        while ((de = readdir(dir)) != NULL) {
+            if (de->d_name[0] >= '0' && de->d_name[0] <= '9') {
+                (void) setpriority(PRIO_PROCESS, atoi(de->d_name),
+                                   ngx_http_jvm_reload_nice);
+            }
+        }
+
+        closedir(dir);
+    }
+
+    if (setpriority(PRIO_PROCESS, 0, ngx_http_jvm_reload_nice) == -1) {
+        ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_errno,
+                      "jvm: setpriority(%d) failed",
+                      ngx_http_jvm_reload_nice);
+    }
+
+    ngx_http_jvm_reload_nice = -100;
 }
 
 
@@ -148,6 +315,8 @@ ngx_http_jvm_reload_worker_ready(ngx_cycle_t *cycle,
     ngx_http_jvm_generation_t  *gen;
 
     gen = jmcf->zone->data;
+
+    ngx_http_jvm_reload_restore_priority(cycle);
 
     if (gen->generation == jmcf->generation) {
         (void) ngx_atomic_fetch_add(&gen->ready, 1);
@@ -194,14 +363,17 @@ ngx_http_jvm_reload_install(ngx_event_t *ev)
 
 
 /*
- * The channel is readable: a quit while a newer generation is not ready yet
- * is taken here and delayed; anything else is nginx's.
+ * The channel is readable.  A quit while a newer generation is not ready
+ * yet is taken here and delayed; a quit once it is ready starts the drain;
+ * a quit while waiting or draining is taken (this worker quits soon
+ * anyway); anything else is nginx's.
  */
 
 static void
 ngx_http_jvm_reload_channel(ngx_event_t *ev)
 {
     ssize_t                     n;
+    ngx_uint_t                  take;
     ngx_channel_t               ch;
     ngx_connection_t           *c;
     ngx_http_jvm_main_conf_t   *jmcf;
@@ -210,11 +382,20 @@ ngx_http_jvm_reload_channel(ngx_event_t *ev)
     c = ev->data;
     jmcf = ngx_http_jvm_reload_conf;
     gen = jmcf->zone->data;
+    take = 0;
 
-    if (!ev->timedout && !ngx_exiting && !ngx_http_jvm_reload_wait_ev.timer_set
-        && gen->generation != jmcf->generation
-        && gen->ready < gen->workers)
-    {
+    if (!ev->timedout && !ngx_exiting) {
+        if (ngx_http_jvm_reload_wait_ev.timer_set
+            || ngx_http_jvm_reload_drain_start)
+        {
+            take = 1;
+
+        } else if (gen->generation != jmcf->generation) {
+            take = (gen->ready < gen->workers) ? 2 : 3;
+        }
+    }
+
+    if (take) {
         n = recv(c->fd, &ch, sizeof(ngx_channel_t), MSG_PEEK);
 
         /* ngx_read_channel() answers the bytes it read */
@@ -223,20 +404,25 @@ ngx_http_jvm_reload_channel(ngx_event_t *ev)
             && ngx_read_channel(c->fd, &ch, sizeof(ngx_channel_t), ev->log)
                == (ngx_int_t) sizeof(ngx_channel_t))
         {
-            ngx_log_error(NGX_LOG_NOTICE, ev->log, 0,
-                          "jvm: reload: serving until the new workers are "
-                          "ready (jvm_reload_timeout %M ms)",
-                          jmcf->reload_timeout);
+            if (take == 2) {
+                ngx_log_error(NGX_LOG_NOTICE, ev->log, 0,
+                              "jvm: reload: serving until the new workers "
+                              "are ready (jvm_reload_timeout %M ms)",
+                              jmcf->reload_timeout);
 
-            ngx_http_jvm_reload_deadline = ngx_current_msec
-                                           + jmcf->reload_timeout;
+                ngx_http_jvm_reload_deadline = ngx_current_msec
+                                               + jmcf->reload_timeout;
 
-            ngx_http_jvm_reload_wait_ev.data = &ngx_http_jvm_reload_dummy;
-            ngx_http_jvm_reload_wait_ev.handler = ngx_http_jvm_reload_wait;
-            ngx_http_jvm_reload_wait_ev.log = ev->log;
+                ngx_http_jvm_reload_wait_ev.data = &ngx_http_jvm_reload_dummy;
+                ngx_http_jvm_reload_wait_ev.handler = ngx_http_jvm_reload_wait;
+                ngx_http_jvm_reload_wait_ev.log = ev->log;
 
-            ngx_add_timer(&ngx_http_jvm_reload_wait_ev,
-                          NGX_HTTP_JVM_RELOAD_POLL);
+                ngx_add_timer(&ngx_http_jvm_reload_wait_ev,
+                              NGX_HTTP_JVM_RELOAD_POLL);
+
+            } else if (take == 3) {
+                ngx_http_jvm_reload_quit(ev);
+            }
         }
     }
 
@@ -254,7 +440,7 @@ ngx_http_jvm_reload_wait(ngx_event_t *ev)
     if (gen->ready >= gen->workers) {
         ngx_log_error(NGX_LOG_NOTICE, ev->log, 0,
                       "jvm: reload: the new workers are ready");
-        ngx_quit = 1;
+        ngx_http_jvm_reload_quit(ev);
         return;
     }
 
@@ -274,4 +460,124 @@ ngx_http_jvm_reload_wait(ngx_event_t *ev)
     }
 
     ngx_add_timer(ev, NGX_HTTP_JVM_RELOAD_POLL);
+}
+
+
+/*
+ * The new workers are ready: without jvm_reload_drain, quit as nginx
+ * would; with it, stop accepting (the new workers accept from the same
+ * sockets) and hand the keep-alive connections over for that long.
+ */
+
+static void
+ngx_http_jvm_reload_quit(ngx_event_t *ev)
+{
+    ngx_msec_t  drain;
+
+    drain = ngx_http_jvm_reload_conf->reload_drain;
+
+    if (drain == 0 || ngx_exiting || ngx_terminate) {
+        ngx_quit = 1;
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, ev->log, 0,
+                  "jvm: reload: handing the connections over to the new "
+                  "workers (jvm_reload_drain %M ms)", drain);
+
+    ngx_close_listening_sockets((ngx_cycle_t *) ngx_cycle);
+
+    ngx_http_jvm_reload_drain_time = drain;
+    ngx_http_jvm_reload_drain_start = ngx_current_msec ? ngx_current_msec : 1;
+
+    ngx_http_jvm_reload_drain_ev.data = &ngx_http_jvm_reload_dummy;
+    ngx_http_jvm_reload_drain_ev.handler = ngx_http_jvm_reload_drain;
+    ngx_http_jvm_reload_drain_ev.log = ev->log;
+
+    ngx_add_timer(&ngx_http_jvm_reload_drain_ev, NGX_HTTP_JVM_DRAIN_POLL);
+}
+
+
+/* The clients' connections this worker still has. */
+
+static ngx_uint_t
+ngx_http_jvm_reload_clients(void)
+{
+    ngx_uint_t         i, n;
+    ngx_connection_t  *c;
+
+    c = ngx_cycle->connections;
+    n = 0;
+
+    for (i = 0; i < ngx_cycle->connection_n; i++) {
+        if (c[i].fd != (ngx_socket_t) -1 && c[i].listening != NULL) {
+            n++;
+        }
+    }
+
+    return n;
+}
+
+
+static void
+ngx_http_jvm_reload_drain(ngx_event_t *ev)
+{
+    ngx_uint_t  left;
+
+    if (ngx_exiting || ngx_terminate || ngx_quit) {
+        return;
+    }
+
+    left = ngx_http_jvm_reload_clients();
+
+    if (left == 0
+        || ngx_current_msec - ngx_http_jvm_reload_drain_start
+           >= ngx_http_jvm_reload_drain_time)
+    {
+        ngx_log_error(NGX_LOG_NOTICE, ev->log, 0,
+                      "jvm: reload: connections handed over, %ui left",
+                      left);
+        ngx_quit = 1;
+        return;
+    }
+
+    ngx_add_timer(ev, NGX_HTTP_JVM_DRAIN_POLL);
+}
+
+
+/*
+ * While draining, a response on a keep-alive connection says "Connection:
+ * close" and the connection closes after it, once the drain's elapsed
+ * share passes the connection's place (a hash of its number, spread over
+ * the drain's time): the connections leave in an even stream, each right
+ * after an answer, never while a request may be on its way.
+ */
+
+ngx_int_t
+ngx_http_jvm_reload_filter_init(ngx_conf_t *cf)
+{
+    ngx_http_jvm_reload_next_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = ngx_http_jvm_reload_header_filter;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_jvm_reload_header_filter(ngx_http_request_t *r)
+{
+    uint32_t    hash;
+    ngx_msec_t  place;
+
+    if (ngx_http_jvm_reload_drain_start && r == r->main && r->keepalive) {
+        hash = (uint32_t) r->connection->number * 2654435761u;
+        place = (ngx_msec_t) (((uint64_t) hash
+                               * ngx_http_jvm_reload_drain_time) >> 32);
+
+        if (ngx_current_msec - ngx_http_jvm_reload_drain_start >= place) {
+            r->keepalive = 0;
+        }
+    }
+
+    return ngx_http_jvm_reload_next_filter(r);
 }
