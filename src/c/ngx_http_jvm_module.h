@@ -396,7 +396,8 @@ ngx_int_t ngx_http_jvm_vm_body(ngx_http_request_t *r, ngx_int_t handler,
     void *id, size_t len, size_t size, ngx_uint_t last, ngx_str_t *out);
 void ngx_http_jvm_vm_body_end(void *id);
 void *ngx_http_jvm_vm_poll(ngx_log_t *log);
-ngx_int_t ngx_http_jvm_vm_take(ngx_log_t *log, void *id, size_t *out);
+ngx_int_t ngx_http_jvm_vm_take(ngx_log_t *log, void *id, size_t *out,
+    ngx_uint_t *done);
 ngx_int_t ngx_http_jvm_vm_upload(ngx_log_t *log, void *id, size_t len,
     ngx_uint_t status);
 void ngx_http_jvm_vm_cancel(void *id);

@@ -329,6 +329,7 @@ ngx_http_jvm_phase_resume(ngx_http_request_t *r)
 {
     size_t               len;
     ngx_int_t            rc;
+    ngx_uint_t           done;
     ngx_http_jvm_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_jvm_module);
@@ -346,7 +347,7 @@ ngx_http_jvm_phase_resume(ngx_http_request_t *r)
 
     r->write_event_handler = ngx_http_request_empty_handler;
 
-    if (ngx_http_jvm_vm_take(r->connection->log, ctx, &len) != NGX_OK) {
+    if (ngx_http_jvm_vm_take(r->connection->log, ctx, &len, &done) != NGX_OK) {
         rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
 
     } else if (ngx_http_jvm_response_declined(len)) {

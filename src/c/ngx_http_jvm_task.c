@@ -293,6 +293,7 @@ ngx_http_jvm_task_respond(ngx_http_request_t *r)
 {
     size_t               len;
     ngx_int_t            rc;
+    ngx_uint_t           done;
     ngx_http_jvm_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_jvm_module);
@@ -311,10 +312,15 @@ ngx_http_jvm_task_respond(ngx_http_request_t *r)
 
     r->write_event_handler = ngx_http_request_empty_handler;
 
-    if (ngx_http_jvm_vm_take(r->connection->log, ctx, &len) != NGX_OK) {
+    if (ngx_http_jvm_vm_take(r->connection->log, ctx, &len, &done) != NGX_OK) {
         rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
 
     } else {
+        if (done) {
+            /* its cleanup calls Java no more: one call a request less */
+            ctx->task = 0;
+        }
+
         rc = ngx_http_jvm_send_response(r, len);
     }
 

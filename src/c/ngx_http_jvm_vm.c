@@ -1528,10 +1528,13 @@ ngx_http_jvm_vm_poll(ngx_log_t *log)
 }
 
 
-/* Worker.take(): the response of a task, encoded. */
+/*
+ * Worker.take(): the response of a task, encoded; *done when Java is done
+ * with the task (NGX_HTTP_JVM_TAKE_DONE): nothing more to cancel.
+ */
 
 ngx_int_t
-ngx_http_jvm_vm_take(ngx_log_t *log, void *id, size_t *out)
+ngx_http_jvm_vm_take(ngx_log_t *log, void *id, size_t *out, ngx_uint_t *done)
 {
     jint  n;
 
@@ -1542,6 +1545,12 @@ ngx_http_jvm_vm_take(ngx_log_t *log, void *id, size_t *out)
                                                  ngx_http_jvm_worker,
                                                  ngx_http_jvm_take_mid,
                                                  (jlong) (uintptr_t) id);
+
+    *done = n > 0 && (n & NGX_HTTP_JVM_TAKE_DONE);
+
+    if (*done) {
+        n &= ~NGX_HTTP_JVM_TAKE_DONE;
+    }
 
     return ngx_http_jvm_vm_response(log, n, out, "Worker.take()");
 }

@@ -75,6 +75,12 @@
 /* Worker.submit(): the task was accepted (else a response length). */
 #define NGX_HTTP_JVM_ACCEPTED         0
 
+/*
+ * Worker.take(): added to the response's length, the task is over for Java
+ * (a whole content response): no cancel or abort follows.
+ */
+#define NGX_HTTP_JVM_TAKE_DONE        1073741824  /* 1 << 30 */
+
 /* Worker.next(): besides a piece's length. */
 #define NGX_HTTP_JVM_NEXT_END         -1
 #define NGX_HTTP_JVM_NEXT_WAIT        -2  /* a JVM thread has not made it */

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Whether a task's client left before its response was complete, and what
@@ -23,8 +24,14 @@ final class Abort {
 
     private final Executor callbacks;
     private final Object lock = new Object();
+    /**
+     * LIVE until the loop ends it. Changed from LIVE under the lock, except
+     * by {@link #complete}: the loop calls that for every request, while the
+     * handler's thread may still hold the lock in {@link #leave}, and the
+     * loop must not wait for it (profiled: the loop parked there).
+     */
+    private final AtomicInteger end = new AtomicInteger(LIVE);
     // guarded by lock
-    private int end = LIVE;
     private List<Runnable> registered;
     private Thread handlerThread;
     /** This abort interrupted handlerThread: the flag is cleared before the thread moves on. */
@@ -38,10 +45,11 @@ final class Abort {
     boolean onAbort(Runnable callback) {
         Objects.requireNonNull(callback, "callback");
         synchronized (lock) {
-            if (end == COMPLETED) {
+            int e = end.get();
+            if (e == COMPLETED) {
                 return false;
             }
-            if (end == LIVE) {
+            if (e == LIVE) {
                 if (registered == null) {
                     registered = new ArrayList<>(2);
                 }
@@ -55,9 +63,7 @@ final class Abort {
     }
 
     boolean aborted() {
-        synchronized (lock) {
-            return end == ABORTED;
-        }
+        return end.get() == ABORTED;
     }
 
     /**
@@ -66,7 +72,7 @@ final class Abort {
      */
     boolean enter() {
         synchronized (lock) {
-            if (end != LIVE) {
+            if (end.get() != LIVE) {
                 return false;
             }
             handlerThread = Thread.currentThread();
@@ -89,10 +95,9 @@ final class Abort {
     void abort(boolean interrupt) {
         List<Runnable> todo;
         synchronized (lock) {
-            if (end != LIVE) {
+            if (!end.compareAndSet(LIVE, ABORTED)) {
                 return;
             }
-            end = ABORTED;
             todo = registered;
             registered = null;
             if (interrupt && handlerThread != null) {
@@ -105,14 +110,13 @@ final class Abort {
         }
     }
 
-    /** Event loop: the request is over and was not aborted: the callbacks are dropped. */
+    /**
+     * Event loop: the request is over and was not aborted: the callbacks are
+     * dropped (a callback registered as this happens is dropped too: it came
+     * before the end). Without the lock, see {@link #end}.
+     */
     void complete() {
-        synchronized (lock) {
-            if (end == LIVE) {
-                end = COMPLETED;
-                registered = null;
-            }
-        }
+        end.compareAndSet(LIVE, COMPLETED);
     }
 
     private void run(List<Runnable> todo) {

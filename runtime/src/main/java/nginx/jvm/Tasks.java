@@ -5,7 +5,6 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -32,7 +31,7 @@ final class Tasks {
     // Event loop only.
     private final Map<Long, Task> live = new HashMap<>();
 
-    private ThreadPoolExecutor pool;
+    private Pool pool;
     private ExecutorService virtual;
     private Semaphore virtualSlots;
     private String virtualError = "virtual threads were not configured";
@@ -127,14 +126,11 @@ final class Tasks {
         aborts.prestartAllCoreThreads();
         if (poolSize > 0) {
             java.util.concurrent.ThreadFactory threads = daemon("nginx-jvm-pool");
-            pool = new ThreadPoolExecutor(poolSize, poolSize, 60, TimeUnit.SECONDS,
-                    new ArrayBlockingQueue<>(Math.max(1, queueSize)),
-                    r -> threads.newThread(() -> {
-                        beforeHandlers.run();
-                        r.run();
-                    }));
             // made now, on the thread that blocks nginx's signals
-            pool.prestartAllCoreThreads();
+            pool = new Pool(poolSize, queueSize, r -> threads.newThread(() -> {
+                beforeHandlers.run();
+                r.run();
+            }));
         }
         if (!useVirtual) {
             return null;
@@ -163,16 +159,13 @@ final class Tasks {
                 if (pool == null) {
                     return "jvm_mode pool without a pool";
                 }
-                try {
-                    live.put(task.id, task);
-                    pool.execute(task);
-                    return null;
-                } catch (RejectedExecutionException e) {
+                live.put(task.id, task);
+                if (!pool.offer(task)) {
                     live.remove(task.id);
-                    return "the thread pool's queue is full (jvm_pool_size " + pool.getMaximumPoolSize()
-                            + ", jvm_queue " + (pool.getQueue().size() + pool.getQueue().remainingCapacity())
-                            + ")";
+                    return "the thread pool's queue is full (jvm_pool_size " + pool.size()
+                            + ", jvm_queue " + pool.capacity() + ")";
                 }
+                return null;
             case COLOOP:
                 if (coloop != null) {
                     return submitColoop(task);
@@ -309,8 +302,7 @@ final class Tasks {
             if (pool == null) {
                 return mode != POOL ? virtualError : "jvm_mode pool without a pool";
             }
-            pool.execute(work);
-            return null;
+            return pool.offer(work) ? null : "the thread pool's queue is full";
         } catch (RejectedExecutionException e) {
             return "the thread pool's queue is full";
         }
@@ -420,6 +412,25 @@ final class Tasks {
         }
     }
 
+    /**
+     * Loop, after {@link #get}: forgets {@code t} when its encoded answer with
+     * {@code status} is all there is (a content response, no body produced
+     * in pieces, no request body still read as it comes, not a WebSocket's
+     * 101): the request no longer needs its task, and the C module calls no
+     * {@link #cancel} for it. Once answered the handler's work is over, so
+     * a client leaving while nginx sends that answer aborts nothing
+     * (docs/handlers.md, "When the client leaves").
+     */
+    boolean done(Task t, int status) {
+        if (t.phase != Wire.PHASE_CONTENT || t.body != null || t.request.upload != null
+                || status < 200) {
+            return false;
+        }
+        live.remove(t.id);
+        forget(t);
+        return true;
+    }
+
     /** Event loop: the request is over (answered, timed out or gone). */
     boolean cancel(long id) {
         Task t = live.remove(id);
@@ -446,7 +457,7 @@ final class Tasks {
 
     /** Requests waiting for a pool thread; any thread. */
     int queued() {
-        ThreadPoolExecutor p = pool;
-        return p == null ? 0 : p.getQueue().size();
+        Pool p = pool;
+        return p == null ? 0 : p.queued();
     }
 }

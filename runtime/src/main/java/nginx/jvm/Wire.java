@@ -72,6 +72,12 @@ final class Wire {
     static final int ACCEPTED = 0;
 
     /**
+     * {@link Worker#take}, added to the response's length: the task is over for Java (a whole
+     * content response, forgotten as by a cancel), so the C module calls no cancel or abort.
+     */
+    static final int TAKE_DONE = 1073741824;
+
+    /**
      * {@link Worker#next}, besides a piece's length: the body ended; its next piece is not
      * produced yet; it failed (the response buffer then holds an int length and the message);
      * its source gave only empty pieces this time (ask again a little later).

@@ -485,6 +485,10 @@ final class Worker {
             // not a rewrite or access handler that let the request go on
             Metrics.response(task.mode, status, System.nanoTime() - task.started);
         }
+        if (tasks.done(task, status)) {
+            Metrics.inFlight.decrementAndGet();
+            return n | Wire.TAKE_DONE;
+        }
         return n;
     }
 
