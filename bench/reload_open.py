@@ -17,16 +17,29 @@ cache warm), and plain nginx through the same sequence:
    worker, the CPU seconds (utime + stime from /proc/PID/stat, all its
    threads) from its fork until it first serves, over one second, 90 % of a
    warm worker's rate (the old workers' per-worker rate before the reload),
-   and its rate second by second.
+   and its rate second by second; with `jvm_reload_drain 0` unless --http
+   sets it (a drain hands the clients over at its own pace: the new
+   worker's rate would measure that, not its JIT).
 
 Every server event is timed by polling /proc every 20 ms: a new worker's
 fork (its start time), and the old workers' exit.
+
+On a shared machine: the launcher, module, runtime jar and Clojure jars
+are copied at the start (a `make` in the tree during the run would change
+what a reload loads, and rebuild the class cache in the middle of it: seen,
+9 s of stall); each oha run waits (up to 3 minutes) for the machine to be
+quiet first, and reports the CPU seconds the server, oha and everything
+else used during it ("others", within about 2 s: the accounting of
+/proc/stat against /proc/PID/stat): a run with others' load measured them
+too.
 
   bench/reload_open.py [--duration 10] [--reload-at 3] [--gap 2]
                        [--rate R] [--conns 50] [--servers nginx-jvm,nginx]
                        [--jvm-option OPT ...] [--java-home DIR]
                        [--http 'jvm_reload_drain 0;' ...] [--module SO]
-                       [--skip latency|warmup] [--json FILE]
+                       [--no-cache] [--launcher-option=--user ...]
+                       [--skip latency|warmup] [--warmup-seconds 14]
+                       [--json FILE]
 
 Run it under `flock /tmp/nginx-jvm-bench.lock` on a shared machine.
 """
@@ -152,7 +165,7 @@ class Server:
     (for the warm-up)."""
 
     def __init__(self, kind, jvm_options=(), java_home=None, log=False,
-                 top=TOP, http=(), launcher=()):
+                 top=TOP, http=(), launcher=(), cache=True):
         self.kind = kind
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="nginx-reload-open-")
@@ -178,10 +191,13 @@ class Server:
                         "access_log %s rl buffer=256k flush=1s;"
                         % self.access_log]
             env = dict(os.environ)
-            if top != TOP:
+            if not cache:
+                env["NGINX_JVM_CACHE"] = "off"
+            elif top != TOP:
                 env["NGINX_JVM_CACHE"] = os.path.join(top, "cache")
+            self.stderr = open(os.path.join(self.dir, "stderr"), "w")
             self.proc = subprocess.Popen(
-                cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                cmd, stdout=subprocess.DEVNULL, stderr=self.stderr,
                 start_new_session=True, env=env)
             self.top = self.proc.pid
         else:
@@ -205,6 +221,17 @@ class Server:
                 raise SystemExit("%s did not start" % kind)
             time.sleep(0.1)
         time.sleep(3)                   # the second worker's JVM too
+
+    def jdk(self):
+        """The launcher's words for the JDK it took."""
+        try:
+            with open(os.path.join(self.dir, "stderr")) as f:
+                for line in f:
+                    if "JDK" in line:
+                        return line.strip().replace("nginx-jvm: ", "")
+        except OSError:
+            pass
+        return None
 
     def master(self):
         if self.top is None:
@@ -531,6 +558,8 @@ def main():
     ap.add_argument("--http", action="append", default=[],
                     help="nginx.conf directives for nginx-jvm's http block "
                     "(the launcher's --http), e.g. 'jvm_reload_drain 0;'")
+    ap.add_argument("--no-cache", action="store_true",
+                    help="no class cache (jvm_cache off): what it buys")
     ap.add_argument("--module", help="another build of the module (an "
                     "older commit's, for a before and after)")
     ap.add_argument("--launcher-option", action="append", default=[],
@@ -557,12 +586,13 @@ def main():
 
 def run(args, oha_path, kinds, top):
     rate, peak = args.rate, None
-    all_results, warm = {}, None
+    all_results, warm, jdk = {}, None, None
     for kind in kinds:
         if "latency" in args.skip:
             break
         s = Server(kind, args.jvm_option, args.java_home, top=top,
-                   http=args.http, launcher=args.launcher_option)
+                   http=args.http, launcher=args.launcher_option,
+                   cache=not args.no_cache)
         try:
             if rate is None:
                 wrk_rate(s.url, 5)                      # JIT warm-up
@@ -573,21 +603,29 @@ def run(args, oha_path, kinds, top):
                 wrk_rate(s.url, 5)
             all_results[kind] = latency_runs(s, oha_path, rate, args)
             all_results[kind]["log"] = s.log_problems()
+            jdk = s.jdk() or jdk
         finally:
             s.stop()
         print(json.dumps({kind: all_results[kind]}, indent=1), flush=True)
     if "warmup" not in args.skip and "nginx-jvm" in kinds:
+        # the JVM's warm-up, not the hand-over's pace: no drain, unless
+        # asked for
+        http = list(args.http)
+        if not any("jvm_reload_drain" in h for h in http):
+            http.append("jvm_reload_drain 0;")
         s = Server("nginx-jvm", args.jvm_option, args.java_home, log=True,
-                   top=top, http=args.http,
-                   launcher=args.launcher_option)
+                   top=top, http=http,
+                   launcher=args.launcher_option, cache=not args.no_cache)
         try:
             warm = warmup_run(s, args)
             warm["log"] = s.log_problems()
+            jdk = s.jdk()
         finally:
             s.stop()
         print(json.dumps(warm, indent=1), flush=True)
     logs = {k: v.pop("log") for k, v in all_results.items()}
     print()
+    print("nginx-jvm's JDK: %s" % jdk)
     print(report(rate, peak, all_results, warm))
     for k, v in logs.items():
         if v:
@@ -599,7 +637,8 @@ def run(args, oha_path, kinds, top):
             json.dump({"rate": rate, "peak": peak, "latency": all_results,
                        "warmup": warm, "logs": logs,
                        "jvm_options": args.jvm_option,
-                       "java_home": args.java_home, "http": args.http},
+                       "java_home": args.java_home, "jdk": jdk,
+                       "http": args.http, "no_cache": args.no_cache},
                       f, indent=1)
 
 

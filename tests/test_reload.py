@@ -3,6 +3,7 @@ their JVMs ready (bounded by jvm_reload_timeout), so a reload under load
 is not a pause, whatever the application's start costs."""
 
 import http.client
+import os
 import threading
 import time
 
@@ -254,3 +255,61 @@ def test_two_reloads_in_a_row_a_superseded_worker_starts_no_jvm(mode):
             c.request("GET", "/pid")
             assert int(c.getresponse().read()) in now
         c.close()
+
+
+def thread_nice(pid):
+    """{thread name: set of nice values} of a process (comm: 15 characters,
+    "C2 CompilerThre")."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                name = f.read().strip().rstrip("0123456789")[:11]
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                nice = int(f.read().rsplit(")", 1)[1].split()[16])
+        except OSError:
+            continue
+        out.setdefault(name, set()).add(nice)
+    return out
+
+
+@pytest.mark.parametrize("nice", [None, "0"])
+def test_a_reloads_jit_compiler_threads_run_at_a_lower_priority(mode, nice):
+    """jvm_reload_nice: a new worker's C1/C2 compiler threads at nice +10
+    (the default), every other thread as it was, until the old workers are
+    gone; the first start's workers, and jvm_reload_nice 0, leave them
+    alone."""
+    n = started(mode)
+    if nice:
+        with open(n.conf) as f:
+            text = f.read()
+        with open(n.conf, "w") as f:
+            f.write(text.replace("http {", "http {\n    jvm_reload_nice %s;\n"
+                                 % nice, 1))
+    with n:
+        with open(n.path("start-ms"), "w") as f:
+            f.write("0")
+        first = set(n.worker_pids())
+        for pid in first:
+            t = thread_nice(pid)
+            assert t["C2 Compiler"] == {0}, t
+            assert all(v == {0} for v in t.values()), t
+        assert n.control("reload").returncode == 0
+        assert wait_for(lambda: not any(alive(p) for p in first), 20)
+        assert wait_for(lambda: len(n.worker_pids()) == 2, 10)
+        for pid in n.worker_pids():
+            t = thread_nice(pid)
+            want = 0 if nice == "0" else 10
+            assert t["C1 Compiler"] == {want}, t
+            assert t["C2 Compiler"] == {want}, t
+            others = {k: v for k, v in t.items()
+                      if not k.startswith(("C1 Compiler", "C2 Compiler"))}
+            assert all(v == {0} for v in others.values()), t
+        assert n.get("/pid").status == 200
+        # workers that may lower a nice value again (these run as root)
+        # return their compilers to it after jvm_reload_drain (5 s) + 1 s
+        assert "user root;" in open(n.conf).read()
+        assert wait_for(lambda: all(
+            thread_nice(p)["C2 Compiler"] == {0}
+            and thread_nice(p)["C1 Compiler"] == {0}
+            for p in n.worker_pids()), 15)

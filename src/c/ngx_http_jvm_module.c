@@ -1114,10 +1114,6 @@ ngx_http_jvm_init_module(ngx_cycle_t *cycle)
     if (jmcf && jmcf->zone) {
         ngx_http_jvm_reload_new_generation(cycle, jmcf);
 
-        if (ngx_process != NGX_PROCESS_SIGNALLER && jmcf->reload_nice) {
-            ngx_http_jvm_reload_allow_nice(cycle);
-        }
-
         /* "nginx -s": a signal to send, not a configuration to start */
 
         if (ngx_process != NGX_PROCESS_SIGNALLER) {
@@ -1182,6 +1178,7 @@ ngx_http_jvm_init_process(ngx_cycle_t *cycle)
     if (ngx_http_jvm_vm_start(cycle, jmcf) == NGX_OK
         && ngx_http_jvm_natives_init(cycle) == NGX_OK)
     {
+        ngx_http_jvm_reload_lower_priority(cycle, jmcf);
 
         name = jmcf->handlers.elts;
 

@@ -24,9 +24,9 @@
  * client that sends on one as it closes gets a reset, and all of them land
  * on the new, cold workers together.
  *
- * A new worker of a reload starts its JVM at a lower CPU priority (nice +10
- * when it can return to its own afterwards) while the old workers serve: a
- * JVM start is seconds of CPU that they need.
+ * A new worker of a reload runs its JIT compiler threads at a lower CPU
+ * priority (jvm_reload_nice): they take half of a JVM's start and most of
+ * its warm-up, CPU the old workers serving meanwhile need.
  */
 
 
@@ -49,6 +49,9 @@ static void ngx_http_jvm_reload_wait(ngx_event_t *ev);
 static void ngx_http_jvm_reload_quit(ngx_event_t *ev);
 static void ngx_http_jvm_reload_drain(ngx_event_t *ev);
 static ngx_int_t ngx_http_jvm_reload_header_filter(ngx_http_request_t *r);
+static void ngx_http_jvm_reload_renice(ngx_event_t *ev);
+static void ngx_http_jvm_reload_renice_later(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
 
 
 /* the timers' data: nginx's debug log reads an fd from it */
@@ -65,10 +68,12 @@ static ngx_msec_t            ngx_http_jvm_reload_drain_start;
 static ngx_msec_t            ngx_http_jvm_reload_drain_time;
 static ngx_event_t           ngx_http_jvm_reload_drain_ev;
 
-/* the nice value a worker returns to once its JVM is up; -100: none set */
-static int                   ngx_http_jvm_reload_nice = -100;
-
 static ngx_http_output_header_filter_pt  ngx_http_jvm_reload_next_filter;
+
+/* the compiler threads' own nice value, to return to when allowed */
+static int                   ngx_http_jvm_reload_nice_base;
+static ngx_uint_t            ngx_http_jvm_reload_niced;
+static ngx_event_t           ngx_http_jvm_reload_renice_ev;
 
 
 /* The zone: made once, kept by every reload (same name, size and tag). */
@@ -183,59 +188,32 @@ ngx_http_jvm_reload_worker_turn(ngx_cycle_t *cycle,
         return NGX_DECLINED;
     }
 
-    ngx_http_jvm_reload_lower_priority(cycle, jmcf);
-
     return NGX_OK;
 }
 
 
 /*
- * In the master, before it forks the workers: RLIMIT_NICE high enough for
- * a worker (no longer root) to return from the nice value it starts its
- * JVM at to its own (worker_priority).  Only ever raised.
- */
-
-void
-ngx_http_jvm_reload_allow_nice(ngx_cycle_t *cycle)
-{
-    rlim_t            need;
-    struct rlimit     rl;
-    ngx_core_conf_t  *ccf;
-
-    ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
-
-    need = (rlim_t) (20 - ccf->priority);
-
-    if (getrlimit(RLIMIT_NICE, &rl) == -1 || rl.rlim_cur >= need) {
-        return;
-    }
-
-    rl.rlim_cur = need;
-
-    if (rl.rlim_max < need) {
-        if (geteuid() != 0) {
-            return;
-        }
-
-        rl.rlim_max = need;
-    }
-
-    (void) setrlimit(RLIMIT_NICE, &rl);
-}
-
-
-/*
- * A worker of a reload (an older generation serves meanwhile) starts its
- * JVM at nice +NGX_HTTP_JVM_START_NICE, its JVM's threads inheriting it,
- * when RLIMIT_NICE lets it return to its own value afterwards.
+ * A worker of a reload (an older generation serves meanwhile): its JVM's
+ * JIT compiler threads at nice +jvm_reload_nice, from the JVM's creation
+ * on.  They are half the CPU of a JVM's start and most of what a cold
+ * worker spends beyond a warm one; the old workers and every thread that
+ * serves keep their priority.  A thread may raise its own nice value
+ * without privileges but not lower it again: unless the worker may (see
+ * ngx_http_jvm_reload_renice_later) they stay there, and once the worker is
+ * warm its compilers are idle.  Compiler threads added later are started
+ * by a compiler thread and inherit its value.
  */
 
 void
 ngx_http_jvm_reload_lower_priority(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf)
 {
-    int            nice;
-    struct rlimit  rl;
+    int             fd, nice;
+    char            path[64], comm[32];
+    DIR            *dir;
+    ssize_t         n;
+    ngx_uint_t      count;
+    struct dirent  *de;
 
     if (jmcf->generation <= 1 || jmcf->reload_nice == 0
         || ngx_process != NGX_PROCESS_WORKER)
@@ -243,63 +221,132 @@ ngx_http_jvm_reload_lower_priority(ngx_cycle_t *cycle,
         return;
     }
 
-    errno = 0;
-    nice = getpriority(PRIO_PROCESS, 0);
+    dir = opendir("/proc/self/task");
+    if (dir == NULL) {
+        return;
+    }
 
-    if (nice == -1 && errno != 0) {
+    count = 0;
+
+    while ((de = readdir(dir)) != NULL) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9') {
+            continue;
+        }
+
+        ngx_sprintf((u_char *) path, "/proc/self/task/%s/comm%Z", de->d_name);
+
+        fd = open(path, O_RDONLY);
+        if (fd == -1) {
+            continue;
+        }
+
+        n = read(fd, comm, sizeof(comm) - 1);
+        close(fd);
+
+        if (n < 11 || (ngx_strncmp(comm, "C1 Compiler", 11) != 0
+                       && ngx_strncmp(comm, "C2 Compiler", 11) != 0))
+        {
+            continue;
+        }
+
+        errno = 0;
+        nice = getpriority(PRIO_PROCESS, atoi(de->d_name));
+
+        if (nice == -1 && errno != 0) {
+            continue;
+        }
+
+        if (setpriority(PRIO_PROCESS, atoi(de->d_name),
+                        ngx_min(19, nice + (int) jmcf->reload_nice))
+            == 0)
+        {
+            ngx_http_jvm_reload_nice_base = nice;
+            count++;
+        }
+    }
+
+    closedir(dir);
+
+    ngx_http_jvm_reload_niced = count;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
+                   "jvm: %ui JIT compiler threads at a lower priority",
+                   count);
+}
+
+
+/*
+ * Where the worker may lower a nice value again (root, or RLIMIT_NICE),
+ * its compiler threads return to their own once the old workers are gone
+ * (jvm_reload_drain and a second after it is ready): at saturation, with
+ * nobody else to protect, niced compilers warm a worker up more slowly.
+ */
+
+static void
+ngx_http_jvm_reload_renice(ngx_event_t *ev)
+{
+    int             fd;
+    char            path[64], comm[32];
+    DIR            *dir;
+    ssize_t         n;
+    struct dirent  *de;
+
+    dir = opendir("/proc/self/task");
+    if (dir == NULL) {
+        return;
+    }
+
+    while ((de = readdir(dir)) != NULL) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9') {
+            continue;
+        }
+
+        ngx_sprintf((u_char *) path, "/proc/self/task/%s/comm%Z", de->d_name);
+
+        fd = open(path, O_RDONLY);
+        if (fd == -1) {
+            continue;
+        }
+
+        n = read(fd, comm, sizeof(comm) - 1);
+        close(fd);
+
+        if (n >= 11 && (ngx_strncmp(comm, "C1 Compiler", 11) == 0
+                        || ngx_strncmp(comm, "C2 Compiler", 11) == 0))
+        {
+            (void) setpriority(PRIO_PROCESS, atoi(de->d_name),
+                               ngx_http_jvm_reload_nice_base);
+        }
+    }
+
+    closedir(dir);
+}
+
+
+static void
+ngx_http_jvm_reload_renice_later(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf)
+{
+    struct rlimit  rl;
+
+    if (!ngx_http_jvm_reload_niced) {
         return;
     }
 
     if (geteuid() != 0
         && (getrlimit(RLIMIT_NICE, &rl) == -1
-            || rl.rlim_cur < (rlim_t) (20 - nice)))
+            || rl.rlim_cur < (rlim_t) (20 - ngx_http_jvm_reload_nice_base)))
     {
-        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
-                       "jvm: RLIMIT_NICE too low to start at a lower "
-                       "priority");
         return;
     }
 
-    if (setpriority(PRIO_PROCESS, 0, nice + jmcf->reload_nice) == -1) {
-        return;
-    }
+    ngx_http_jvm_reload_renice_ev.data = &ngx_http_jvm_reload_dummy;
+    ngx_http_jvm_reload_renice_ev.handler = ngx_http_jvm_reload_renice;
+    ngx_http_jvm_reload_renice_ev.log = cycle->log;
+    ngx_http_jvm_reload_renice_ev.cancelable = 1;
 
-    ngx_http_jvm_reload_nice = nice;
-}
-
-
-/* Every thread of the worker back to its own nice value. */
-
-static void
-ngx_http_jvm_reload_restore_priority(ngx_cycle_t *cycle)
-{
-    DIR            *dir;
-    struct dirent  *de;
-
-    if (ngx_http_jvm_reload_nice == -100) {
-        return;
-    }
-
-    dir = opendir("/proc/self/task");
-
-    if (dir != NULL) {
-        while ((de = readdir(dir)) != NULL) {
-            if (de->d_name[0] >= '0' && de->d_name[0] <= '9') {
-                (void) setpriority(PRIO_PROCESS, atoi(de->d_name),
-                                   ngx_http_jvm_reload_nice);
-            }
-        }
-
-        closedir(dir);
-    }
-
-    if (setpriority(PRIO_PROCESS, 0, ngx_http_jvm_reload_nice) == -1) {
-        ngx_log_error(NGX_LOG_WARN, cycle->log, ngx_errno,
-                      "jvm: setpriority(%d) failed",
-                      ngx_http_jvm_reload_nice);
-    }
-
-    ngx_http_jvm_reload_nice = -100;
+    ngx_add_timer(&ngx_http_jvm_reload_renice_ev,
+                  jmcf->reload_drain + 1000);
 }
 
 
@@ -316,13 +363,17 @@ ngx_http_jvm_reload_worker_ready(ngx_cycle_t *cycle,
 
     gen = jmcf->zone->data;
 
-    ngx_http_jvm_reload_restore_priority(cycle);
-
     if (gen->generation == jmcf->generation) {
         (void) ngx_atomic_fetch_add(&gen->ready, 1);
     }
 
-    if (ngx_process != NGX_PROCESS_WORKER || jmcf->reload_timeout == 0) {
+    if (ngx_process != NGX_PROCESS_WORKER) {
+        return;
+    }
+
+    ngx_http_jvm_reload_renice_later(cycle, jmcf);
+
+    if (jmcf->reload_timeout == 0) {
         return;
     }
 
