@@ -32,7 +32,13 @@ final class Tasks {
     private final Map<Long, Task> live = new HashMap<>();
 
     private Pool pool;
-    private ExecutorService virtual;
+    /**
+     * Virtual threads, one started per task (Thread.ofVirtual().factory(), found by
+     * reflection: this class is built for JDK 17). Not the JDK's virtual-thread-per-task
+     * executor, which keeps every thread it started in a concurrent set of its own, for
+     * its close(): a cost per request for nothing here.
+     */
+    private java.util.concurrent.ThreadFactory virtual;
     private Semaphore virtualSlots;
     private String virtualError = "virtual threads were not configured";
     /** jvm_mode coloop: virtual threads the event loop carries (null: they run as virtual). */
@@ -136,8 +142,9 @@ final class Tasks {
             return null;
         }
         try {
-            virtual = (ExecutorService) Executors.class
-                    .getMethod("newVirtualThreadPerTaskExecutor").invoke(null);
+            Object builder = Thread.class.getMethod("ofVirtual").invoke(null);
+            virtual = (java.util.concurrent.ThreadFactory) Class.forName("java.lang.Thread$Builder")
+                    .getMethod("factory").invoke(builder);
             virtualSlots = new Semaphore(Math.max(1, queueSize));
             coloopLimit = Math.max(1, queueSize);
             virtualError = null;
@@ -180,7 +187,7 @@ final class Tasks {
                             + (virtualSlots.availablePermits()) + " left)";
                 }
                 live.put(task.id, task);
-                virtual.execute(() -> {
+                virtual.newThread(() -> {
                     try {
                         // on the carrier thread: once per carrier, then a check
                         beforeHandlers.run();
@@ -188,7 +195,7 @@ final class Tasks {
                     } finally {
                         virtualSlots.release();
                     }
-                });
+                }).start();
                 return null;
             default:
                 live.put(task.id, task);
@@ -290,13 +297,13 @@ final class Tasks {
                 if (!virtualSlots.tryAcquire()) {
                     return "too many requests in flight on virtual threads";
                 }
-                virtual.execute(() -> {
+                virtual.newThread(() -> {
                     try {
                         work.run();
                     } finally {
                         virtualSlots.release();
                     }
-                });
+                }).start();
                 return null;
             }
             if (pool == null) {
