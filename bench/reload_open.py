@@ -442,11 +442,18 @@ def warmup_run(server, args):
     warm = [sum(1 for t in per_pid.get(p, ()) if reload_t - 2.5 <= t
                 < reload_t - 0.5) / 2.0 for p in old]
     warm_rate = statistics.mean(warm) if warm else 0
-    out = {"warm_rate": warm_rate, "new": [], "busy_before": busy}
+    out = {"warm_rate": warm_rate, "new": [], "busy_before": busy,
+           "others": []}
     for pid, w in sorted(mon.workers.items(), key=lambda x: x[1]["fork"]):
         if pid in old:
             continue
         times = sorted(per_pid.get(pid, ()))
+        if not times and w["gone"] is not None:
+            # a child of the master that never served: the trial start
+            # (without a class cache) or a cache build
+            out["others"].append({"pid": pid, "cpu": w["cpu"][-1][1],
+                                  "seconds": round(w["gone"] - w["fork"], 2)})
+            continue
         first = times[0] if times else None
         reached, j = None, 0
         # sliding one-second windows, 50 ms apart
@@ -541,6 +548,11 @@ def report(rate, peak, all_results, warm):
                 "-" if n["at_90"] is None else "%.2f" % n["at_90"],
                 "-" if n["cpu_to_90"] is None else "%.2f" % n["cpu_to_90"],
                 " ".join(str(x) for x in n["per_second_from_fork"])))
+        for o in warm.get("others", ()):
+            lines.append("")
+            lines.append("Another child of the master (the trial start, or "
+                         "a cache build): %.2f CPU s over %.2f s"
+                         % (o["cpu"], o["seconds"]))
     return "\n".join(lines)
 
 
