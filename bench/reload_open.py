@@ -22,7 +22,9 @@ cache warm), and plain nginx through the same sequence:
    worker's rate would measure that, not its JIT).
 
 Every server event is timed by polling /proc every 20 ms: a new worker's
-fork (its start time), and the old workers' exit.
+fork (its start time), and the old workers' exit. --timeline records every
+request of the one-reload run (oha --db-url) and prints p50/p99/max per
+0.25 s beside them: where in a reload the latency is.
 
 On a shared machine: the launcher, module, runtime jar and Clojure jars
 are copied at the start (a `make` in the tree during the run would change
@@ -39,6 +41,7 @@ too.
                        [--http 'jvm_reload_drain 0;' ...] [--module SO]
                        [--no-cache] [--launcher-option=--user ...]
                        [--skip latency|warmup] [--warmup-seconds 14]
+                       [--timeline]
                        [--json FILE]
 
 Run it under `flock /tmp/nginx-jvm-bench.lock` on a shared machine.
@@ -336,7 +339,7 @@ def run_with_actions(cmd, actions, timeout):
     return out, start
 
 
-def oha(path, url, rate, seconds, conns, actions=(), server=None):
+def oha(path, url, rate, seconds, conns, actions=(), server=None, db=None):
     """oha at a fixed rate, latency-corrected; returns a dict: errors (and
     oha's words for them), p50 .. p99.9 and max in ms, requests; with
     `server`, after waiting for a quiet machine: the machine's busy share
@@ -344,11 +347,13 @@ def oha(path, url, rate, seconds, conns, actions=(), server=None):
     run (others' load, which a run at a fixed rate also measures)."""
     cmd = [path, "-q", str(rate), "--latency-correction", "-c", str(conns),
            "-z", "%ds" % seconds, "--no-tui", "--output-format", "json", url]
+    if db:
+        cmd[-1:-1] = ["--db-url", db]
     before = wait_quiet() if server else None
     m0 = machine_cpu()[0]
     s0 = tree_cpu(server.master()) if server else 0
     c0 = os.times()
-    out, _ = run_with_actions(cmd, actions, seconds + 120)
+    out, started = run_with_actions(cmd, actions, seconds + 120)
     c1 = os.times()
     s1 = tree_cpu(server.master()) if server else 0
     m1 = machine_cpu()[0]
@@ -365,7 +370,7 @@ def oha(path, url, rate, seconds, conns, actions=(), server=None):
             "p99.9": parsed["p99.9"],
             "max": (summary.get("slowest") or 0) * 1000.0,
             "rps": parsed["rps"],
-            "busy_before": before,
+            "busy_before": before, "started": started,
             "cpu": {"server": round(s1 - s0, 2), "oha": round(client, 2),
                     "others": round(m1 - m0 - (s1 - s0) - client, 2)}}
 
@@ -384,11 +389,17 @@ def latency_runs(server, oha_path, rate, args):
     time.sleep(2)
     mon = Monitor(server)
     mon.start()
+    db = None
+    if args.timeline:
+        db = os.path.join(server.dir, "oha.db")
     results["one reload"] = oha(oha_path, server.url, rate, d, c,
-                                [(args.reload_at, server.reload)], server)
+                                [(args.reload_at, server.reload)], server, db)
     time.sleep(6)                                       # the old gone
     mon.stop()
     results["one reload"]["events"] = events(mon)
+    if db:
+        results["one reload"]["timeline"] = timeline(
+            db, results["one reload"]["started"], mon)
     mon = Monitor(server)
     mon.start()
     five = [(args.reload_at + i * args.gap, server.reload) for i in range(5)]
@@ -399,6 +410,33 @@ def latency_runs(server, oha_path, rate, args):
     mon.stop()
     results["five reloads"]["events"] = events(mon)
     return results
+
+
+def timeline(db, started, mon, step=0.25):
+    """oha's record of every answered request (--db-url: start and
+    duration, seconds from its start), bucketed by `step`: [t, answers,
+    p50, p99, max (ms)], with the workers' forks and exits on the same
+    clock (seconds from oha's start)."""
+    import sqlite3
+    con = sqlite3.connect(db)
+    rows = con.execute("select start, duration from oha").fetchall()
+    con.close()
+    buckets = {}
+    for st, du in rows:
+        buckets.setdefault(int(st / step), []).append(du * 1000.0)
+    out = {"buckets": [], "workers": []}
+    for k in sorted(buckets):
+        v = sorted(buckets[k])
+        out["buckets"].append([round(k * step, 2), len(v),
+                               round(v[len(v) // 2], 2),
+                               round(v[int(len(v) * 0.99)], 2),
+                               round(v[-1], 2)])
+    for pid, w in sorted(mon.workers.items(), key=lambda x: x[1]["fork"]):
+        out["workers"].append({
+            "pid": pid, "fork": round(w["fork"] - started, 2),
+            "gone": None if w["gone"] is None
+            else round(w["gone"] - started, 2)})
+    return out
 
 
 def events(mon):
@@ -529,6 +567,22 @@ def report(rate, peak, all_results, warm):
                             e["pid"], e["fork"],
                             "-" if e["gone"] is None else "%.2f" % e["gone"],
                             e["cpu"]) for e in r["events"])))
+    for kind, results in all_results.items():
+        tl = results.get("one reload", {}).get("timeline")
+        if not tl:
+            continue
+        lines.append("")
+        lines.append("%s, one reload, per 0.25 s (seconds from oha's start; "
+                     "workers: %s):" % (kind, ", ".join(
+                         "%d fork %s gone %s" % (w["pid"], w["fork"],
+                                                 w["gone"])
+                         for w in tl["workers"])))
+        lines.append("")
+        lines.append("| s | answers | p50 ms | p99 ms | max ms |")
+        lines.append("|---|---|---|---|---|")
+        for b in tl["buckets"]:
+            lines.append("| %.2f | %d | %s | %s | %s |" % (
+                b[0], b[1], fmt(b[2]), fmt(b[3]), fmt(b[4])))
     if warm:
         lines.append("")
         lines.append("Warm-up at saturation (wrk -c50, one reload 4 s in): "
@@ -577,6 +631,10 @@ def main():
     ap.add_argument("--launcher-option", action="append", default=[],
                     help="one more argument of bin/nginx-jvm run (repeat: "
                     "--launcher-option=--user --launcher-option=root)")
+    ap.add_argument("--timeline", action="store_true",
+                    help="record every request of the one-reload run (oha "
+                    "--db-url) and print p50/p99/max per 0.25 s beside the "
+                    "workers' forks and exits")
     ap.add_argument("--skip", action="append", default=[],
                     choices=["latency", "warmup"])
     ap.add_argument("--warmup-seconds", type=int, default=14)
