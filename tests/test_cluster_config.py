@@ -36,6 +36,9 @@ def generated():
 
 
 def normal(text):
+    # the JDK the launcher found on this machine (its version and path)
+    text = re.sub(r"# JDK [^\n]*", "# JDK ...", text)
+    text = re.sub(r'jvm_path "[^"]*";', 'jvm_path "...";', text)
     text = re.sub(r"worker_rlimit_nofile \d+", "worker_rlimit_nofile N", text)
     text = re.sub(r"ulimit -Hn \d+\)", "ulimit -Hn N)", text)
     return text.strip()

@@ -10,10 +10,11 @@
  *   ngx_http_jvm_cache.c     the class cache, in the master
  *   ngx_http_jvm_child.c     the master's JVMs in child processes: the
  *                            trial start, the cache's build
- *   ngx_http_jvm_reload.c    reloads: old workers serve until new are ready
  *   ngx_http_jvm_natives.c   the natives Java calls up, registered at the
  *                            worker's start
  *   ngx_http_jvm_phase.c     rewrite, access, header filter, log, jvm_set
+ *   ngx_http_jvm_reload.c    reloads: old workers serve until new are ready,
+ *                            then hand their connections over
  *   ngx_http_jvm_body.c      jvm_body_filter: bodies chunk by chunk
  *   ngx_http_jvm_request.c   content handler: the request described to Java
  *   ngx_http_jvm_upload.c    request bodies handed to Java as they arrive

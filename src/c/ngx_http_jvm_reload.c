@@ -50,6 +50,8 @@ static void ngx_http_jvm_reload_quit(ngx_event_t *ev);
 static void ngx_http_jvm_reload_drain(ngx_event_t *ev);
 static ngx_int_t ngx_http_jvm_reload_header_filter(ngx_http_request_t *r);
 static void ngx_http_jvm_reload_renice(ngx_event_t *ev);
+static ngx_uint_t ngx_http_jvm_reload_compilers(int nice,
+    ngx_uint_t relative);
 static void ngx_http_jvm_reload_renice_later(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 
@@ -208,12 +210,7 @@ void
 ngx_http_jvm_reload_lower_priority(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf)
 {
-    int             fd, nice;
-    char            path[64], comm[32];
-    DIR            *dir;
-    ssize_t         n;
-    ngx_uint_t      count;
-    struct dirent  *de;
+    ngx_uint_t  count;
 
     if (jmcf->generation <= 1 || jmcf->reload_nice == 0
         || ngx_process != NGX_PROCESS_WORKER)
@@ -221,9 +218,49 @@ ngx_http_jvm_reload_lower_priority(ngx_cycle_t *cycle,
         return;
     }
 
+    count = ngx_http_jvm_reload_compilers((int) jmcf->reload_nice, 1);
+
+    ngx_http_jvm_reload_niced = count;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
+                   "jvm: %ui JIT compiler threads at a lower priority",
+                   count);
+}
+
+
+/*
+ * Where the worker may lower a nice value again (root, or RLIMIT_NICE),
+ * its compiler threads return to their own once the old workers are gone
+ * (jvm_reload_drain and a second after it is ready): at saturation, with
+ * nobody else to protect, niced compilers warm a worker up more slowly.
+ */
+
+static void
+ngx_http_jvm_reload_renice(ngx_event_t *ev)
+{
+    (void) ngx_http_jvm_reload_compilers(ngx_http_jvm_reload_nice_base, 0);
+}
+
+
+/*
+ * Sets the nice value of this process's JIT compiler threads (C1, C2): to
+ * their own plus "nice" (at most 19) when "relative", remembering their
+ * own; to "nice" otherwise.  Returns how many were set.
+ */
+
+static ngx_uint_t
+ngx_http_jvm_reload_compilers(int nice, ngx_uint_t relative)
+{
+    int             fd, tid, own;
+    char            path[64], comm[32];
+    DIR            *dir;
+    ssize_t         n;
+    ngx_uint_t      count;
+    struct dirent  *de;
+
     dir = opendir("/proc/self/task");
     if (dir == NULL) {
-        return;
+        return 0;
     }
 
     count = 0;
@@ -249,77 +286,29 @@ ngx_http_jvm_reload_lower_priority(ngx_cycle_t *cycle,
             continue;
         }
 
-        errno = 0;
-        nice = getpriority(PRIO_PROCESS, atoi(de->d_name));
+        tid = atoi(de->d_name);
 
-        if (nice == -1 && errno != 0) {
+        if (!relative) {
+            count += setpriority(PRIO_PROCESS, tid, nice) == 0;
             continue;
         }
 
-        if (setpriority(PRIO_PROCESS, atoi(de->d_name),
-                        ngx_min(19, nice + (int) jmcf->reload_nice))
-            == 0)
-        {
-            ngx_http_jvm_reload_nice_base = nice;
+        errno = 0;
+        own = getpriority(PRIO_PROCESS, tid);
+
+        if (own == -1 && errno != 0) {
+            continue;
+        }
+
+        if (setpriority(PRIO_PROCESS, tid, ngx_min(19, own + nice)) == 0) {
+            ngx_http_jvm_reload_nice_base = own;
             count++;
         }
     }
 
     closedir(dir);
 
-    ngx_http_jvm_reload_niced = count;
-
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
-                   "jvm: %ui JIT compiler threads at a lower priority",
-                   count);
-}
-
-
-/*
- * Where the worker may lower a nice value again (root, or RLIMIT_NICE),
- * its compiler threads return to their own once the old workers are gone
- * (jvm_reload_drain and a second after it is ready): at saturation, with
- * nobody else to protect, niced compilers warm a worker up more slowly.
- */
-
-static void
-ngx_http_jvm_reload_renice(ngx_event_t *ev)
-{
-    int             fd;
-    char            path[64], comm[32];
-    DIR            *dir;
-    ssize_t         n;
-    struct dirent  *de;
-
-    dir = opendir("/proc/self/task");
-    if (dir == NULL) {
-        return;
-    }
-
-    while ((de = readdir(dir)) != NULL) {
-        if (de->d_name[0] < '0' || de->d_name[0] > '9') {
-            continue;
-        }
-
-        ngx_sprintf((u_char *) path, "/proc/self/task/%s/comm%Z", de->d_name);
-
-        fd = open(path, O_RDONLY);
-        if (fd == -1) {
-            continue;
-        }
-
-        n = read(fd, comm, sizeof(comm) - 1);
-        close(fd);
-
-        if (n >= 11 && (ngx_strncmp(comm, "C1 Compiler", 11) == 0
-                        || ngx_strncmp(comm, "C2 Compiler", 11) == 0))
-        {
-            (void) setpriority(PRIO_PROCESS, atoi(de->d_name),
-                               ngx_http_jvm_reload_nice_base);
-        }
-    }
-
-    closedir(dir);
+    return count;
 }
 
 

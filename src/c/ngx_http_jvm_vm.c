@@ -511,16 +511,14 @@ ngx_http_jvm_vm_defaults(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     }
 
     /*
-     * Where a location is jvm_mode virtual or coloop, unless a later -D says
-     * otherwise:
+     * Where a location is jvm_mode coloop, unless a later -D says otherwise:
      *
-     * - jdk.trackAllThreads=false: both start a virtual thread per request,
-     *   which the JDK's root thread container would add to a concurrent set
-     *   and take out again (about a fifth of what coloop costs above loop),
-     *   only for thread dumps;
-     *
-     * and where one is coloop:
-     *
+     * - jdk.trackAllThreads=false: coloop starts a virtual thread per
+     *   request, which the JDK's root thread container would add to a
+     *   concurrent set and take out again (about a fifth of what coloop
+     *   costs above loop), only for thread dumps.  Not for virtual mode: a
+     *   virtual handler that calls System.exit is found, and its stack
+     *   logged, through a thread dump (nginx.jvm.ExitWatch);
      * - jdk.pollerMode=1: the JDK's socket pollers as platform threads.  On
      *   Linux, JDK 21 to 25 make them virtual threads, started by the first
      *   socket read that parks: when that is a coloop handler's, they
@@ -531,11 +529,8 @@ ngx_http_jvm_vm_defaults(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
      * Measured: bench/results/2026-11-26-coloop.md.
      */
 
-    if (jmcf->uses_virtual || jmcf->uses_coloop) {
-        options[n++].optionString = "-Djdk.trackAllThreads=false";
-    }
-
     if (jmcf->uses_coloop) {
+        options[n++].optionString = "-Djdk.trackAllThreads=false";
         options[n++].optionString = "-Djdk.pollerMode=1";
     }
 
