@@ -71,39 +71,59 @@ def wrk(url, seconds, conns, actions=()):
 
 
 class Server:
+    """nginx-jvm (the launcher's `run` of the Compojure example) or plain
+    nginx (in a prefix of its own, self.dir), 2 workers; reload_open.py's
+    Server extends it."""
+    workers = 2                         # as MAIN_CONF's
+
     def __init__(self, kind):
         self.kind = kind
         self.port = free_port()
-        self.workers = workers = 2              # as MAIN_CONF's
+        self.dir = None
         if kind == "nginx-jvm":
-            handler, classpath, self.path = APPS["compojure"]
             self.proc = subprocess.Popen(
-                [os.path.join(TOP, "bin/nginx-jvm"), "run", "--handler",
-                 handler, "--classpath", classpath, "--port", str(self.port),
-                 "--workers", str(workers)] + RUN_OPTIONS,
+                self.run_command(TOP, RUN_OPTIONS),
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True)
             self.top = self.proc.pid
         else:
-            self.path = "/"
             self.dir = tempfile.mkdtemp(prefix="nginx-reload-")
-            for d in ("logs", "tmp"):
-                os.mkdir(os.path.join(self.dir, d))
-            with open(os.path.join(self.dir, "nginx.conf"), "w") as f:
-                f.write(plain_conf(self.port))
-            self.proc = subprocess.Popen(
-                ["nginx", "-p", self.dir, "-c",
-                 os.path.join(self.dir, "nginx.conf"), "-g", "daemon off;"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True)
-            self.top = None
+            self.start_plain(plain_conf(self.port))
+        self.wait_started()
+
+    def run_command(self, top, options):
+        """The `run` of the launcher in `top` for the Compojure example,
+        with `options`; sets self.path."""
+        handler, classpath, self.path = APPS["compojure"]
+        return [os.path.join(top, "bin/nginx-jvm"), "run", "--handler",
+                handler, "--classpath", classpath, "--port", str(self.port),
+                "--workers", str(self.workers)] + list(options)
+
+    def start_plain(self, conf):
+        """Plain nginx with `conf`, in the prefix self.dir."""
+        self.path = "/"
+        for d in ("logs", "tmp"):
+            os.mkdir(os.path.join(self.dir, d))
+        with open(os.path.join(self.dir, "nginx.conf"), "w") as f:
+            f.write(conf)
+        self.proc = subprocess.Popen(
+            ["nginx", "-p", self.dir, "-c",
+             os.path.join(self.dir, "nginx.conf"), "-g", "daemon off;"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+        self.top = None
+
+    def wait_started(self, exited=lambda: False):
+        """Waits until every worker runs and the URL answers (SystemExit
+        after 2 minutes, or as soon as `exited()`), then 1 + workers
+        seconds more (the last worker's JVM too)."""
         self.url = "http://127.0.0.1:%d%s" % (self.port, self.path)
         deadline = time.monotonic() + 120
-        while len(self.worker_pids()) < workers or not self.answers():
-            if time.monotonic() > deadline:
-                raise SystemExit("%s did not start" % kind)
+        while len(self.worker_pids()) < self.workers or not self.answers():
+            if time.monotonic() > deadline or exited():
+                raise SystemExit("%s did not start" % self.kind)
             time.sleep(0.1)
-        time.sleep(1 + workers)         # the last worker's JVM too
+        time.sleep(1 + self.workers)
 
     def master(self):
         if self.top is None:
@@ -137,7 +157,7 @@ class Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        if self.top is None:
+        if self.dir:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 

@@ -51,20 +51,18 @@ import json
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from start import APPS, TOP, free_port  # noqa: E402
+from start import TOP, free_port  # noqa: E402
 from memory import children  # noqa: E402
 from benchsuite import load, servers  # noqa: E402
-from reload import plain_conf  # noqa: E402
+import reload  # noqa: E402
 
 RUN_OPTIONS = servers.IDLE
 TICK = os.sysconf("SC_CLK_TCK")
@@ -162,10 +160,11 @@ def snapshot(module=None):
     return top
 
 
-class Server:
-    """nginx-jvm (the launcher of `top`, a snapshot()) or plain nginx, 2
-    workers; `log` adds an access log of each request's worker and time
-    (for the warm-up)."""
+class Server(reload.Server):
+    """reload.py's server, with a directory of its own for either kind (the
+    error log, the launcher's stderr): nginx-jvm from the launcher of `top`
+    (a snapshot()) or plain nginx; `log` adds an access log of each
+    request's worker and time (for the warm-up)."""
 
     def __init__(self, kind, jvm_options=(), java_home=None, log=False,
                  top=TOP, http=(), launcher=(), cache=True):
@@ -176,11 +175,8 @@ class Server:
         self.error_log = os.path.join(self.dir, "error.log")
         self.access_log = os.path.join(self.dir, "access.log") if log else None
         if kind == "nginx-jvm":
-            handler, classpath, self.path = APPS["compojure"]
-            cmd = [os.path.join(top, "bin/nginx-jvm"), "run", "--handler",
-                   handler, "--classpath", classpath, "--port",
-                   str(self.port), "--workers", "2",
-                   "--error-log", self.error_log] + RUN_OPTIONS
+            cmd = self.run_command(top, ["--error-log", self.error_log]
+                                   + RUN_OPTIONS)
             for o in jvm_options:
                 cmd += ["--jvm-option", o]
             for h in http:
@@ -204,26 +200,9 @@ class Server:
                 start_new_session=True, env=env)
             self.top = self.proc.pid
         else:
-            self.path = "/"
-            for d in ("logs", "tmp"):
-                os.mkdir(os.path.join(self.dir, d))
-            conf = plain_conf(self.port).replace(
-                "logs/error.log warn", self.error_log + " notice")
-            with open(os.path.join(self.dir, "nginx.conf"), "w") as f:
-                f.write(conf)
-            self.proc = subprocess.Popen(
-                ["nginx", "-p", self.dir, "-c",
-                 os.path.join(self.dir, "nginx.conf"), "-g", "daemon off;"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True)
-            self.top = None
-        self.url = "http://127.0.0.1:%d%s" % (self.port, self.path)
-        deadline = time.monotonic() + 120
-        while len(self.worker_pids()) < 2 or not self.answers():
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                raise SystemExit("%s did not start" % kind)
-            time.sleep(0.1)
-        time.sleep(3)                   # the second worker's JVM too
+            self.start_plain(reload.plain_conf(self.port).replace(
+                "logs/error.log warn", self.error_log + " notice"))
+        self.wait_started(lambda: self.proc.poll() is not None)
 
     def jdk(self):
         """The launcher's words for the JDK it took."""
@@ -236,26 +215,11 @@ class Server:
             pass
         return None
 
-    def master(self):
-        if self.top is None:
-            return self.proc.pid
-        return children(self.top)[0]
-
     def worker_pids(self):
         try:
             return [p for p in children(self.master()) if is_worker(p)]
         except IndexError:
             return []
-
-    def answers(self):
-        try:
-            urllib.request.urlopen(self.url, timeout=2).read()
-            return True
-        except OSError:
-            return False
-
-    def reload(self):
-        os.kill(self.master(), signal.SIGHUP)
 
     def log_problems(self):
         """The error log's [alert], [crit] and [error] lines."""
@@ -265,15 +229,6 @@ class Server:
                         if re.search(r"\[(alert|crit|error|emerg)\]", l)]
         except OSError:
             return []
-
-    def stop(self):
-        os.kill(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class Monitor(threading.Thread):
