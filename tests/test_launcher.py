@@ -575,6 +575,22 @@ def print_config(*args, **kw):
                java_classes(), *args, "--print-config", **kw)
 
 
+def assert_jdk_chosen(jdk, said):
+    """--print-config names `jdk` in the words `said` above its jvm_path,
+    and a launched worker loads that libjvm.so; returns the launcher's
+    stderr."""
+    lib = "%s/lib/server/libjvm.so" % jdk
+    r = print_config()
+    assert r.returncode == 0, r.stderr
+    assert ('    # %s\n    jvm_path "%s";' % (said, lib)) in r.stdout, r.stdout
+    with launched(["--handler", "testapp.Echo", "--classpath",
+                   java_classes(), "--workers", "1"], "/hi") as \
+            (proc, port, first):
+        assert first.status == 200, first
+        assert libjvm_of(proc) == {lib}
+    return proc.stderr.read().decode()
+
+
 def test_the_newest_usable_jdk_serves_and_is_named(jdk_root):
     root, newest, jdk17 = jdk_root
     v = release_version(newest)
@@ -584,16 +600,7 @@ def test_the_newest_usable_jdk_serves_and_is_named(jdk_root):
     found = len({newest, jdk17} | (on_path & set(usable_jdks())))
     said = ("JDK %s (%s), the newest of %d found; JAVA_HOME chooses another"
             % (v, newest, found))
-    r = print_config()
-    assert r.returncode == 0, r.stderr
-    assert ("    # %s\n    jvm_path \"%s/lib/server/libjvm.so\";"
-            % (said, newest)) in r.stdout, r.stdout
-    with launched(["--handler", "testapp.Echo", "--classpath",
-                   java_classes(), "--workers", "1"], "/hi") as \
-            (proc, port, first):
-        assert first.status == 200, first
-        assert libjvm_of(proc) == {"%s/lib/server/libjvm.so" % newest}
-    err = proc.stderr.read().decode()
+    err = assert_jdk_chosen(newest, said)
     # one line, before nginx's own
     assert err.startswith("nginx-jvm: %s\nnginx-jvm: serving " % said), err
 
@@ -603,16 +610,7 @@ def test_java_home_wins(jdk_root, monkeypatch):
     # by a link: named, and loaded, by its real directory
     monkeypatch.setenv("JAVA_HOME", str(root / "java-17"))
     said = "JDK %s (%s), from JAVA_HOME" % (release_version(jdk17), jdk17)
-    r = print_config()
-    assert r.returncode == 0, r.stderr
-    assert ('    # %s\n    jvm_path "%s/lib/server/libjvm.so";'
-            % (said, jdk17)) in r.stdout, r.stdout
-    with launched(["--handler", "testapp.Echo", "--classpath",
-                   java_classes(), "--workers", "1"], "/hi") as \
-            (proc, port, first):
-        assert first.status == 200, first
-        assert libjvm_of(proc) == {"%s/lib/server/libjvm.so" % jdk17}
-    err = proc.stderr.read().decode()
+    err = assert_jdk_chosen(jdk17, said)
     assert err.startswith("nginx-jvm: %s\n" % said), err
     # --jvm-path wins over JAVA_HOME
     lib = "%s/lib/server/libjvm.so" % newest
