@@ -8,7 +8,7 @@ of --servers / --routes.
 import statistics
 
 JVM_SERVERS = ("jvm-loop", "jvm-pool", "jvm-virtual", "jvm-async", "jvm-java")
-PEERS = ("nginx-clojure", "http-kit")
+PEERS = ("nginx-clojure", "nginx-clojure-pool", "http-kit")
 # nginx-jvm over a peer within 1 +/- this is "level" rather than ahead or
 # behind: about the spread of the rounds on a quiet machine
 LEVEL = 0.03

@@ -87,20 +87,29 @@ SERVERS = {
     "nginx-jetty": "nginx `proxy_pass` to that Jetty (upstream keepalive 64)",
     "nginx-clojure": "nginx-clojure (JVM in nginx), the same Ring handler "
                      "on the event loop (`jvm_workers` unset), JDK 17",
+    "nginx-clojure-pool": "nginx-clojure, the same Ring handler on its "
+                          "thread pool (`jvm_workers 16`), JDK 17",
     "http-kit": "http-kit's `run-server`, the same Ring handler, "
                 "`:thread 2`, JDK 17",
 }
 
 # The peers: built by bench/peers/build.sh, skipped when they were not.
-PEERS = ("nginx-clojure", "http-kit")
+PEERS = ("nginx-clojure", "nginx-clojure-pool", "http-kit")
+# nginx-clojure's thread pool is the same build, configured otherwise
+NGINX_CLOJURE_POOL = 16
 # Servers that are one JVM process, no nginx workers.
 JVM_PROCESSES = ("jetty", "http-kit")
 
 
+def peer_build(name):
+    """The build directory's name of peer `name`."""
+    return "nginx-clojure" if name.startswith("nginx-clojure") else name
+
+
 def peer_files(name, peers_dir=None):
     """What a peer's run needs from its build directory."""
-    d = Path(peers_dir or PEERS_DIR) / name
-    if name == "nginx-clojure":
+    d = Path(peers_dir or PEERS_DIR) / peer_build(name)
+    if peer_build(name) == "nginx-clojure":
         return [d / "ngx_http_clojure_module.so", d / "nginx-clojure.jar"]
     return [d / "classes", d / "src" / "src" / "org" / "httpkit" /
             "server.clj"]
@@ -109,7 +118,7 @@ def peer_files(name, peers_dir=None):
 def peer_status(name, peers_dir=None):
     """(what was built, None) for a built peer, else (None, why not): one
     line each, from bench/peers/build.sh's `built` or `failed` file."""
-    d = Path(peers_dir or PEERS_DIR) / name
+    d = Path(peers_dir or PEERS_DIR) / peer_build(name)
 
     def first_line(f):
         try:
@@ -250,11 +259,13 @@ def nginx_conf(name, port, work, jetty_port=None, jvm_options="",
         locations = ("        location / { proxy_pass http://jetty;"
                      " proxy_http_version 1.1;"
                      " proxy_set_header Connection \"\"; }\n")
-    elif name == "nginx-clojure":
+    elif name in ("nginx-clojure", "nginx-clojure-pool"):
         d = Path(peers_dir or PEERS_DIR) / "nginx-clojure"
         head = "load_module %s;\n%s" % (d / "ngx_http_clojure_module.so",
                                         head)
         http += nginx_clojure_http(work, peers_dir)
+        if name == "nginx-clojure-pool":
+            http += "    jvm_workers %d;\n" % NGINX_CLOJURE_POOL
         locations = ("        location / { content_handler_type clojure;"
                      " content_handler_code \"(do (require 'bench.routes)"
                      " bench.routes/handler)\"; }\n")
