@@ -23,6 +23,33 @@ def config(n, timeout="60s", drain=None):
             + ("    jvm_reload_drain %s;\n" % drain if drain else ""))
 
 
+def add_to_http(n, directives):
+    """Puts `directives` at the top of n's http block."""
+    with open(n.conf) as f:
+        text = f.read()
+    with open(n.conf, "w") as f:
+        f.write(text.replace("http {", "http {\n" + directives, 1))
+
+
+def next_start(n, ms):
+    """Makes the next workers' JVM start take `ms` (testapp.init's
+    slow-start); returns the workers running now."""
+    with open(n.path("start-ms"), "w") as f:
+        f.write(str(ms))
+    return set(n.worker_pids())
+
+
+def gone(pids, seconds):
+    """True once none of `pids` runs, within `seconds`."""
+    return wait_for(lambda: not any(alive(p) for p in pids), seconds)
+
+
+def assert_all_ok(results):
+    assert results and all(ok for _, ok in results), \
+        "%d of %d failed" % (sum(1 for _, ok in results if not ok),
+                             len(results))
+
+
 def load(port, seconds, results):
     """Requests on new connections for a while: (latency, ok) each."""
     end = time.monotonic() + seconds
@@ -39,13 +66,11 @@ def load(port, seconds, results):
 
 
 def reload_under_load(n, start_ms, seconds=5):
-    with open(n.path("start-ms"), "w") as f:
-        f.write(str(start_ms))
+    old = next_start(n, start_ms)
     results = []
     t = threading.Thread(target=load, args=(n.port, seconds, results))
     t.start()
     time.sleep(1)
-    old = set(n.worker_pids())
     assert n.control("reload").returncode == 0
     t.join()
     return old, results
@@ -53,11 +78,7 @@ def reload_under_load(n, start_ms, seconds=5):
 
 def started(mode, drain=None, workers=2):
     n = Nginx(LOCATIONS, workers=workers, mode=mode)
-    with open(n.conf) as f:
-        text = f.read()
-    with open(n.conf, "w") as f:
-        f.write(text.replace("http {", "http {\n" + config(n.prefix,
-                                                            drain=drain), 1))
+    add_to_http(n, config(n.prefix, drain=drain))
     return n
 
 
@@ -70,11 +91,10 @@ def ng(tmp_path, mode):
 def test_reload_keeps_serving_while_the_new_jvms_start(ng):
     """New workers take 2.5 s to start; the old ones serve meanwhile."""
     old, results = reload_under_load(ng, 2500)
-    assert results and all(ok for _, ok in results), \
-        "%d of %d failed" % (sum(1 for _, ok in results if not ok), len(results))
+    assert_all_ok(results)
     worst = max(lat for lat, _ in results)
     assert worst < 1.0, "a request waited %.2f s: nobody accepted" % worst
-    assert wait_for(lambda: not any(alive(p) for p in old), 20), "old workers quit"
+    assert gone(old, 20), "old workers quit"
     assert ng.log_lines(r"jvm: reload: serving until the new workers are ready")
     assert ng.log_lines(r"jvm: reload: the new workers are ready")
 
@@ -82,17 +102,12 @@ def test_reload_keeps_serving_while_the_new_jvms_start(ng):
 def test_new_workers_never_ready_old_ones_quit_by_the_bound(tmp_path, mode):
     n = Nginx(LOCATIONS, workers=1, mode=mode,
               startup_allow=[])
-    with open(n.conf) as f:
-        text = f.read()
-    with open(n.conf, "w") as f:
-        f.write(text.replace("http {", "http {\n" + config(n.prefix, "1s"), 1))
+    add_to_http(n, config(n.prefix, "1s"))
     with n:
-        with open(n.path("start-ms"), "w") as f:
-            f.write("30000")
-        old = set(n.worker_pids())
+        old = next_start(n, 30000)
         start = time.monotonic()
         assert n.control("reload").returncode == 0
-        assert wait_for(lambda: not any(alive(p) for p in old), 15)
+        assert gone(old, 15)
         took = time.monotonic() - start
         assert 0.8 < took < 10, took
         assert n.log_lines(r"\[warn\].*jvm: reload: 0 of 1 new workers ready "
@@ -140,9 +155,7 @@ def keepalive_clients(port, count, seconds, results):
 
 def test_drain_hands_keepalive_connections_over_one_by_one(mode):
     with started(mode, drain="3s") as n:
-        with open(n.path("start-ms"), "w") as f:
-            f.write("0")
-        old = set(n.worker_pids())
+        old = next_start(n, 0)
         results = []
         t = threading.Thread(target=keepalive_clients,
                              args=(n.port, 20, 9, results))
@@ -167,7 +180,7 @@ def test_drain_hands_keepalive_connections_over_one_by_one(mode):
         # spread over the drain, not all at once
         assert max(closes) - min(closes) > 1.0, sorted(closes)
         assert max(closes) - min(closes) < 4.5, sorted(closes)
-        assert wait_for(lambda: not any(alive(p) for p in old), 10)
+        assert gone(old, 10)
         assert n.log_lines(r"jvm: reload: handing the connections over to "
                            r"the new workers \(jvm_reload_drain 3000 ms\)")
         assert n.log_lines(r"jvm: reload: connections handed over, 0 left")
@@ -177,9 +190,7 @@ def test_drain_stops_accepting_and_ends_with_idle_connections(mode):
     """During the drain a new connection goes to a new worker; a
     connection idle all along is closed when the drain ends."""
     with started(mode, drain="3s") as n:
-        with open(n.path("start-ms"), "w") as f:
-            f.write("0")
-        old = set(n.worker_pids())
+        old = next_start(n, 0)
         idle = http.client.HTTPConnection("127.0.0.1", n.port, timeout=10)
         idle.request("GET", "/pid")
         assert int(idle.getresponse().read()) in old
@@ -193,7 +204,7 @@ def test_drain_stops_accepting_and_ends_with_idle_connections(mode):
             assert int(c.getresponse().read()) not in old
             c.close()
         assert all(alive(p) for p in old)
-        assert wait_for(lambda: not any(alive(p) for p in old), 15)
+        assert gone(old, 15)
         took = time.monotonic() - start
         assert 2.5 < took < 12, took
         assert n.log_lines(r"connections handed over, 1 left")
@@ -202,26 +213,22 @@ def test_drain_stops_accepting_and_ends_with_idle_connections(mode):
 
 def test_drain_ends_at_once_without_clients(mode):
     with started(mode, drain="30s") as n:
-        with open(n.path("start-ms"), "w") as f:
-            f.write("0")
-        old = set(n.worker_pids())
+        old = next_start(n, 0)
         start = time.monotonic()
         assert n.control("reload").returncode == 0
-        assert wait_for(lambda: not any(alive(p) for p in old), 20)
+        assert gone(old, 20)
         assert time.monotonic() - start < 15
         assert n.log_lines(r"connections handed over, 0 left")
 
 
 def test_drain_off_quits_as_nginx_does(mode):
     with started(mode, drain="0") as n:
-        with open(n.path("start-ms"), "w") as f:
-            f.write("0")
-        old = set(n.worker_pids())
+        old = next_start(n, 0)
         idle = http.client.HTTPConnection("127.0.0.1", n.port, timeout=10)
         idle.request("GET", "/pid")
         idle.getresponse().read()
         assert n.control("reload").returncode == 0
-        assert wait_for(lambda: not any(alive(p) for p in old), 15)
+        assert gone(old, 15)
         assert n.log_lines(r"jvm: reload: the new workers are ready")
         assert not n.log_lines(r"handing the connections over")
         idle.close()
@@ -232,9 +239,7 @@ def test_two_reloads_in_a_row_a_superseded_worker_starts_no_jvm(mode):
     whose turn comes after the newer configuration starts no JVM and quits;
     the first workers serve throughout, until the newest are ready."""
     with started(mode) as n:
-        with open(n.path("start-ms"), "w") as f:
-            f.write("2000")
-        first = set(n.worker_pids())
+        first = next_start(n, 2000)
         results = []
         t = threading.Thread(target=load, args=(n.port, 12, results))
         t.start()
@@ -243,12 +248,10 @@ def test_two_reloads_in_a_row_a_superseded_worker_starts_no_jvm(mode):
         time.sleep(1.0)             # the second's first worker is starting
         assert n.control("reload").returncode == 0
         t.join()
-        assert results and all(ok for _, ok in results), \
-            "%d of %d failed" % (sum(1 for _, ok in results if not ok),
-                                 len(results))
+        assert_all_ok(results)
         assert n.log_lines(r"jvm: reload: a newer configuration came before "
                            r"this worker's start: no JVM, quitting")
-        assert wait_for(lambda: not any(alive(p) for p in first), 20)
+        assert gone(first, 20)
         now = set(n.worker_pids())
         c = http.client.HTTPConnection("127.0.0.1", n.port, timeout=10)
         for _ in range(6):
@@ -281,21 +284,15 @@ def test_a_reloads_jit_compiler_threads_run_at_a_lower_priority(mode, nice):
     alone."""
     n = started(mode)
     if nice:
-        with open(n.conf) as f:
-            text = f.read()
-        with open(n.conf, "w") as f:
-            f.write(text.replace("http {", "http {\n    jvm_reload_nice %s;\n"
-                                 % nice, 1))
+        add_to_http(n, "    jvm_reload_nice %s;\n" % nice)
     with n:
-        with open(n.path("start-ms"), "w") as f:
-            f.write("0")
-        first = set(n.worker_pids())
+        first = next_start(n, 0)
         for pid in first:
             t = thread_nice(pid)
             assert t["C2 Compiler"] == {0}, t
             assert all(v == {0} for v in t.values()), t
         assert n.control("reload").returncode == 0
-        assert wait_for(lambda: not any(alive(p) for p in first), 20)
+        assert gone(first, 20)
         assert wait_for(lambda: len(n.worker_pids()) == 2, 10)
         for pid in n.worker_pids():
             t = thread_nice(pid)
