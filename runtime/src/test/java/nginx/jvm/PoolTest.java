@@ -161,7 +161,7 @@ class PoolTest {
         CountDownLatch last = new CountDownLatch(1);
         pool.offer(last::countDown);
         assertTrue(last.await(10, TimeUnit.SECONDS), "a submission to a parked pool woke nobody");
-        assertEquals(offered.get() + 1, ran.get() + 1, "every task ran once");
+        assertEquals(offered.get(), ran.get(), "every task ran once");
     }
 
     /**
