@@ -289,14 +289,14 @@ final class Tasks {
      * (a log handler); returns null, or why it was refused.
      */
     String detach(Runnable work, int mode) {
-        try {
-            if (mode == COLOOP && coloop != null) {
-                return startColoop(work, "jvm_log", false);
+        if (mode == COLOOP && coloop != null) {
+            return startColoop(work, "jvm_log", false);
+        }
+        if ((mode == VIRTUAL || mode == COLOOP) && virtual != null) {
+            if (!virtualSlots.tryAcquire()) {
+                return "too many requests in flight on virtual threads";
             }
-            if ((mode == VIRTUAL || mode == COLOOP) && virtual != null) {
-                if (!virtualSlots.tryAcquire()) {
-                    return "too many requests in flight on virtual threads";
-                }
+            try {
                 virtual.newThread(() -> {
                     try {
                         work.run();
@@ -304,15 +304,18 @@ final class Tasks {
                         virtualSlots.release();
                     }
                 }).start();
-                return null;
+            } catch (RejectedExecutionException e) {
+                // the one refusal by exception here: the virtual threads'
+                // scheduler would not take the thread (startColoop and
+                // Pool.offer refuse by what they return)
+                return "cannot start a virtual thread: " + e;
             }
-            if (pool == null) {
-                return mode != POOL ? virtualError : "jvm_mode pool without a pool";
-            }
-            return pool.offer(work) ? null : "the thread pool's queue is full";
-        } catch (RejectedExecutionException e) {
-            return "the thread pool's queue is full";
+            return null;
         }
+        if (pool == null) {
+            return mode != POOL ? virtualError : "jvm_mode pool without a pool";
+        }
+        return pool.offer(work) ? null : "the thread pool's queue is full";
     }
 
     /**
