@@ -56,12 +56,22 @@ MODES = [m for m in os.environ.get("NGINX_JVM_MODES", "loop").split(",") if m]
 
 # --- the execution-mode hook ----------------------------------------------
 
+def jdk_feature(home):
+    """The feature version of the JDK at `home` (its release file's
+    JAVA_VERSION), or 0."""
+    try:
+        text = (Path(home) / "release").read_text()
+    except OSError:
+        return 0
+    m = re.search(r'^JAVA_VERSION="(\d+)', text, re.M)
+    return int(m.group(1)) if m else 0
+
+
 def jdk21_libjvm():
     """libjvm.so of an installed JDK 21 or newer (virtual threads), or None."""
     for release in sorted(Path("/usr/lib/jvm").glob("*/release")):
-        m = re.search(r'^JAVA_VERSION="(\d+)', release.read_text(), re.M)
         lib = release.parent / "lib/server/libjvm.so"
-        if m and int(m.group(1)) >= 21 and lib.exists():
+        if jdk_feature(release.parent) >= 21 and lib.exists():
             return str(lib)
     return None
 

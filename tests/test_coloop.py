@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import (COLOOP_LIBJVM, JAR, ROOT, Nginx, dechunk, parse_raw,
+from harness import (COLOOP_LIBJVM, JAR, ROOT, Nginx, dechunk, jdk_feature, parse_raw,
                      read_edn, read_ws_frame, request, wait_for)
 
 # the JDK of the workers: Temurin 25, or the JDK 21 of `make test-coloop-jdk21`
@@ -597,10 +597,7 @@ def test_websocket_listener_sends_to_a_client_that_reads_nothing(ng):
 
 def jdk_major(libjvm):
     """The feature version of the JDK whose lib/server/libjvm.so this is."""
-    import re
-    release = Path(libjvm).parents[2] / "release"
-    m = re.search(r'^JAVA_VERSION="(\d+)', release.read_text(), re.M)
-    return int(m.group(1)) if m else None
+    return jdk_feature(Path(libjvm).parents[2]) or None
 
 
 def pinning_jdk():

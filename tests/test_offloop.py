@@ -11,20 +11,8 @@ import time
 
 import pytest
 
-from harness import (SANITIZED, Nginx, alive, dechunk, parse_raw, request,
+from harness import (SANITIZED, Nginx, alive, dechunk, jdk21_libjvm, parse_raw, request,
                      sanitized_rss, wait_for)
-
-
-def jdk21_libjvm():
-    """libjvm.so of an installed JDK 21 or newer, or None."""
-    for release in sorted(glob.glob("/usr/lib/jvm/*/release")):
-        home = os.path.dirname(release)
-        with open(release) as f:
-            m = re.search(r'^JAVA_VERSION="(\d+)', f.read(), re.M)
-        lib = os.path.join(home, "lib/server/libjvm.so")
-        if m and int(m.group(1)) >= 21 and os.path.exists(lib):
-            return lib
-    return None
 
 
 JDK21 = jdk21_libjvm()

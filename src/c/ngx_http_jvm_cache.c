@@ -6,7 +6,11 @@
  * namespaces and the JVM loading classes.  The cache keeps both from one
  * start to the next: the namespaces compiled ahead of time into a jar, and
  * a Class Data Sharing archive of every class a worker loads, which the
- * workers map read-only (shared between them, not loaded by each).
+ * workers map read-only (shared between them, not loaded by each).  On JDK
+ * 25 and newer the archive is an AOT cache (JEPs 483, 514, 515): the
+ * classes loaded and also linked, with the method profiles of the start, so
+ * that a worker starts and warms up on less CPU (bench/results: what it
+ * buys against the dynamic archive of older JDKs).
  *
  * An entry is a directory named by a hash of what the JVM would load: the
  * JVM library, the options, the handler names and the class path's files
@@ -27,8 +31,15 @@
 /* Entries kept in a cache directory, the most recently used. */
 #define NGX_HTTP_JVM_CACHE_KEEP  4
 
-/* The first bytes of a dynamic CDS archive (HotSpot's own magic). */
+/*
+ * The first bytes of a dynamic CDS archive, and of an AOT cache (a static
+ * archive): HotSpot's own magics.
+ */
 #define NGX_HTTP_JVM_CDS_MAGIC  0xf00baba8
+#define NGX_HTTP_JVM_AOT_MAGIC  0xf00baba2
+
+/* The first JDK whose JVM writes an AOT cache as it ends (JEP 514). */
+#define NGX_HTTP_JVM_AOT_JDK  25
 
 
 static ngx_int_t ngx_http_jvm_cache_key(ngx_cycle_t *cycle,
@@ -57,6 +68,7 @@ static ngx_int_t ngx_http_jvm_cache_delete_dir(ngx_tree_ctx_t *ctx,
     ngx_str_t *path);
 static u_char *ngx_http_jvm_cache_path(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf, char *prefix, char *name);
+static ngx_int_t ngx_http_jvm_cache_jdk(ngx_http_jvm_main_conf_t *jmcf);
 
 
 /*
@@ -204,7 +216,7 @@ ngx_http_jvm_cache_key(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     ngx_tree_ctx_t   tree;
 
     ngx_md5_init(&md5);
-    ngx_md5_update(&md5, "nginx-jvm class cache 1", 24);
+    ngx_md5_update(&md5, "nginx-jvm class cache 2", 24);
 
     /* the JDK: its path, and the library's size and time (an upgrade) */
 
@@ -352,12 +364,23 @@ ngx_http_jvm_cache_paths(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         }
     }
 
-    jmcf->cache_share.data = ngx_http_jvm_cache_path(cycle, jmcf,
+    if (ngx_http_jvm_cache_jdk(jmcf) >= NGX_HTTP_JVM_AOT_JDK) {
+        jmcf->cache_archive = "app.aot";
+        jmcf->cache_share.data = ngx_http_jvm_cache_path(cycle, jmcf,
+                                                "-XX:AOTCache=", "app.aot");
+        jmcf->cache_dump.data = ngx_http_jvm_cache_path(cycle, jmcf,
+                                                "-XX:AOTCacheOutput=",
+                                                "app.aot");
+
+    } else {
+        jmcf->cache_archive = "app.jsa";
+        jmcf->cache_share.data = ngx_http_jvm_cache_path(cycle, jmcf,
                                                 "-XX:SharedArchiveFile=",
                                                 "app.jsa");
-    jmcf->cache_dump.data = ngx_http_jvm_cache_path(cycle, jmcf,
+        jmcf->cache_dump.data = ngx_http_jvm_cache_path(cycle, jmcf,
                                                 "-XX:ArchiveClassesAtExit=",
                                                 "app.jsa");
+    }
 
     if (jmcf->cache_share.data == NULL || jmcf->cache_dump.data == NULL) {
         return NGX_ERROR;
@@ -410,7 +433,7 @@ ngx_http_jvm_cache_valid(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         return NGX_ERROR;
     }
 
-    path = ngx_http_jvm_cache_path(cycle, jmcf, "", "app.jsa");
+    path = ngx_http_jvm_cache_path(cycle, jmcf, "", jmcf->cache_archive);
     if (path == NULL) {
         return NGX_ERROR;
     }
@@ -429,7 +452,8 @@ ngx_http_jvm_cache_valid(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 
     (void) ngx_close_file(fd);
 
-    if (magic != NGX_HTTP_JVM_CDS_MAGIC
+    if (magic != (jmcf->cache_archive[4] == 'a' ? NGX_HTTP_JVM_AOT_MAGIC
+                                                : NGX_HTTP_JVM_CDS_MAGIC)
         || ngx_atoof(buf, n) != ngx_file_size(&fi))
     {
         ngx_log_debug5(NGX_LOG_DEBUG_CORE, cycle->log, 0,
@@ -453,7 +477,7 @@ ngx_http_jvm_cache_done(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
     ngx_fd_t          fd;
     ngx_file_info_t   fi;
 
-    path = ngx_http_jvm_cache_path(cycle, jmcf, "", "app.jsa");
+    path = ngx_http_jvm_cache_path(cycle, jmcf, "", jmcf->cache_archive);
 
     if (path == NULL || ngx_file_info(path, &fi) == NGX_FILE_ERROR) {
         return;
@@ -703,4 +727,68 @@ ngx_http_jvm_cache_path(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     ngx_sprintf(p, "%s%V/%s%Z", prefix, &jmcf->cache_entry, name);
 
     return p;
+}
+
+
+/*
+ * The feature version of jvm_path's JDK (its "release" file's JAVA_VERSION,
+ * two directories above lib/server/libjvm.so), or 0 if it cannot be read.
+ */
+
+static ngx_int_t
+ngx_http_jvm_cache_jdk(ngx_http_jvm_main_conf_t *jmcf)
+{
+    u_char    *p, *last, path[NGX_MAX_PATH], buf[4096];
+    ssize_t    n;
+    ngx_fd_t   fd;
+    ngx_int_t  i;
+
+    if (jmcf->jvm_path.len >= NGX_MAX_PATH) {
+        return 0;
+    }
+
+    p = ngx_cpymem(path, jmcf->jvm_path.data, jmcf->jvm_path.len);
+
+    for (i = 0; i < 3; i++) {
+        while (p > path && p[-1] != '/') {
+            p--;
+        }
+
+        if (p > path) {
+            p--;
+        }
+    }
+
+    if (p == path || p + sizeof("/release") > path + NGX_MAX_PATH) {
+        return 0;
+    }
+
+    ngx_memcpy(p, "/release", sizeof("/release"));
+
+    fd = ngx_open_file(path, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+    if (fd == NGX_INVALID_FILE) {
+        return 0;
+    }
+
+    n = read(fd, buf, sizeof(buf) - 1);
+    (void) ngx_close_file(fd);
+
+    if (n <= 0) {
+        return 0;
+    }
+
+    buf[n] = '\0';
+
+    p = (u_char *) ngx_strstr(buf, "JAVA_VERSION=\"");
+    if (p == NULL) {
+        return 0;
+    }
+
+    p += sizeof("JAVA_VERSION=\"") - 1;
+
+    for (last = p; *last >= '0' && *last <= '9'; last++) { /* void */ }
+
+    n = ngx_atoi(p, last - p);
+
+    return n == NGX_ERROR ? 0 : n;
 }

@@ -125,6 +125,7 @@ typedef struct {
     ngx_array_t              *cache_classpath;
     ngx_str_t                 cache_share;  /* -XX:SharedArchiveFile=... */
     ngx_str_t                 cache_dump;   /* -XX:ArchiveClassesAtExit=... */
+    char                     *cache_archive; /* app.jsa, or app.aot */
     ngx_shm_zone_t           *zone;         /* of ngx_http_jvm_generation_t */
     ngx_array_t              *dicts;        /* of ngx_http_jvm_dict_t * */
     ngx_array_t              *topics;       /* of ngx_http_jvm_topic_t * */

@@ -772,7 +772,7 @@ ngx_http_jvm_vm_mapped(ngx_http_jvm_main_conf_t *jmcf)
 
     while (!found && fgets(line, sizeof(line), maps)) {
         found = ngx_strstr(line, jmcf->cache_entry.data) != NULL
-                && ngx_strstr(line, "/app.jsa") != NULL;
+                && ngx_strstr(line, jmcf->cache_archive) != NULL;
     }
 
     fclose(maps);
