@@ -9,6 +9,7 @@ request still queued (504, and it never runs), and blocking handlers that
 run side by side.
 """
 
+import os
 import socket
 import threading
 import time
@@ -196,3 +197,19 @@ def test_blocking_pool_handlers_run_side_by_side():
             release(n, threads)
             assert [x.text for x in replies] == ["released"] * 4
             held(n, 0)
+
+
+@pytest.mark.parametrize("workers,option", [(1, None), (2, None), (2, 3)])
+def test_virtual_carriers_are_a_workers_share_of_the_cores(workers, option):
+    """jvm_mode virtual: a JVM per worker, so each gets its share of the
+    cores as carrier threads (not the JDK's one per core), unless
+    jvm_options says otherwise."""
+    http = ("    jvm_options -Djdk.virtualThreadScheduler.parallelism=%d;\n"
+            % option) if option else ""
+    with Nginx(locations("virtual"), http=http, mode="virtual",
+               workers=workers) as n:
+        expected = option or max(1, os.cpu_count() // workers)
+        assert text(n, "/q/carriers") == str(expected)
+    with Nginx(locations("pool"), mode="pool") as n:
+        # no virtual location: the JDK's default stays
+        assert text(n, "/q/carriers") == "unset"

@@ -68,7 +68,6 @@ static ngx_int_t ngx_http_jvm_cache_delete_dir(ngx_tree_ctx_t *ctx,
     ngx_str_t *path);
 static u_char *ngx_http_jvm_cache_path(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf, char *prefix, char *name);
-static ngx_int_t ngx_http_jvm_cache_jdk(ngx_http_jvm_main_conf_t *jmcf);
 
 
 /*
@@ -364,7 +363,7 @@ ngx_http_jvm_cache_paths(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         }
     }
 
-    if (ngx_http_jvm_cache_jdk(jmcf) >= NGX_HTTP_JVM_AOT_JDK) {
+    if (ngx_http_jvm_vm_version(jmcf) / 1000 >= NGX_HTTP_JVM_AOT_JDK) {
         jmcf->cache_archive = "app.aot";
         jmcf->cache_share.data = ngx_http_jvm_cache_path(cycle, jmcf,
                                                 "-XX:AOTCache=", "app.aot");
@@ -729,66 +728,3 @@ ngx_http_jvm_cache_path(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     return p;
 }
 
-
-/*
- * The feature version of jvm_path's JDK (its "release" file's JAVA_VERSION,
- * two directories above lib/server/libjvm.so), or 0 if it cannot be read.
- */
-
-static ngx_int_t
-ngx_http_jvm_cache_jdk(ngx_http_jvm_main_conf_t *jmcf)
-{
-    u_char    *p, *last, path[NGX_MAX_PATH], buf[4096];
-    ssize_t    n;
-    ngx_fd_t   fd;
-    ngx_int_t  i;
-
-    if (jmcf->jvm_path.len >= NGX_MAX_PATH) {
-        return 0;
-    }
-
-    p = ngx_cpymem(path, jmcf->jvm_path.data, jmcf->jvm_path.len);
-
-    for (i = 0; i < 3; i++) {
-        while (p > path && p[-1] != '/') {
-            p--;
-        }
-
-        if (p > path) {
-            p--;
-        }
-    }
-
-    if (p == path || p + sizeof("/release") > path + NGX_MAX_PATH) {
-        return 0;
-    }
-
-    ngx_memcpy(p, "/release", sizeof("/release"));
-
-    fd = ngx_open_file(path, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
-    if (fd == NGX_INVALID_FILE) {
-        return 0;
-    }
-
-    n = read(fd, buf, sizeof(buf) - 1);
-    (void) ngx_close_file(fd);
-
-    if (n <= 0) {
-        return 0;
-    }
-
-    buf[n] = '\0';
-
-    p = (u_char *) ngx_strstr(buf, "JAVA_VERSION=\"");
-    if (p == NULL) {
-        return 0;
-    }
-
-    p += sizeof("JAVA_VERSION=\"") - 1;
-
-    for (last = p; *last >= '0' && *last <= '9'; last++) { /* void */ }
-
-    n = ngx_atoi(p, last - p);
-
-    return n == NGX_ERROR ? 0 : n;
-}

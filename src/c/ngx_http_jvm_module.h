@@ -376,6 +376,7 @@ ngx_int_t ngx_http_jvm_natives_init(ngx_cycle_t *cycle);
  * ngx_http_jvm_vm.c: one function per nginx.jvm.Worker entry point (those
  * of the WebSocket, ngx_http_jvm_vm_ws_*, in ngx_http_jvm_vm_websocket.c)
  */
+ngx_uint_t ngx_http_jvm_vm_version(ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_vm_start(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_vm_register(ngx_cycle_t *cycle, ngx_str_t *name);

@@ -42,7 +42,6 @@ static ngx_uint_t ngx_http_jvm_vm_chooses_gc(ngx_http_jvm_main_conf_t *jmcf);
 static void ngx_http_jvm_check_readable(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 static ngx_uint_t ngx_http_jvm_vm_mapped(ngx_http_jvm_main_conf_t *jmcf);
-static ngx_uint_t ngx_http_jvm_vm_version(ngx_http_jvm_main_conf_t *jmcf);
 static ngx_int_t ngx_http_jvm_vm_buffer(jobject buf, jobject *ref,
     u_char **addr, size_t *cap);
 static ngx_int_t ngx_http_jvm_vm_response(ngx_log_t *log, jint n,
@@ -268,20 +267,16 @@ ngx_http_jvm_vm_has_option(ngx_http_jvm_main_conf_t *jmcf, char **prefixes)
  * major * 1000 + update; 0 when unknown.
  */
 
-static ngx_uint_t
+ngx_uint_t
 ngx_http_jvm_vm_version(ngx_http_jvm_main_conf_t *jmcf)
 {
     u_char      *p, *last, buf[4096];
     ssize_t      n;
     ngx_fd_t     fd;
     ngx_int_t    major, update;
-    ngx_uint_t   i, slashes;
+    ngx_uint_t   i, slashes, version;
 
-    static ngx_uint_t  version = (ngx_uint_t) -1;
-
-    if (version != (ngx_uint_t) -1) {
-        return version;
-    }
+    /* read each time: a reload may name another JDK */
 
     version = 0;
 
@@ -428,7 +423,7 @@ ngx_http_jvm_vm_defaults(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     JavaVMOption *options, ngx_uint_t *np)
 {
     u_char           *p;
-    ngx_uint_t        n, workers;
+    ngx_uint_t        n, workers, version;
     ngx_core_conf_t  *ccf;
 
     static char  *initial[] = { "-Xms", "-XX:InitialHeapSize",
@@ -438,6 +433,8 @@ ngx_http_jvm_vm_defaults(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     static char  *trim[] = { "-XX:TrimNativeHeapInterval", NULL };
     static char  *attach[] = { "-XX:+DisableAttachMechanism",
                                "-XX:-DisableAttachMechanism", NULL };
+    static char  *carriers[] = { "-Djdk.virtualThreadScheduler.parallelism",
+                                 NULL };
 
     n = *np;
 
@@ -487,12 +484,14 @@ ngx_http_jvm_vm_defaults(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
      * gives them back every few seconds (JDK 17.0.9, 21.0.1, 22 and later).
      */
 
+    version = ngx_http_jvm_vm_version(jmcf);
+
     if (!ngx_http_jvm_vm_has_option(jmcf, trim)
-        && ngx_http_jvm_vm_version(jmcf) >= 17009
-        && ngx_http_jvm_vm_version(jmcf) / 1000 != 18
-        && ngx_http_jvm_vm_version(jmcf) / 1000 != 19
-        && ngx_http_jvm_vm_version(jmcf) / 1000 != 20
-        && ngx_http_jvm_vm_version(jmcf) != 21000)
+        && version >= 17009
+        && version / 1000 != 18
+        && version / 1000 != 19
+        && version / 1000 != 20
+        && version != 21000)
     {
         options[n++].optionString = "-XX:TrimNativeHeapInterval=5000";
     }
@@ -534,6 +533,36 @@ ngx_http_jvm_vm_defaults(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
         options[n++].optionString = "-Djdk.pollerMode=1";
     }
 
+    /*
+     * The virtual threads' scheduler, unless the options size it: the JDK
+     * gives each JVM a carrier thread per core, and there is a JVM per
+     * worker, so with a worker per core as many carriers as cores compete
+     * with every worker's event loop.  A worker's share of the cores is
+     * enough: fewer carriers, each finding more than one thread to run when
+     * it wakes (virtual/loop on /hello, two workers on two cores, 0.62-0.66
+     * with two carriers, 0.82 with one: bench/results/2026-11-26-handoff.md).
+     * A thread that blocks in I/O leaves its carrier, so this bounds the
+     * handlers running at once on the CPU, not those in flight.
+     */
+
+    if (jmcf->uses_virtual && !ngx_http_jvm_vm_has_option(jmcf, carriers)) {
+        ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx,
+                                               ngx_core_module);
+        workers = (ccf && ccf->worker_processes > 0)
+                  ? (ngx_uint_t) ccf->worker_processes : 1;
+
+        p = ngx_pnalloc(cycle->pool,
+                        sizeof("-Djdk.virtualThreadScheduler.parallelism=")
+                        + NGX_INT_T_LEN);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_sprintf(p, "-Djdk.virtualThreadScheduler.parallelism=%ui%Z",
+                    ngx_max((ngx_uint_t) ngx_ncpu / workers, 1));
+        options[n++].optionString = (char *) p;
+    }
+
     *np = n;
 
     return NGX_OK;
@@ -558,7 +587,9 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
         return NGX_ERROR;
     }
 
-    n = 15 + (jmcf->options ? jmcf->options->nelts : 0);
+    /* 4 first, 3 -D, the exit hook, and 8 defaults at most */
+
+    n = 16 + (jmcf->options ? jmcf->options->nelts : 0);
 
     for (e = extra; e && *e; e++) {
         n++;

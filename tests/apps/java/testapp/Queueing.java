@@ -13,7 +13,8 @@ import nginx.jvm.Response;
  * For tests/test_queueing.py, in one worker: /q/block?ms=N holds its thread
  * until /q/release or N ms; /q/run?tag=T records T as run and answers it;
  * /q/ran answers the tags run so far, in order, and forgets them; /q/held
- * answers how many handlers are held now.
+ * answers how many handlers are held now; /q/carriers the virtual threads'
+ * scheduler's parallelism, as the JVM was given it.
  */
 public final class Queueing implements Handler {
     private static final List<String> RAN = new ArrayList<>();
@@ -48,6 +49,10 @@ public final class Queueing implements Handler {
             gate = new CountDownLatch(1);
             g.countDown();
             return Response.of(200, "text/plain", "ok");
+        }
+        if (uri.endsWith("/carriers")) {
+            String p = System.getProperty("jdk.virtualThreadScheduler.parallelism");
+            return Response.of(200, "text/plain", p == null ? "unset" : p);
         }
         if (uri.endsWith("/held")) {
             return Response.of(200, "text/plain", Integer.toString(HELD.get()));

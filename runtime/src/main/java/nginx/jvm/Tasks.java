@@ -5,7 +5,6 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -40,6 +39,7 @@ final class Tasks {
      */
     private java.util.concurrent.ThreadFactory virtual;
     private Semaphore virtualSlots;
+    private int virtualLimit;
     private String virtualError = "virtual threads were not configured";
     /** jvm_mode coloop: virtual threads the event loop carries (null: they run as virtual). */
     private LoopScheduler coloop;
@@ -145,7 +145,8 @@ final class Tasks {
             Object builder = Thread.class.getMethod("ofVirtual").invoke(null);
             virtual = (java.util.concurrent.ThreadFactory) Class.forName("java.lang.Thread$Builder")
                     .getMethod("factory").invoke(builder);
-            virtualSlots = new Semaphore(Math.max(1, queueSize));
+            virtualLimit = Math.max(1, queueSize);
+            virtualSlots = new Semaphore(virtualLimit);
             coloopLimit = Math.max(1, queueSize);
             virtualError = null;
             return null;
@@ -182,21 +183,16 @@ final class Tasks {
                 if (virtual == null) {
                     return virtualError;
                 }
-                if (!virtualSlots.tryAcquire()) {
-                    return "too many requests in flight on virtual threads (jvm_queue "
-                            + (virtualSlots.availablePermits()) + " left)";
-                }
                 live.put(task.id, task);
-                virtual.newThread(() -> {
-                    try {
-                        // on the carrier thread: once per carrier, then a check
-                        beforeHandlers.run();
-                        task.run();
-                    } finally {
-                        virtualSlots.release();
-                    }
-                }).start();
-                return null;
+                String refused = startVirtual(() -> {
+                    // on the carrier thread: once per carrier, then a check
+                    beforeHandlers.run();
+                    task.run();
+                });
+                if (refused != null) {
+                    live.remove(task.id);
+                }
+                return refused;
             default:
                 live.put(task.id, task);
                 task.run();
@@ -223,6 +219,32 @@ final class Tasks {
             live.put(task.id, task);
         }
         return null;
+    }
+
+    /**
+     * Loop: starts {@code work} on a virtual thread, counted until it ends;
+     * null, or why not (jvm_queue of them already, or the JDK refused).
+     */
+    private String startVirtual(Runnable work) {
+        if (!virtualSlots.tryAcquire()) {
+            return "too many requests in flight on virtual threads (jvm_queue "
+                    + virtualLimit + ")";
+        }
+        try {
+            virtual.newThread(() -> {
+                try {
+                    work.run();
+                } finally {
+                    virtualSlots.release();
+                }
+            }).start();
+            return null;
+        } catch (RuntimeException e) {
+            // the scheduler would not take it (RejectedExecutionException):
+            // its place is free again
+            virtualSlots.release();
+            return "cannot start a virtual thread: " + e;
+        }
     }
 
     /**
@@ -293,24 +315,7 @@ final class Tasks {
             return startColoop(work, "jvm_log", false);
         }
         if ((mode == VIRTUAL || mode == COLOOP) && virtual != null) {
-            if (!virtualSlots.tryAcquire()) {
-                return "too many requests in flight on virtual threads";
-            }
-            try {
-                virtual.newThread(() -> {
-                    try {
-                        work.run();
-                    } finally {
-                        virtualSlots.release();
-                    }
-                }).start();
-            } catch (RejectedExecutionException e) {
-                // the one refusal by exception here: the virtual threads'
-                // scheduler would not take the thread (startColoop and
-                // Pool.offer refuse by what they return)
-                return "cannot start a virtual thread: " + e;
-            }
-            return null;
+            return startVirtual(work);
         }
         if (pool == null) {
             return mode != POOL ? virtualError : "jvm_mode pool without a pool";
