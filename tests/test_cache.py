@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from harness import BUILD, JAR, JAVA_HOME, Nginx, jdk_feature
+from harness import BUILD, JAR, Nginx
 
 APP = """(ns cachetest.core)
 
@@ -29,9 +29,6 @@ BROKEN = """(ns cachetest.core)
 """
 
 LOCATIONS = "        location / { jvm_content cachetest.core/handler; }\n"
-
-# the archive: an AOT cache from JDK 25 on, a dynamic CDS archive before
-ARCHIVE = "app.aot" if jdk_feature(JAVA_HOME) >= 25 else "app.jsa"
 
 
 @pytest.fixture
@@ -64,7 +61,7 @@ def entries(cache):
 
 def maps_archive(pid, entry):
     with open("/proc/%d/maps" % pid) as f:
-        return str(entry / ARCHIVE) in f.read()
+        return str(entry / "app.jsa") in f.read()
 
 
 def test_built_then_reused(app):
@@ -73,7 +70,7 @@ def test_built_then_reused(app):
         assert n.log_lines(r"\[notice\].*building the class cache")
         assert n.log_lines(r"\[notice\].*class cache .* built")
         [entry] = entries(cache)
-        for name in ("app.jar", ARCHIVE, "ok"):
+        for name in ("app.jar", "app.jsa", "ok"):
             assert (entry / name).is_file(), name
         # the source directory, copied into a jar
         assert len(list(entry.glob("cp*.jar"))) == 1
@@ -87,12 +84,12 @@ def test_built_then_reused(app):
         pids = n.worker_pids()
         assert len(pids) == 2
         assert all(maps_archive(p, entry) for p in pids)
-        built = (entry / ARCHIVE).stat().st_mtime_ns
+        built = (entry / "app.jsa").stat().st_mtime_ns
 
     with server(src, cache) as n:
         assert not n.log_lines("building the class cache")
         assert entries(cache) == [entry]
-        assert (entry / ARCHIVE).stat().st_mtime_ns == built
+        assert (entry / "app.jsa").stat().st_mtime_ns == built
         assert n.get("/").text.startswith("one ")
         assert all(maps_archive(p, entry) for p in n.worker_pids())
 
@@ -132,7 +129,7 @@ def test_broken_entry_is_rebuilt_with_a_warning(app, damage):
     with server(src, cache) as n:
         assert n.get("/").status == 200
     [entry] = entries(cache)
-    jsa = entry / ARCHIVE
+    jsa = entry / "app.jsa"
     if damage == "garbage":
         size = jsa.stat().st_size
         jsa.chmod(0o644)
@@ -164,7 +161,7 @@ def test_archive_the_jvm_rejects_is_ignored(app):
     with server(src, cache) as n:
         assert n.get("/").status == 200
     [entry] = entries(cache)
-    jsa = entry / ARCHIVE
+    jsa = entry / "app.jsa"
     data = bytearray(jsa.read_bytes())
     data[4:4096] = os.urandom(4092)       # the magic stays, the header not
     jsa.chmod(0o644)
@@ -221,7 +218,7 @@ def test_old_entries_are_pruned(app):
         entry = cache / ("%032x" % (i + 1))
         entry.mkdir()
         (entry / "ok").write_text("0")
-        (entry / ARCHIVE).write_bytes(b"x")
+        (entry / "app.jsa").write_bytes(b"x")
         os.utime(entry / "ok", (now - 3600 * (i + 1), now - 3600 * (i + 1)))
         fakes.append(entry)
     (cache / "not-an-entry").mkdir()
@@ -261,7 +258,7 @@ def test_shared_state_looked_up_as_the_namespace_loads(app):
                workers=2) as n:
         assert n.log_lines(r"\[notice\].*class cache .* built")
         [entry] = entries(cache)
-        assert (entry / ARCHIVE).is_file()
+        assert (entry / "app.jsa").is_file()
         assert [n.get("/").text for _ in range(3)] == [
             "1 class nginx.jvm.Topic", "2 class nginx.jvm.Topic",
             "3 class nginx.jvm.Topic"]

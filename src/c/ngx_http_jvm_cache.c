@@ -6,11 +6,7 @@
  * namespaces and the JVM loading classes.  The cache keeps both from one
  * start to the next: the namespaces compiled ahead of time into a jar, and
  * a Class Data Sharing archive of every class a worker loads, which the
- * workers map read-only (shared between them, not loaded by each).  On JDK
- * 25 and newer the archive is an AOT cache (JEPs 483, 514, 515): the
- * classes loaded and also linked, with the method profiles of the start, so
- * that a worker starts and warms up on less CPU (bench/results: what it
- * buys against the dynamic archive of older JDKs).
+ * workers map read-only (shared between them, not loaded by each).
  *
  * An entry is a directory named by a hash of what the JVM would load: the
  * JVM library, the options, the handler names and the class path's files
@@ -31,15 +27,8 @@
 /* Entries kept in a cache directory, the most recently used. */
 #define NGX_HTTP_JVM_CACHE_KEEP  4
 
-/*
- * The first bytes of a dynamic CDS archive, and of an AOT cache (a static
- * archive): HotSpot's own magics.
- */
+/* The first bytes of a dynamic CDS archive (HotSpot's own magic). */
 #define NGX_HTTP_JVM_CDS_MAGIC  0xf00baba8
-#define NGX_HTTP_JVM_AOT_MAGIC  0xf00baba2
-
-/* The first JDK whose JVM writes an AOT cache as it ends (JEP 514). */
-#define NGX_HTTP_JVM_AOT_JDK  25
 
 
 static ngx_int_t ngx_http_jvm_cache_key(ngx_cycle_t *cycle,
@@ -215,7 +204,7 @@ ngx_http_jvm_cache_key(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     ngx_tree_ctx_t   tree;
 
     ngx_md5_init(&md5);
-    ngx_md5_update(&md5, "nginx-jvm class cache 2", 24);
+    ngx_md5_update(&md5, "nginx-jvm class cache 1", 24);
 
     /* the JDK: its path, and the library's size and time (an upgrade) */
 
@@ -363,23 +352,12 @@ ngx_http_jvm_cache_paths(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         }
     }
 
-    if (ngx_http_jvm_vm_version(jmcf) / 1000 >= NGX_HTTP_JVM_AOT_JDK) {
-        jmcf->cache_archive = "app.aot";
-        jmcf->cache_share.data = ngx_http_jvm_cache_path(cycle, jmcf,
-                                                "-XX:AOTCache=", "app.aot");
-        jmcf->cache_dump.data = ngx_http_jvm_cache_path(cycle, jmcf,
-                                                "-XX:AOTCacheOutput=",
-                                                "app.aot");
-
-    } else {
-        jmcf->cache_archive = "app.jsa";
-        jmcf->cache_share.data = ngx_http_jvm_cache_path(cycle, jmcf,
+    jmcf->cache_share.data = ngx_http_jvm_cache_path(cycle, jmcf,
                                                 "-XX:SharedArchiveFile=",
                                                 "app.jsa");
-        jmcf->cache_dump.data = ngx_http_jvm_cache_path(cycle, jmcf,
+    jmcf->cache_dump.data = ngx_http_jvm_cache_path(cycle, jmcf,
                                                 "-XX:ArchiveClassesAtExit=",
                                                 "app.jsa");
-    }
 
     if (jmcf->cache_share.data == NULL || jmcf->cache_dump.data == NULL) {
         return NGX_ERROR;
@@ -432,7 +410,7 @@ ngx_http_jvm_cache_valid(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         return NGX_ERROR;
     }
 
-    path = ngx_http_jvm_cache_path(cycle, jmcf, "", jmcf->cache_archive);
+    path = ngx_http_jvm_cache_path(cycle, jmcf, "", "app.jsa");
     if (path == NULL) {
         return NGX_ERROR;
     }
@@ -451,8 +429,7 @@ ngx_http_jvm_cache_valid(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 
     (void) ngx_close_file(fd);
 
-    if (magic != (jmcf->cache_archive[4] == 'a' ? NGX_HTTP_JVM_AOT_MAGIC
-                                                : NGX_HTTP_JVM_CDS_MAGIC)
+    if (magic != NGX_HTTP_JVM_CDS_MAGIC
         || ngx_atoof(buf, n) != ngx_file_size(&fi))
     {
         ngx_log_debug5(NGX_LOG_DEBUG_CORE, cycle->log, 0,
@@ -476,7 +453,7 @@ ngx_http_jvm_cache_done(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
     ngx_fd_t          fd;
     ngx_file_info_t   fi;
 
-    path = ngx_http_jvm_cache_path(cycle, jmcf, "", jmcf->cache_archive);
+    path = ngx_http_jvm_cache_path(cycle, jmcf, "", "app.jsa");
 
     if (path == NULL || ngx_file_info(path, &fi) == NGX_FILE_ERROR) {
         return;
@@ -727,4 +704,3 @@ ngx_http_jvm_cache_path(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
 
     return p;
 }
-

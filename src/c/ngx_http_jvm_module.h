@@ -125,7 +125,6 @@ typedef struct {
     ngx_array_t              *cache_classpath;
     ngx_str_t                 cache_share;  /* -XX:SharedArchiveFile=... */
     ngx_str_t                 cache_dump;   /* -XX:ArchiveClassesAtExit=... */
-    char                     *cache_archive; /* app.jsa, or app.aot */
     ngx_shm_zone_t           *zone;         /* of ngx_http_jvm_generation_t */
     ngx_array_t              *dicts;        /* of ngx_http_jvm_dict_t * */
     ngx_array_t              *topics;       /* of ngx_http_jvm_topic_t * */
@@ -376,7 +375,6 @@ ngx_int_t ngx_http_jvm_natives_init(ngx_cycle_t *cycle);
  * ngx_http_jvm_vm.c: one function per nginx.jvm.Worker entry point (those
  * of the WebSocket, ngx_http_jvm_vm_ws_*, in ngx_http_jvm_vm_websocket.c)
  */
-ngx_uint_t ngx_http_jvm_vm_version(ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_vm_start(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_vm_register(ngx_cycle_t *cycle, ngx_str_t *name);

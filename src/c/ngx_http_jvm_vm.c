@@ -42,6 +42,7 @@ static ngx_uint_t ngx_http_jvm_vm_chooses_gc(ngx_http_jvm_main_conf_t *jmcf);
 static void ngx_http_jvm_check_readable(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 static ngx_uint_t ngx_http_jvm_vm_mapped(ngx_http_jvm_main_conf_t *jmcf);
+static ngx_uint_t ngx_http_jvm_vm_version(ngx_http_jvm_main_conf_t *jmcf);
 static ngx_int_t ngx_http_jvm_vm_buffer(jobject buf, jobject *ref,
     u_char **addr, size_t *cap);
 static ngx_int_t ngx_http_jvm_vm_response(ngx_log_t *log, jint n,
@@ -267,7 +268,7 @@ ngx_http_jvm_vm_has_option(ngx_http_jvm_main_conf_t *jmcf, char **prefixes)
  * major * 1000 + update; 0 when unknown.
  */
 
-ngx_uint_t
+static ngx_uint_t
 ngx_http_jvm_vm_version(ngx_http_jvm_main_conf_t *jmcf)
 {
     u_char      *p, *last, buf[4096];
@@ -803,7 +804,7 @@ ngx_http_jvm_vm_mapped(ngx_http_jvm_main_conf_t *jmcf)
 
     while (!found && fgets(line, sizeof(line), maps)) {
         found = ngx_strstr(line, jmcf->cache_entry.data) != NULL
-                && ngx_strstr(line, jmcf->cache_archive) != NULL;
+                && ngx_strstr(line, "/app.jsa") != NULL;
     }
 
     fclose(maps);
