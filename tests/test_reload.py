@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from harness import Nginx, alive, wait_for
+from harness import Nginx, alive, children, wait_for
 
 LOCATIONS = """
         location /pid { jvm_content testapp.ring/pid; }
@@ -277,36 +277,49 @@ def thread_nice(pid):
 
 
 @pytest.mark.parametrize("nice", [None, "0"])
-def test_a_reloads_jit_compiler_threads_run_at_a_lower_priority(mode, nice):
-    """jvm_reload_nice: a new worker's C1/C2 compiler threads at nice +10
-    (the default), every other thread as it was, until the old workers are
-    gone; the first start's workers, and jvm_reload_nice 0, leave them
+def test_a_reloads_jvm_starts_at_a_lower_priority(mode, nice):
+    """jvm_reload_nice: a new worker that may lower a nice value again (these
+    run as root) starts its JVM at nice +10 (the default), every thread;
+    once ready, all but its C1/C2 compiler threads return to 0, and those
+    stay; the first start's workers, and jvm_reload_nice 0, leave them
     alone."""
     n = started(mode)
     if nice:
         add_to_http(n, "    jvm_reload_nice %s;\n" % nice)
     with n:
+        assert "user root;" in open(n.conf).read()
         first = next_start(n, 0)
         for pid in first:
             t = thread_nice(pid)
             assert t["C2 Compiler"] == {0}, t
             assert all(v == {0} for v in t.values()), t
+        # the new JVMs' start held in the application's loading for 4 s
+        next_start(n, 4000)
         assert n.control("reload").returncode == 0
-        assert gone(first, 20)
+        want = 0 if nice == "0" else 10
+
+        def starting():
+            # titled "worker process" only once started: the master's others
+            return set(children(n.master_pid)) - first
+
+        # the first new worker starts its JVM while the second waits its turn
+        assert wait_for(lambda: any("C2 Compiler" in thread_nice(p)
+                                    for p in starting()), 10)
+        for pid in starting():
+            t = thread_nice(pid)
+            if "C2 Compiler" in t:
+                assert all(v == {want} for v in t.values()), t
+        assert gone(first, 30)
         assert wait_for(lambda: len(n.worker_pids()) == 2, 10)
         for pid in n.worker_pids():
             t = thread_nice(pid)
-            want = 0 if nice == "0" else 10
             assert t["C1 Compiler"] == {want}, t
             assert t["C2 Compiler"] == {want}, t
             others = {k: v for k, v in t.items()
                       if not k.startswith(("C1 Compiler", "C2 Compiler"))}
             assert all(v == {0} for v in others.values()), t
         assert n.get("/pid").status == 200
-        # workers that may lower a nice value again (these run as root)
-        # return their compilers to it after jvm_reload_drain (5 s) + 1 s
-        assert "user root;" in open(n.conf).read()
-        assert wait_for(lambda: all(
-            thread_nice(p)["C2 Compiler"] == {0}
-            and thread_nice(p)["C1 Compiler"] == {0}
-            for p in n.worker_pids()), 15)
+        # and the compilers stay there past the drain (5 s)
+        time.sleep(6)
+        for pid in n.worker_pids():
+            assert thread_nice(pid)["C2 Compiler"] == {want}

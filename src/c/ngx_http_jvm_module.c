@@ -1175,6 +1175,8 @@ ngx_http_jvm_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
+    ngx_http_jvm_reload_start_priority(cycle, jmcf);
+
     if (ngx_http_jvm_vm_start(cycle, jmcf) == NGX_OK
         && ngx_http_jvm_natives_init(cycle) == NGX_OK)
     {

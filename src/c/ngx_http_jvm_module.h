@@ -223,6 +223,8 @@ ngx_int_t ngx_http_jvm_reload_worker_turn(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 void ngx_http_jvm_reload_worker_ready(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
+void ngx_http_jvm_reload_start_priority(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
 void ngx_http_jvm_reload_lower_priority(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_reload_filter_init(ngx_conf_t *cf);

@@ -26,7 +26,8 @@
  *
  * A new worker of a reload runs its JIT compiler threads at a lower CPU
  * priority (jvm_reload_nice): they take half of a JVM's start and most of
- * its warm-up, CPU the old workers serving meanwhile need.
+ * its warm-up, CPU the old workers serving meanwhile need; and where it may
+ * lower a nice value again, its whole JVM's start too.
  */
 
 
@@ -49,11 +50,7 @@ static void ngx_http_jvm_reload_wait(ngx_event_t *ev);
 static void ngx_http_jvm_reload_quit(ngx_event_t *ev);
 static void ngx_http_jvm_reload_drain(ngx_event_t *ev);
 static ngx_int_t ngx_http_jvm_reload_header_filter(ngx_http_request_t *r);
-static void ngx_http_jvm_reload_renice(ngx_event_t *ev);
-static ngx_uint_t ngx_http_jvm_reload_compilers(int nice,
-    ngx_uint_t relative);
-static void ngx_http_jvm_reload_renice_later(ngx_cycle_t *cycle,
-    ngx_http_jvm_main_conf_t *jmcf);
+static ngx_uint_t ngx_http_jvm_reload_priorities(int compilers, int others);
 
 
 /* the timers' data: nginx's debug log reads an fd from it */
@@ -72,10 +69,9 @@ static ngx_event_t           ngx_http_jvm_reload_drain_ev;
 
 static ngx_http_output_header_filter_pt  ngx_http_jvm_reload_next_filter;
 
-/* the compiler threads' own nice value, to return to when allowed */
+/* the worker's own nice value; its JVM's start ran above it */
 static int                   ngx_http_jvm_reload_nice_base;
-static ngx_uint_t            ngx_http_jvm_reload_niced;
-static ngx_event_t           ngx_http_jvm_reload_renice_ev;
+static ngx_uint_t            ngx_http_jvm_reload_start_niced;
 
 
 /* The zone: made once, kept by every reload (same name, size and tag). */
@@ -195,15 +191,64 @@ ngx_http_jvm_reload_worker_turn(ngx_cycle_t *cycle,
 
 
 /*
- * A worker of a reload (an older generation serves meanwhile): its JVM's
- * JIT compiler threads at nice +jvm_reload_nice, from the JVM's creation
- * on.  They are half the CPU of a JVM's start and most of what a cold
- * worker spends beyond a warm one; the old workers and every thread that
- * serves keep their priority.  A thread may raise its own nice value
- * without privileges but not lower it again: unless the worker may (see
- * ngx_http_jvm_reload_renice_later) they stay there, and once the worker is
- * warm its compilers are idle.  Compiler threads added later are started
- * by a compiler thread and inherit its value.
+ * Before its JVM, a worker of a reload (an older generation serves
+ * meanwhile) that may lower a nice value again (root, or an RLIMIT_NICE
+ * that allows its own value) lowers its priority by jvm_reload_nice: the
+ * JVM's threads inherit it, and the JVM's creation and the application's
+ * loading take the CPU the old workers leave.  Once the worker is ready,
+ * every thread but the JIT compilers returns (ngx_http_jvm_reload_
+ * worker_ready).  On Linux a nice value is a thread's: this is the main
+ * thread's, before there is any other.
+ */
+
+void
+ngx_http_jvm_reload_start_priority(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf)
+{
+    int            own;
+    struct rlimit  rl;
+
+    if (jmcf->generation <= 1 || jmcf->reload_nice == 0
+        || ngx_process != NGX_PROCESS_WORKER)
+    {
+        return;
+    }
+
+    errno = 0;
+    own = getpriority(PRIO_PROCESS, 0);
+
+    if (own == -1 && errno != 0) {
+        return;
+    }
+
+    ngx_http_jvm_reload_nice_base = own;
+
+    if (geteuid() != 0
+        && (getrlimit(RLIMIT_NICE, &rl) == -1
+            || rl.rlim_cur < (rlim_t) (20 - own)))
+    {
+        return;
+    }
+
+    if (setpriority(PRIO_PROCESS, 0,
+                    ngx_min(19, own + (int) jmcf->reload_nice))
+        == 0)
+    {
+        ngx_http_jvm_reload_start_niced = 1;
+    }
+}
+
+
+/*
+ * After its JVM's creation, a worker of a reload: the JIT compiler threads
+ * at nice +jvm_reload_nice.  They are half the CPU of a JVM's start and
+ * most of what a cold worker spends beyond a warm one; the old workers and
+ * every thread that serves keep their priority.  A thread may raise its
+ * own nice value without privileges but not lower it again, so they stay
+ * there; once the worker is warm they are idle.  (Returning them after the
+ * drain, where allowed, was measured: worse, bench/results/2026-11-26-
+ * reload.md.)  Compiler threads added later are started by a compiler
+ * thread and inherit its value.
  */
 
 void
@@ -218,9 +263,18 @@ ngx_http_jvm_reload_lower_priority(ngx_cycle_t *cycle,
         return;
     }
 
-    count = ngx_http_jvm_reload_compilers((int) jmcf->reload_nice, 1);
+    if (!ngx_http_jvm_reload_start_niced) {
+        errno = 0;
+        ngx_http_jvm_reload_nice_base = getpriority(PRIO_PROCESS, 0);
 
-    ngx_http_jvm_reload_niced = count;
+        if (ngx_http_jvm_reload_nice_base == -1 && errno != 0) {
+            return;
+        }
+    }
+
+    count = ngx_http_jvm_reload_priorities(
+                ngx_min(19, ngx_http_jvm_reload_nice_base
+                            + (int) jmcf->reload_nice), -1);
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
                    "jvm: %ui JIT compiler threads at a lower priority",
@@ -229,29 +283,15 @@ ngx_http_jvm_reload_lower_priority(ngx_cycle_t *cycle,
 
 
 /*
- * Where the worker may lower a nice value again (root, or RLIMIT_NICE),
- * its compiler threads return to their own once the old workers are gone
- * (jvm_reload_drain and a second after it is ready): at saturation, with
- * nobody else to protect, niced compilers warm a worker up more slowly.
- */
-
-static void
-ngx_http_jvm_reload_renice(ngx_event_t *ev)
-{
-    (void) ngx_http_jvm_reload_compilers(ngx_http_jvm_reload_nice_base, 0);
-}
-
-
-/*
- * Sets the nice value of this process's JIT compiler threads (C1, C2): to
- * their own plus "nice" (at most 19) when "relative", remembering their
- * own; to "nice" otherwise.  Returns how many were set.
+ * Sets the nice value of this process's JIT compiler threads (C1, C2) to
+ * "compilers" and, unless "others" is -1, of every other thread to
+ * "others".  Returns how many compiler threads were set.
  */
 
 static ngx_uint_t
-ngx_http_jvm_reload_compilers(int nice, ngx_uint_t relative)
+ngx_http_jvm_reload_priorities(int compilers, int others)
 {
-    int             fd, tid, own;
+    int             fd, tid;
     char            path[64], comm[32];
     DIR            *dir;
     ssize_t         n;
@@ -280,62 +320,21 @@ ngx_http_jvm_reload_compilers(int nice, ngx_uint_t relative)
         n = read(fd, comm, sizeof(comm) - 1);
         close(fd);
 
-        if (n < 11 || (ngx_strncmp(comm, "C1 Compiler", 11) != 0
-                       && ngx_strncmp(comm, "C2 Compiler", 11) != 0))
-        {
-            continue;
-        }
-
         tid = atoi(de->d_name);
 
-        if (!relative) {
-            count += setpriority(PRIO_PROCESS, tid, nice) == 0;
-            continue;
-        }
+        if (n >= 11 && (ngx_strncmp(comm, "C1 Compiler", 11) == 0
+                        || ngx_strncmp(comm, "C2 Compiler", 11) == 0))
+        {
+            count += setpriority(PRIO_PROCESS, tid, compilers) == 0;
 
-        errno = 0;
-        own = getpriority(PRIO_PROCESS, tid);
-
-        if (own == -1 && errno != 0) {
-            continue;
-        }
-
-        if (setpriority(PRIO_PROCESS, tid, ngx_min(19, own + nice)) == 0) {
-            ngx_http_jvm_reload_nice_base = own;
-            count++;
+        } else if (others != -1) {
+            (void) setpriority(PRIO_PROCESS, tid, others);
         }
     }
 
     closedir(dir);
 
     return count;
-}
-
-
-static void
-ngx_http_jvm_reload_renice_later(ngx_cycle_t *cycle,
-    ngx_http_jvm_main_conf_t *jmcf)
-{
-    struct rlimit  rl;
-
-    if (!ngx_http_jvm_reload_niced) {
-        return;
-    }
-
-    if (geteuid() != 0
-        && (getrlimit(RLIMIT_NICE, &rl) == -1
-            || rl.rlim_cur < (rlim_t) (20 - ngx_http_jvm_reload_nice_base)))
-    {
-        return;
-    }
-
-    ngx_http_jvm_reload_renice_ev.data = &ngx_http_jvm_reload_dummy;
-    ngx_http_jvm_reload_renice_ev.handler = ngx_http_jvm_reload_renice;
-    ngx_http_jvm_reload_renice_ev.log = cycle->log;
-    ngx_http_jvm_reload_renice_ev.cancelable = 1;
-
-    ngx_add_timer(&ngx_http_jvm_reload_renice_ev,
-                  jmcf->reload_drain + 1000);
 }
 
 
@@ -360,7 +359,13 @@ ngx_http_jvm_reload_worker_ready(ngx_cycle_t *cycle,
         return;
     }
 
-    ngx_http_jvm_reload_renice_later(cycle, jmcf);
+    if (ngx_http_jvm_reload_start_niced) {
+        /* ready: everything but the compilers back to the worker's own */
+        (void) ngx_http_jvm_reload_priorities(
+                   ngx_min(19, ngx_http_jvm_reload_nice_base
+                               + (int) jmcf->reload_nice),
+                   ngx_http_jvm_reload_nice_base);
+    }
 
     if (jmcf->reload_timeout == 0) {
         return;
