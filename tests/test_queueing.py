@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from harness import Nginx, request, wait_for
+from harness import Nginx, jdk21_libjvm, request, wait_for
 
 QUEUE = 3
 MODES = ["pool", "virtual", "coloop"]
@@ -204,6 +204,8 @@ def test_virtual_carriers_are_a_workers_share_of_the_cores(workers, option):
     """jvm_mode virtual: a JVM per worker, so each gets its share of the
     cores as carrier threads (not the JDK's one per core), unless
     jvm_options says otherwise."""
+    if jdk21_libjvm() is None:
+        pytest.skip("jvm_mode virtual needs a JDK 21 or newer")
     http = ("    jvm_options -Djdk.virtualThreadScheduler.parallelism=%d;\n"
             % option) if option else ""
     with Nginx(locations("virtual"), http=http, mode="virtual",
