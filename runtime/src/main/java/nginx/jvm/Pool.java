@@ -33,7 +33,7 @@ import java.util.concurrent.locks.LockSupport;
  */
 final class Pool {
     private final ConcurrentLinkedQueue<Runnable> queue = new ConcurrentLinkedQueue<>();
-    /** Tasks queued and not yet taken: jvm_queue's bound. */
+    /** Tasks queued and not yet taken: jvm_queue's bound, beyond the free threads. */
     private final AtomicInteger waiting = new AtomicInteger();
     /** Threads awake and not running a task. */
     private final AtomicInteger searching = new AtomicInteger();
@@ -96,7 +96,8 @@ final class Pool {
 
     /** Any thread, the event loop's mostly: false when the queue is full. */
     boolean offer(Runnable task) {
-        if (waiting.incrementAndGet() > capacity) {
+        int n = waiting.incrementAndGet();
+        if (n > capacity && n > capacity + free()) {
             waiting.decrementAndGet();
             return false;
         }
@@ -105,6 +106,18 @@ final class Pool {
             wakeOne();
         }
         return true;
+    }
+
+    /**
+     * Threads that take a task without it waiting behind a busy one: those
+     * awake and looking, and those parked (woken by the submission). The
+     * queue's bound counts what waits beyond them, so that tasks submitted
+     * together while a thread is still waking do not fill the queue in its
+     * stead. Read only when the queue looks full: the idle list's size is a
+     * walk of it.
+     */
+    int free() {
+        return searching.get() + idle.size();
     }
 
     /** Takes {@code task} out of the queue if no thread has taken it yet. */

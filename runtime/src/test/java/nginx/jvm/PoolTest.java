@@ -37,6 +37,28 @@ class PoolTest {
     }
 
     @Test
+    void tasksSubmittedTogetherToAParkedThreadTakeNoPlaceOfTheQueue() throws Exception {
+        // jvm_pool_size 1, jvm_queue 1: one task runs, one waits, whatever
+        // the timing of the parked thread's wake-up (when both come before it
+        // takes the first, the first is not counted against the queue; that
+        // timing is not forced here: tests/test_offloop.py's full queue met it)
+        Pool pool = new Pool(1, 1, DAEMONS);
+        for (int i = 0; i < 1000 && pool.free() != 1; i++) {
+            Thread.sleep(1);
+        }
+        Thread.sleep(50);                   // parked, not just looking
+        CountDownLatch started = new CountDownLatch(1), open = new CountDownLatch(1);
+        CountDownLatch second = new CountDownLatch(1);
+        assertTrue(pool.offer(hold(started, open)));
+        assertTrue(pool.offer(second::countDown));
+        assertFalse(pool.offer(() -> { }));
+        assertTrue(started.await(10, TimeUnit.SECONDS));
+        assertFalse(pool.offer(() -> { }));
+        open.countDown();
+        assertTrue(second.await(10, TimeUnit.SECONDS));
+    }
+
+    @Test
     void oneThreadRunsTheQueueFirstInFirstOut() throws Exception {
         Pool pool = new Pool(1, 100, DAEMONS);
         CountDownLatch started = new CountDownLatch(1), open = new CountDownLatch(1);
