@@ -193,17 +193,22 @@ def test_drain_stops_accepting_and_ends_with_idle_connections(mode):
         old = next_start(n, 0)
         idle = http.client.HTTPConnection("127.0.0.1", n.port, timeout=10)
         idle.request("GET", "/pid")
-        assert int(idle.getresponse().read()) in old
+        holder = int(idle.getresponse().read())
+        assert holder in old
         start = time.monotonic()
         assert n.control("reload").returncode == 0
-        assert wait_for(lambda: n.log_lines(r"handing the connections "
-                                            r"over"), 20)
+        # each old worker stops accepting as it sees the new ones ready (a
+        # poll of 50 ms), right after it says so: every one of them
+        assert wait_for(lambda: len(n.log_lines(r"handing the connections "
+                                                r"over")) >= len(old), 20)
+        time.sleep(0.1)
         for _ in range(10):
             c = http.client.HTTPConnection("127.0.0.1", n.port, timeout=10)
             c.request("GET", "/pid")
             assert int(c.getresponse().read()) not in old
             c.close()
-        assert all(alive(p) for p in old)
+        # the worker with a client drains; one without may have quit
+        assert alive(holder)
         assert gone(old, 15)
         took = time.monotonic() - start
         assert 2.5 < took < 12, took
