@@ -55,9 +55,22 @@ def jcmd(pid):
                           text=True, timeout=60)
 
 
+def pids_since(first, seen):
+    """Every pid the system gave out from `first` to the last one seen:
+    the master forks its trial JVMs (ngx_http_jvm_child.c) between its
+    workers, and they have an attach socket to remove too."""
+    last = max(seen)
+    if last >= first:
+        return set(range(first, last + 1))
+    with open("/proc/sys/kernel/pid_max") as f:        # wrapped round
+        return set(range(first, int(f.read()))) | set(range(1, last + 1))
+
+
 def serve_reload_quit(n, sockets, attach_works, sig=signal.SIGQUIT):
     """Requests to both workers, jcmd on each, a reload, then a quit (or
-    a fast stop); returns every worker pid seen."""
+    a fast stop); returns every pid from the master's to the last
+    worker's."""
+    master = n.master_pid
     seen = set()
     for generation in range(2):
         pids = n.worker_pids()
@@ -83,7 +96,7 @@ def serve_reload_quit(n, sockets, attach_works, sig=signal.SIGQUIT):
             for pid in pids:
                 assert not sockets.made(pid)
     n.stop(sig=sig, timeout=30)
-    return seen
+    return pids_since(master, seen)
 
 
 def test_attach_off_by_default(mode):

@@ -109,7 +109,9 @@ ngx_http_jvm_vm_child(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     if (pid == 0) {
         /* the JVM says why it exits on stdout: into the error log with it */
         (void) dup2(ngx_stderr, STDOUT_FILENO);
-        _exit(ngx_http_jvm_vm_child_job(cycle, jmcf, job));
+        status = ngx_http_jvm_vm_child_job(cycle, jmcf, job);
+        ngx_http_jvm_vm_remove_attach_socket(getpid());
+        _exit(status);
     }
 
     status = 0;

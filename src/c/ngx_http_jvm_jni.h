@@ -32,6 +32,7 @@ ngx_int_t ngx_http_jvm_vm_args(ngx_cycle_t *cycle,
 ngx_int_t ngx_http_jvm_vm_bind(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_jvm_vm_failed(ngx_log_t *log, const char *what);
 void ngx_http_jvm_vm_block_signals(sigset_t *old);
+void ngx_http_jvm_vm_remove_attach_socket(ngx_pid_t pid);
 
 /* ngx_http_jvm_vm.c: what ngx_http_jvm_vm_websocket.c calls with */
 extern jclass     ngx_http_jvm_worker;      /* nginx.jvm.Worker */

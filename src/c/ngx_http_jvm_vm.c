@@ -146,18 +146,31 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
 static void JNICALL
 ngx_http_jvm_vm_exit_hook(jint code)
 {
-    u_char  path[sizeof("/tmp/.java_pid") + NGX_INT64_LEN];
-
     ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, 0,
                   "jvm: handler code ended the JVM with status %d "
                   "(System.exit() or Runtime.halt()): the worker exits "
                   "with the requests it was serving", (int) code);
 
-    /* the attach listener's socket, when jvm_options turned it on */
-    ngx_sprintf(path, "/tmp/.java_pid%P%Z", ngx_pid);
-    (void) unlink((char *) path);
+    ngx_http_jvm_vm_remove_attach_socket(ngx_pid);
 
     _exit(code == 2 ? 1 : code);
+}
+
+
+/*
+ * The attach listener's socket, when jvm_options turned it on: HotSpot
+ * removes it only in an exit() handler, and a process that leaves its JVM
+ * with _exit() would leave it in /tmp (whatever java.io.tmpdir says), for
+ * jcmd to try and fail on when the pid comes round again.
+ */
+
+void
+ngx_http_jvm_vm_remove_attach_socket(ngx_pid_t pid)
+{
+    u_char  path[sizeof("/tmp/.java_pid") + NGX_INT64_LEN];
+
+    ngx_sprintf(path, "/tmp/.java_pid%P%Z", pid);
+    (void) unlink((char *) path);
 }
 
 
