@@ -69,8 +69,14 @@ static ngx_event_t           ngx_http_jvm_reload_drain_ev;
 
 static ngx_http_output_header_filter_pt  ngx_http_jvm_reload_next_filter;
 
-/* the worker's own nice value; its JVM's start ran above it */
+/*
+ * A worker of a reload: its own nice value, the compilers' (own +
+ * jvm_reload_nice, at most 19), whether they were found, and whether its
+ * JVM's whole start ran at the compilers' value.
+ */
 static int                   ngx_http_jvm_reload_nice_base;
+static int                   ngx_http_jvm_reload_nice_low;
+static ngx_uint_t            ngx_http_jvm_reload_nice_known;
 static ngx_uint_t            ngx_http_jvm_reload_start_niced;
 
 
@@ -222,6 +228,8 @@ ngx_http_jvm_reload_start_priority(ngx_cycle_t *cycle,
     }
 
     ngx_http_jvm_reload_nice_base = own;
+    ngx_http_jvm_reload_nice_low = ngx_min(19, own + (int) jmcf->reload_nice);
+    ngx_http_jvm_reload_nice_known = 1;
 
     if (geteuid() != 0
         && (getrlimit(RLIMIT_NICE, &rl) == -1
@@ -230,10 +238,7 @@ ngx_http_jvm_reload_start_priority(ngx_cycle_t *cycle,
         return;
     }
 
-    if (setpriority(PRIO_PROCESS, 0,
-                    ngx_min(19, own + (int) jmcf->reload_nice))
-        == 0)
-    {
+    if (setpriority(PRIO_PROCESS, 0, ngx_http_jvm_reload_nice_low) == 0) {
         ngx_http_jvm_reload_start_niced = 1;
     }
 }
@@ -257,24 +262,12 @@ ngx_http_jvm_reload_lower_priority(ngx_cycle_t *cycle,
 {
     ngx_uint_t  count;
 
-    if (jmcf->generation <= 1 || jmcf->reload_nice == 0
-        || ngx_process != NGX_PROCESS_WORKER)
-    {
+    /* ngx_http_jvm_reload_start_priority() ran first and found them */
+    if (!ngx_http_jvm_reload_nice_known) {
         return;
     }
 
-    if (!ngx_http_jvm_reload_start_niced) {
-        errno = 0;
-        ngx_http_jvm_reload_nice_base = getpriority(PRIO_PROCESS, 0);
-
-        if (ngx_http_jvm_reload_nice_base == -1 && errno != 0) {
-            return;
-        }
-    }
-
-    count = ngx_http_jvm_reload_priorities(
-                ngx_min(19, ngx_http_jvm_reload_nice_base
-                            + (int) jmcf->reload_nice), -1);
+    count = ngx_http_jvm_reload_priorities(ngx_http_jvm_reload_nice_low, -1);
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
                    "jvm: %ui JIT compiler threads at a lower priority",
@@ -361,10 +354,8 @@ ngx_http_jvm_reload_worker_ready(ngx_cycle_t *cycle,
 
     if (ngx_http_jvm_reload_start_niced) {
         /* ready: everything but the compilers back to the worker's own */
-        (void) ngx_http_jvm_reload_priorities(
-                   ngx_min(19, ngx_http_jvm_reload_nice_base
-                               + (int) jmcf->reload_nice),
-                   ngx_http_jvm_reload_nice_base);
+        (void) ngx_http_jvm_reload_priorities(ngx_http_jvm_reload_nice_low,
+                                              ngx_http_jvm_reload_nice_base);
     }
 
     if (jmcf->reload_timeout == 0) {

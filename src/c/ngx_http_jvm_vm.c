@@ -553,7 +553,7 @@ ngx_http_jvm_vm_defaults(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
      * worker, so with a worker per core as many carriers as cores compete
      * with every worker's event loop.  A worker's share of the cores is
      * enough: fewer carriers, each finding more than one thread to run when
-     * it wakes (virtual/loop on /hello, two workers on two cores, 0.62-0.66
+     * it wakes (virtual/loop on /hello, two workers on two cores, 0.62-0.68
      * with two carriers, 0.82 with one: bench/results/2026-11-26-handoff.md).
      * A thread that blocks in I/O leaves its carrier, so this bounds the
      * handlers running at once on the CPU, not those in flight.
