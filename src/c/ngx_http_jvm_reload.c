@@ -27,7 +27,7 @@
  * A new worker of a reload runs its JIT compiler threads at a lower CPU
  * priority (jvm_reload_nice): they take half of a JVM's start and most of
  * its warm-up, CPU the old workers serving meanwhile need; and where it may
- * lower a nice value again, its whole JVM's start too.
+ * lower a nice value again, its whole JVM's start runs under SCHED_IDLE.
  */
 
 
@@ -36,12 +36,21 @@
 #include <ngx_channel.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
+#include <sched.h>
+#include <pthread.h>
 
 
 #define NGX_HTTP_JVM_RELOAD_POLL  50
 #define NGX_HTTP_JVM_TURN_LIMIT   10000
 #define NGX_HTTP_JVM_DRAIN_POLL   100
-#define NGX_HTTP_JVM_START_NICE   10
+
+/*
+ * How long a new worker starts under SCHED_IDLE before it falls back to
+ * nice +jvm_reload_nice: with the old workers saturating the CPU an idle
+ * thread barely runs, and the reload would wait for jvm_reload_timeout.
+ * At 40,000 req/s (half the Compojure example's peak) the start took 3 s.
+ */
+#define NGX_HTTP_JVM_IDLE_LIMIT   5
 
 
 static void ngx_http_jvm_reload_install(ngx_event_t *ev);
@@ -51,6 +60,7 @@ static void ngx_http_jvm_reload_quit(ngx_event_t *ev);
 static void ngx_http_jvm_reload_drain(ngx_event_t *ev);
 static ngx_int_t ngx_http_jvm_reload_header_filter(ngx_http_request_t *r);
 static ngx_uint_t ngx_http_jvm_reload_priorities(int compilers, int others);
+static void *ngx_http_jvm_reload_idle_limit(void *data);
 
 
 /* the timers' data: nginx's debug log reads an fd from it */
@@ -72,12 +82,17 @@ static ngx_http_output_header_filter_pt  ngx_http_jvm_reload_next_filter;
 /*
  * A worker of a reload: its own nice value, the compilers' (own +
  * jvm_reload_nice, at most 19), whether they were found, and whether its
- * JVM's whole start ran at the compilers' value.
+ * JVM's whole start ran under SCHED_IDLE.
  */
 static int                   ngx_http_jvm_reload_nice_base;
 static int                   ngx_http_jvm_reload_nice_low;
 static ngx_uint_t            ngx_http_jvm_reload_nice_known;
-static ngx_uint_t            ngx_http_jvm_reload_start_niced;
+static ngx_uint_t            ngx_http_jvm_reload_start_idle;
+
+/* the start under SCHED_IDLE is over (ready, or past its limit) */
+static pthread_mutex_t       ngx_http_jvm_reload_idle_lock =
+                                 PTHREAD_MUTEX_INITIALIZER;
+static ngx_uint_t            ngx_http_jvm_reload_idle_over;
 
 
 /* The zone: made once, kept by every reload (same name, size and tag). */
@@ -199,11 +214,15 @@ ngx_http_jvm_reload_worker_turn(ngx_cycle_t *cycle,
 /*
  * Before its JVM, a worker of a reload (an older generation serves
  * meanwhile) that may lower a nice value again (root, or an RLIMIT_NICE
- * that allows its own value) lowers its priority by jvm_reload_nice: the
- * JVM's threads inherit it, and the JVM's creation and the application's
- * loading take the CPU the old workers leave.  Once the worker is ready,
- * every thread but the JIT compilers returns (ngx_http_jvm_reload_
- * worker_ready).  On Linux a nice value is a thread's: this is the main
+ * that allows its own value: the same test lets a thread leave SCHED_IDLE)
+ * runs under SCHED_IDLE: the JVM's threads inherit it, and the JVM's
+ * creation and the application's loading take only the CPU the old
+ * workers leave.  An old worker that wakes preempts a SCHED_IDLE thread at
+ * once, where a thread at nice +10 may run out its slice first (one reload
+ * at 40,000 req/s: p99 11-37 ms against 26-46 ms at +10, bench/results/
+ * 2026-11-26-reload.md).  Once the worker is ready, every thread returns
+ * to SCHED_OTHER, the JIT compilers at +jvm_reload_nice (ngx_http_jvm_
+ * reload_worker_ready).  On Linux a policy is a thread's: this is the main
  * thread's, before there is any other.
  */
 
@@ -211,8 +230,11 @@ void
 ngx_http_jvm_reload_start_priority(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf)
 {
-    int            own;
-    struct rlimit  rl;
+    int                 own;
+    pthread_t           limit;
+    struct rlimit       rl;
+    pthread_attr_t      attr;
+    struct sched_param  sp;
 
     if (jmcf->generation <= 1 || jmcf->reload_nice == 0
         || ngx_process != NGX_PROCESS_WORKER)
@@ -238,9 +260,59 @@ ngx_http_jvm_reload_start_priority(ngx_cycle_t *cycle,
         return;
     }
 
-    if (setpriority(PRIO_PROCESS, 0, ngx_http_jvm_reload_nice_low) == 0) {
-        ngx_http_jvm_reload_start_niced = 1;
+    /* its thread made before SCHED_IDLE, which it would inherit */
+
+    if (pthread_attr_init(&attr) != 0) {
+        return;
     }
+
+    (void) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+
+    if (pthread_create(&limit, &attr, ngx_http_jvm_reload_idle_limit, NULL)
+        == 0)
+    {
+        (void) pthread_setname_np(limit, "jvm-reload-idle");
+        ngx_memzero(&sp, sizeof(struct sched_param));
+
+        (void) pthread_mutex_lock(&ngx_http_jvm_reload_idle_lock);
+        ngx_http_jvm_reload_start_idle =
+                            sched_setscheduler(0, SCHED_IDLE, &sp) == 0;
+        (void) pthread_mutex_unlock(&ngx_http_jvm_reload_idle_lock);
+    }
+
+    (void) pthread_attr_destroy(&attr);
+}
+
+
+/*
+ * A thread of its own: the JVM's start holds the main thread.  Past the
+ * limit, every thread at the compilers' nice value under SCHED_OTHER
+ * until the worker is ready.
+ */
+
+static void *
+ngx_http_jvm_reload_idle_limit(void *data)
+{
+    struct timespec  ts;
+
+    ts.tv_sec = NGX_HTTP_JVM_IDLE_LIMIT;
+    ts.tv_nsec = 0;
+
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+        /* void */
+    }
+
+    (void) pthread_mutex_lock(&ngx_http_jvm_reload_idle_lock);
+
+    if (ngx_http_jvm_reload_start_idle && !ngx_http_jvm_reload_idle_over) {
+        ngx_http_jvm_reload_idle_over = 1;
+        (void) ngx_http_jvm_reload_priorities(ngx_http_jvm_reload_nice_low,
+                                              ngx_http_jvm_reload_nice_low);
+    }
+
+    (void) pthread_mutex_unlock(&ngx_http_jvm_reload_idle_lock);
+
+    return NULL;
 }
 
 
@@ -278,18 +350,20 @@ ngx_http_jvm_reload_lower_priority(ngx_cycle_t *cycle,
 /*
  * Sets the nice value of this process's JIT compiler threads (C1, C2) to
  * "compilers" and, unless "others" is -1, of every other thread to
- * "others".  Returns how many compiler threads were set.
+ * "others", every thread then under SCHED_OTHER.  Returns how many
+ * compiler threads were set.
  */
 
 static ngx_uint_t
 ngx_http_jvm_reload_priorities(int compilers, int others)
 {
-    int             fd, tid;
-    char            path[64], comm[32];
-    DIR            *dir;
-    ssize_t         n;
-    ngx_uint_t      count;
-    struct dirent  *de;
+    int                  fd, tid;
+    char                 path[64], comm[32];
+    DIR                 *dir;
+    ssize_t              n;
+    ngx_uint_t           count;
+    struct dirent       *de;
+    struct sched_param   sp;
 
     dir = opendir("/proc/self/task");
     if (dir == NULL) {
@@ -314,6 +388,11 @@ ngx_http_jvm_reload_priorities(int compilers, int others)
         close(fd);
 
         tid = atoi(de->d_name);
+
+        if (others != -1) {
+            ngx_memzero(&sp, sizeof(struct sched_param));
+            (void) sched_setscheduler(tid, SCHED_OTHER, &sp);
+        }
 
         if (n >= 11 && (ngx_strncmp(comm, "C1 Compiler", 11) == 0
                         || ngx_strncmp(comm, "C2 Compiler", 11) == 0))
@@ -352,10 +431,13 @@ ngx_http_jvm_reload_worker_ready(ngx_cycle_t *cycle,
         return;
     }
 
-    if (ngx_http_jvm_reload_start_niced) {
-        /* ready: everything but the compilers back to the worker's own */
+    if (ngx_http_jvm_reload_start_idle) {
+        /* ready: SCHED_OTHER, and all but the compilers at the worker's own */
+        (void) pthread_mutex_lock(&ngx_http_jvm_reload_idle_lock);
+        ngx_http_jvm_reload_idle_over = 1;
         (void) ngx_http_jvm_reload_priorities(ngx_http_jvm_reload_nice_low,
                                               ngx_http_jvm_reload_nice_base);
+        (void) pthread_mutex_unlock(&ngx_http_jvm_reload_idle_lock);
     }
 
     if (jmcf->reload_timeout == 0) {
