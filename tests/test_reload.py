@@ -265,23 +265,39 @@ def test_two_reloads_in_a_row_a_superseded_worker_starts_no_jvm(mode):
         c.close()
 
 
-SCHED_IDLE = 5
+SCHED_BATCH, SCHED_IDLE = 3, 5
+
+
+def threads(pid):
+    """[(tid, name)] of a process."""
+    out = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                out.append((tid, f.read().strip()))
+        except OSError:
+            pass
+    return out
+
+
+def policy(pid, tid):
+    with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[38])   # field 41
 
 
 def thread_nice(pid):
     """{thread name: set of nice values, "idle" for a SCHED_IDLE thread}
     of a process (comm: 15 characters, "C2 CompilerThre")."""
     out = {}
-    for tid in os.listdir("/proc/%d/task" % pid):
+    for tid, name in threads(pid):
         try:
-            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
-                name = f.read().strip().rstrip("0123456789")[:11]
             with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
                 stat = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
         idle = int(stat[38]) == SCHED_IDLE          # field 41, policy
-        out.setdefault(name, set()).add("idle" if idle else int(stat[16]))
+        out.setdefault(name.rstrip("0123456789")[:11], set()).add(
+            "idle" if idle else int(stat[16]))
     return out
 
 
@@ -335,6 +351,12 @@ def test_a_reloads_jvm_starts_at_a_lower_priority(mode, nice):
                       if not k.startswith(("C1 Compiler", "C2 Compiler"))}
             assert all(v == {0} for v in others.values()), t
         assert n.get("/pid").status == 200
+        # threads that made themselves SCHED_BATCH while the start was
+        # SCHED_IDLE (test_offloop.py) stay so
+        for pid in n.worker_pids():
+            batch = [policy(pid, tid) for tid, name in threads(pid)
+                     if name.startswith(("nginx-jvm-pool", "nginx-jvm-abort"))]
+            assert batch and set(batch) == {SCHED_BATCH}, batch
         # and the compilers stay there past the drain (5 s)
         time.sleep(6)
         for pid in n.worker_pids():

@@ -350,8 +350,8 @@ ngx_http_jvm_reload_lower_priority(ngx_cycle_t *cycle,
 /*
  * Sets the nice value of this process's JIT compiler threads (C1, C2) to
  * "compilers" and, unless "others" is -1, of every other thread to
- * "others", every thread then under SCHED_OTHER.  Returns how many
- * compiler threads were set.
+ * "others", a thread under SCHED_IDLE then under SCHED_OTHER.  Returns
+ * how many compiler threads were set.
  */
 
 static ngx_uint_t
@@ -389,7 +389,8 @@ ngx_http_jvm_reload_priorities(int compilers, int others)
 
         tid = atoi(de->d_name);
 
-        if (others != -1) {
+        /* a pool thread or a carrier made itself SCHED_BATCH: it stays */
+        if (others != -1 && sched_getscheduler(tid) == SCHED_IDLE) {
             ngx_memzero(&sp, sizeof(struct sched_param));
             (void) sched_setscheduler(tid, SCHED_OTHER, &sp);
         }
