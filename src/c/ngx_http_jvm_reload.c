@@ -218,9 +218,9 @@ ngx_http_jvm_reload_worker_turn(ngx_cycle_t *cycle,
  * runs under SCHED_IDLE: the JVM's threads inherit it, and the JVM's
  * creation and the application's loading take only the CPU the old
  * workers leave.  An old worker that wakes preempts a SCHED_IDLE thread at
- * once, where a thread at nice +10 may run out its slice first (one reload
- * at 40,000 req/s: p99 11-37 ms against 26-46 ms at +10, bench/results/
- * 2026-11-26-reload.md).  Once the worker is ready, every thread returns
+ * once, where a thread at nice +10 may run out its slice first (five
+ * reloads at 40,000 req/s: p99 7-30 ms against 38-94 ms at +10, bench/
+ * results/2026-11-26-reload.md).  Once the worker is ready, every thread returns
  * to SCHED_OTHER, the JIT compilers at +jvm_reload_nice (ngx_http_jvm_
  * reload_worker_ready).  On Linux a policy is a thread's: this is the main
  * thread's, before there is any other.
