@@ -280,9 +280,15 @@ def threads(pid):
     return out
 
 
-def policy(pid, tid):
+def thread_stat(pid, tid):
+    """(nice, scheduling policy) of a thread (stat fields 19 and 41)."""
     with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
-        return int(f.read().rsplit(")", 1)[1].split()[38])   # field 41
+        stat = f.read().rsplit(")", 1)[1].split()
+    return int(stat[16]), int(stat[38])
+
+
+def policy(pid, tid):
+    return thread_stat(pid, tid)[1]
 
 
 def thread_nice(pid):
@@ -291,13 +297,11 @@ def thread_nice(pid):
     out = {}
     for tid, name in threads(pid):
         try:
-            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
-                stat = f.read().rsplit(")", 1)[1].split()
+            nice, pol = thread_stat(pid, tid)
         except OSError:
             continue
-        idle = int(stat[38]) == SCHED_IDLE          # field 41, policy
         out.setdefault(name.rstrip("0123456789")[:11], set()).add(
-            "idle" if idle else int(stat[16]))
+            "idle" if pol == SCHED_IDLE else nice)
     return out
 
 
