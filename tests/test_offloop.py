@@ -2,6 +2,7 @@
 response timeouts, clients that leave, and reload/quit with work in flight.
 """
 
+import collections
 import glob
 import os
 import re
@@ -324,10 +325,15 @@ def test_virtual_threads():
         assert n.get("/v/seq").text == "".join("line %d\n" % i
                                                for i in range(100))
         assert n.get("/v/async").status == 200
-        # the carriers that ran the handlers are SCHED_BATCH, the loop not
+        # the handlers ran on the worker's own carriers (jvm_pool_size of
+        # them), not the JDK's scheduler's; they are SCHED_BATCH, the loop not
         threads = thread_policies(n)
-        carriers = [t for t in threads if t[2].startswith("ForkJoinPool-")]
-        assert carriers and all(t[3] == SCHED_BATCH for t in carriers), threads
+        carriers = [t for t in threads if t[2].startswith("nginx-jvm-carri")]
+        assert sorted(collections.Counter(t[0] for t in carriers).values()) \
+            == [16] * len(n.worker_pids()), threads
+        assert all(t[3] == SCHED_BATCH for t in carriers), threads
+        assert not [t for t in threads if t[2].startswith("ForkJoinPool-")], \
+            threads
         assert all(t[3] == SCHED_OTHER for t in threads if t[0] == t[1])
 
 

@@ -382,8 +382,8 @@ ngx_int_t ngx_http_jvm_vm_start(ngx_cycle_t *cycle,
 ngx_int_t ngx_http_jvm_vm_register(ngx_cycle_t *cycle, ngx_str_t *name);
 ngx_int_t ngx_http_jvm_vm_init(ngx_cycle_t *cycle, ngx_str_t *name);
 ngx_int_t ngx_http_jvm_vm_configure(ngx_cycle_t *cycle, ngx_fd_t notify_fd,
-    ngx_int_t pool_size, ngx_int_t queue, ngx_uint_t virtual,
-    ngx_uint_t coloop, ngx_int_t ws_send_queue);
+    ngx_int_t pool_size, ngx_int_t carriers, ngx_int_t queue,
+    ngx_uint_t virtual, ngx_uint_t coloop, ngx_int_t ws_send_queue);
 ngx_int_t ngx_http_jvm_vm_request_buffer(ngx_log_t *log, size_t size);
 ngx_int_t ngx_http_jvm_vm_handle(ngx_http_request_t *r, ngx_int_t handler,
     ngx_uint_t phase, size_t len, size_t *out);

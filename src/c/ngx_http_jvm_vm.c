@@ -105,7 +105,7 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
       "(Ljava/lang/String;)Ljava/lang/String;" },
     { &ngx_http_jvm_init_mid, "init",
       "(Ljava/lang/String;)Ljava/lang/String;" },
-    { &ngx_http_jvm_configure_mid, "configure", "(IIZZI)Ljava/lang/String;" },
+    { &ngx_http_jvm_configure_mid, "configure", "(IIIZZI)Ljava/lang/String;" },
     { &ngx_http_jvm_handle_mid, "handle", "(IIJI)I" },
     { &ngx_http_jvm_submit_mid, "submit", "(IIJIZJI)I" },
     { &ngx_http_jvm_variable_mid, "variable", "(IIJ)I" },
@@ -1154,7 +1154,7 @@ ngx_http_jvm_vm_init(ngx_cycle_t *cycle, ngx_str_t *name)
 
 
 /*
- * Worker.configure(): the pool's threads, the virtual-thread executor and
+ * Worker.configure(): the pool's threads, the virtual threads' carriers and
  * the loop's own virtual threads (jvm_mode coloop: Java tries them and
  * warns when they cannot be had), started with nginx's signals blocked;
  * JVM threads wake the event loop through notify_fd.  NGX_DECLINED:
@@ -1163,8 +1163,8 @@ ngx_http_jvm_vm_init(ngx_cycle_t *cycle, ngx_str_t *name)
 
 ngx_int_t
 ngx_http_jvm_vm_configure(ngx_cycle_t *cycle, ngx_fd_t notify_fd,
-    ngx_int_t pool_size, ngx_int_t queue, ngx_uint_t virtual,
-    ngx_uint_t coloop, ngx_int_t ws_send_queue)
+    ngx_int_t pool_size, ngx_int_t carriers, ngx_int_t queue,
+    ngx_uint_t virtual, ngx_uint_t coloop, ngx_int_t ws_send_queue)
 {
     JNIEnv      *env;
     jstring      err;
@@ -1178,7 +1178,8 @@ ngx_http_jvm_vm_configure(ngx_cycle_t *cycle, ngx_fd_t notify_fd,
 
     err = (*env)->CallStaticObjectMethod(env, ngx_http_jvm_worker,
                                          ngx_http_jvm_configure_mid,
-                                         (jint) pool_size, (jint) queue,
+                                         (jint) pool_size, (jint) carriers,
+                                         (jint) queue,
                                          (jboolean) virtual,
                                          (jboolean) coloop,
                                          (jint) ws_send_queue);

@@ -10,6 +10,7 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * Where handlers run when not on the event loop, and the way their results
@@ -38,6 +39,16 @@ final class Tasks {
      * its close(): a cost per request for nothing here.
      */
     private java.util.concurrent.ThreadFactory virtual;
+    /**
+     * The carriers of those virtual threads: platform threads of the worker's
+     * own, taking continuations as the pool takes tasks (null: the JDK's
+     * scheduler, a ForkJoinPool). Two workers on two cores ran /hello at
+     * 0.76-0.80 of loop mode on the JDK's scheduler, at 1.05 on these
+     * (bench/results/2026-11-26-handoff.md, "Fifth session"): its carriers
+     * park after nearly every request and each submission from outside the
+     * pool wakes one; the pool wakes one only when none is awake and looking.
+     */
+    private Pool carriers;
     private Semaphore virtualSlots;
     private int virtualLimit;
     private String virtualError = "virtual threads were not configured";
@@ -102,15 +113,18 @@ final class Tasks {
      * or why virtual threads cannot be had (a JDK older than 21).
      */
     String configure(int poolSize, int queueSize, boolean useVirtual) {
-        return configure(poolSize, queueSize, useVirtual, false);
+        return configure(poolSize, 0, queueSize, useVirtual, false);
     }
 
     /**
-     * As above, and with {@code useColoop} the event loop's virtual threads
-     * (jvm_mode coloop): when this JVM cannot have them, one [warn] says
-     * why and those locations run as jvm_mode virtual.
+     * As above; virtual threads run on {@code carrierCount} carriers of
+     * their own (0: on the JDK's scheduler); with {@code useColoop} the
+     * event loop's virtual threads (jvm_mode coloop): when this JVM cannot
+     * have them, one [warn] says why and those locations run as jvm_mode
+     * virtual.
      */
-    String configure(int poolSize, int queueSize, boolean useVirtual, boolean useColoop) {
+    String configure(int poolSize, int carrierCount, int queueSize, boolean useVirtual,
+                     boolean useColoop) {
         String error = configureThreads(poolSize, queueSize, useVirtual || useColoop);
         if (useColoop && error == null) {
             String[] why = new String[1];
@@ -125,7 +139,69 @@ final class Tasks {
             Log.warn("nginx.jvm", "jvm_mode coloop cannot be had in this JVM: it needs virtual threads"
                     + " (JDK 21 or newer); its locations run as jvm_mode virtual");
         }
+        if (error == null && carrierCount > 0 && (useVirtual || coloop == null)) {
+            String why = ownCarriers(carrierCount);
+            if (why != null) {
+                Log.warn("nginx.jvm", "jvm_mode virtual's threads run on the JDK's scheduler: " + why);
+            }
+        }
         return error;
+    }
+
+    /**
+     * Virtual threads on {@code count} carriers of the worker's own, through
+     * the JDK's internal builder that takes a scheduler (JDK 21 to 25, as
+     * coloop's {@link LoopScheduler}); null, or why not, after a self-test:
+     * a thread started, parked and unparked through them.
+     */
+    private String ownCarriers(int count) {
+        java.util.concurrent.Executor scheduler = r -> carriers.offer(r);
+        AtomicInteger handed = new AtomicInteger();
+        java.util.concurrent.ThreadFactory own, probe;
+        try {
+            own = factory(LoopScheduler.NATIVE.of(scheduler));
+            probe = factory(LoopScheduler.NATIVE.of(r -> {
+                handed.incrementAndGet();
+                scheduler.execute(r);
+            }));
+        } catch (Throwable e) {
+            return "this JDK (" + System.getProperty("java.version") + ") has no virtual-thread"
+                    + " builder with a scheduler of its own: " + e;
+        }
+        java.util.concurrent.ThreadFactory threads = daemon("nginx-jvm-carrier");
+        // made now, on the thread that blocks nginx's signals; never ended (the
+        // pool's threads are not either): should the self-test fail, they park
+        carriers = new Pool(count, Integer.MAX_VALUE / 2, r -> threads.newThread(() -> {
+            beforeHandlers.run();
+            r.run();
+        }));
+        AtomicBoolean resumed = new AtomicBoolean();
+        Thread t = probe.newThread(() -> {
+            LockSupport.parkNanos(1_000_000);
+            resumed.set(true);
+        });
+        try {
+            t.start();
+            t.join(5000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "interrupted during the self-test";
+        } catch (RuntimeException e) {
+            return "a thread on them did not start: " + e;
+        }
+        if (!resumed.get() || handed.get() < 2) {
+            return "a thread did not start, park and resume through them within 5 s (handed to them "
+                    + handed.get() + " times)";
+        }
+        virtual = own;
+        return null;
+    }
+
+    /** Thread.Builder.factory() of a builder (found by reflection: built for JDK 17). */
+    private static java.util.concurrent.ThreadFactory factory(Object builder)
+            throws ReflectiveOperationException {
+        return (java.util.concurrent.ThreadFactory) Class.forName("java.lang.Thread$Builder")
+                .getMethod("factory").invoke(builder);
     }
 
     private String configureThreads(int poolSize, int queueSize, boolean useVirtual) {
@@ -142,9 +218,7 @@ final class Tasks {
             return null;
         }
         try {
-            Object builder = Thread.class.getMethod("ofVirtual").invoke(null);
-            virtual = (java.util.concurrent.ThreadFactory) Class.forName("java.lang.Thread$Builder")
-                    .getMethod("factory").invoke(builder);
+            virtual = factory(Thread.class.getMethod("ofVirtual").invoke(null));
             virtualLimit = Math.max(1, queueSize);
             virtualSlots = new Semaphore(virtualLimit);
             coloopLimit = Math.max(1, queueSize);

@@ -342,26 +342,22 @@ final class Worker {
 
     /**
      * Sets up where handlers may run: a pool of {@code poolSize} threads
-     * (none if 0) with {@code queueSize} waiting requests, and virtual threads;
-     * and the outgoing queue of each WebSocket ({@code wsSendQueue} messages).
+     * (none if 0) with {@code queueSize} waiting requests; virtual threads,
+     * on {@code carriers} carrier threads of the worker's own (0: the JDK's
+     * scheduler); with {@code coloop}, the virtual threads the event loop
+     * carries (jvm_mode coloop), or one [warn] saying why this JVM cannot
+     * have them and those locations run as jvm_mode virtual; and the
+     * outgoing queue of each WebSocket ({@code wsSendQueue} messages).
      * Returns null, or why virtual threads cannot be had.
      */
-    static String configure(int poolSize, int queueSize, boolean virtual, int wsSendQueue) {
-        return configure(poolSize, queueSize, virtual, false, wsSendQueue);
-    }
-
-    /**
-     * As above; with {@code coloop}, the virtual threads the event loop
-     * carries (jvm_mode coloop), or one [warn] saying why this JVM cannot
-     * have them and those locations run as jvm_mode virtual.
-     */
-    static String configure(int poolSize, int queueSize, boolean virtual, boolean coloop, int wsSendQueue) {
+    static String configure(int poolSize, int carriers, int queueSize, boolean virtual, boolean coloop,
+                            int wsSendQueue) {
         try {
             LoopCalls.bind(Natives::wake);
             sockets.configure(wsSendQueue);
             Timers.start(Natives::wake, 2);
             ExitWatch.install();
-            String error = tasks.configure(poolSize, queueSize, virtual, coloop);
+            String error = tasks.configure(poolSize, carriers, queueSize, virtual, coloop);
             Metrics.start(tasks);
             Repl.start();
             return error;
