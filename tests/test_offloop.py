@@ -337,6 +337,28 @@ def test_virtual_threads():
         assert all(t[3] == SCHED_OTHER for t in threads if t[0] == t[1])
 
 
+@needs_jdk21
+def test_virtual_threads_leave_their_one_carrier_while_they_wait():
+    """jvm_pool_size 1: one carrier. 200 handlers that sleep 200 ms each
+    still run side by side (a sleeping virtual thread leaves its carrier),
+    the handler and a virtual thread it starts run on that carrier, not on
+    the JDK's scheduler."""
+    with Nginx("""
+        location /v/slow { jvm_mode virtual; jvm_content testapp.offloop/slow; }
+        location /v/carriers { jvm_mode virtual;
+                               jvm_content testapp.offloop/carriers; }
+        location /fast { jvm_content testapp.offloop/fast; }
+    """, http="    jvm_path %s;\n    jvm_pool_size 1;" % JDK21) as n:
+        check_not_serialised(n, "/v/slow")
+        lines = n.get("/v/carriers").text.splitlines()
+        assert len(lines) == 2, lines
+        assert all(re.search(r"^VirtualThread\[.*@nginx-jvm-carrier-1$", l)
+                   for l in lines), lines
+        carriers = [t for t in thread_policies(n)
+                    if t[2].startswith("nginx-jvm-carri")]
+        assert len(carriers) == len(n.worker_pids()), carriers
+
+
 @pytest.mark.log_allows(r"jvm_mode virtual needs a JDK 21")
 def test_virtual_threads_on_jdk17_answer_503():
     with Nginx("""

@@ -21,6 +21,17 @@
 (defn virtual? [_]
   {:status 200 :body (str (.isVirtual (Thread/currentThread)))})
 
+(defn carriers
+  "The handler's thread and that of a virtual thread it starts, as the JDK
+  prints them (a mounted virtual thread names its carrier after the @).
+  By reflection: this namespace also loads on JDK 17."
+  [_]
+  (let [child (promise)
+        start (.getMethod Thread "startVirtualThread" (into-array Class [Runnable]))]
+    (.invoke start nil (object-array [(fn [] (deliver child (str (Thread/currentThread))))]))
+    {:status 200 :headers {"Content-Type" "text/plain"}
+     :body (str (Thread/currentThread) "\n" (deref child 5000 "none"))}))
+
 ;; Ring async: the 3-arity form
 
 (defn async-later [req respond _]

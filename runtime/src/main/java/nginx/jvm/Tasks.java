@@ -43,7 +43,7 @@ final class Tasks {
      * The carriers of those virtual threads: platform threads of the worker's
      * own, taking continuations as the pool takes tasks (null: the JDK's
      * scheduler, a ForkJoinPool). Two workers on two cores ran /hello at
-     * 0.76-0.80 of loop mode on the JDK's scheduler, at 1.05 on these
+     * 0.76-0.85 of loop mode on the JDK's scheduler, at 1.05 on these
      * (bench/results/2026-11-26-handoff.md, "Fifth session"): its carriers
      * park after nearly every request and each submission from outside the
      * pool wakes one; the pool wakes one only when none is awake and looking.
