@@ -70,11 +70,16 @@ ngx_http_jvm_tasks_init(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 
     ngx_add_timer(&ngx_http_jvm_quit_ev, NGX_HTTP_JVM_QUIT_WATCH);
 
-    /* virtual threads run on jvm_pool_size carriers of the worker's own */
+    /*
+     * jvm_mode virtual's threads run on jvm_pool_size carriers of the
+     * worker's own; coloop's fall back to the JDK's scheduler (a JDK that
+     * cannot have coloop lacks the builder those carriers need too)
+     */
 
     rc = ngx_http_jvm_vm_configure(cycle, fd,
                                    jmcf->uses_pool ? jmcf->pool_size : 0,
-                                   jmcf->pool_size, jmcf->queue,
+                                   jmcf->uses_virtual ? jmcf->pool_size : 0,
+                                   jmcf->queue,
                                    jmcf->uses_virtual || jmcf->uses_coloop,
                                    jmcf->uses_coloop, jmcf->ws_send_queue);
 

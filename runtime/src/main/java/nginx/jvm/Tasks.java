@@ -139,7 +139,7 @@ final class Tasks {
             Log.warn("nginx.jvm", "jvm_mode coloop cannot be had in this JVM: it needs virtual threads"
                     + " (JDK 21 or newer); its locations run as jvm_mode virtual");
         }
-        if (error == null && carrierCount > 0 && (useVirtual || coloop == null)) {
+        if (error == null && carrierCount > 0) {
             String why = ownCarriers(carrierCount);
             if (why != null) {
                 Log.warn("nginx.jvm", "jvm_mode virtual's threads run on the JDK's scheduler: " + why);
