@@ -7,6 +7,7 @@ import glob
 import os
 import re
 import socket
+import tempfile
 import threading
 import time
 
@@ -357,6 +358,50 @@ def test_virtual_threads_leave_their_one_carrier_while_they_wait():
         carriers = [t for t in thread_policies(n)
                     if t[2].startswith("nginx-jvm-carri")]
         assert len(carriers) == len(n.worker_pids()), carriers
+
+
+@needs_jdk21
+def test_a_handler_that_holds_its_carrier_does_not_stall_the_others():
+    """jvm_pool_size 1: the one carrier is held by a handler blocked in a
+    FIFO's open (native code: its virtual thread cannot leave the carrier).
+    Within a second another carrier starts and the next virtual handler is
+    served; the first answers once a writer comes."""
+    fifo = os.path.join(tempfile.mkdtemp(prefix="nginx-jvm-fifo-"), "f")
+    os.mkfifo(fifo)
+    try:
+        with Nginx("""
+            location /v/read { jvm_mode virtual;
+                               jvm_content testapp.offloop/read-file; }
+            location /v/slow { jvm_mode virtual;
+                               jvm_content testapp.offloop/slow; }
+        """, http="    jvm_path %s;\n    jvm_pool_size 1;" % JDK21) as n:
+            held = socket.create_connection(("127.0.0.1", n.port), timeout=30)
+            held.sendall(("GET /v/read?path=%s HTTP/1.1\r\nHost: localhost\r\n"
+                          "Connection: close\r\n\r\n" % fifo).encode())
+            time.sleep(0.3)
+            t0 = time.monotonic()
+            r = n.get("/v/slow?ms=1", timeout=10)
+            assert r.status == 200 and r.text.startswith("slept 1 on"), r
+            assert time.monotonic() - t0 < 2, time.monotonic() - t0
+            assert n.wait_log(r"\[warn\].*every carrier of jvm_mode virtual"
+                              r" was held.*one more started, 2 now")
+            carriers = [t for t in thread_policies(n)
+                        if t[2].startswith("nginx-jvm-carri")]
+            assert len(carriers) == 2, carriers
+            with open(fifo, "w") as w:
+                w.write("from the fifo")
+            data = b""
+            while True:
+                chunk = held.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            held.close()
+            r = parse_raw(data)
+            assert r.status == 200 and r.body == b"from the fifo", data
+    finally:
+        os.unlink(fifo)
+        os.rmdir(os.path.dirname(fifo))
 
 
 @pytest.mark.log_allows(r"jvm_mode virtual needs a JDK 21")

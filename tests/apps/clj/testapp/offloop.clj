@@ -21,6 +21,14 @@
 (defn virtual? [_]
   {:status 200 :body (str (.isVirtual (Thread/currentThread)))})
 
+(defn read-file
+  "Answers the file ?path= holds: a FIFO's open blocks until a writer comes,
+  in native code, where a virtual thread cannot leave its carrier."
+  [req]
+  (let [path (java.net.URLDecoder/decode
+              (second (re-find #"path=([^&]+)" (:query-string req))) "UTF-8")]
+    {:status 200 :headers {"Content-Type" "text/plain"} :body (slurp path)}))
+
 (defn carriers
   "The handler's thread and that of a virtual thread it starts, as the JDK
   prints them (a mounted virtual thread names its carrier after the @).

@@ -41,6 +41,11 @@ final class Pool {
     private final ConcurrentLinkedDeque<Runner> idle = new ConcurrentLinkedDeque<>();
     private final int size;
     private final int capacity;
+    private final ThreadFactory threads;
+    /** Threads started: {@code size}, and those {@link #compensate} added. */
+    private final AtomicInteger started = new AtomicInteger();
+    /** {@link #compensate}'s thread only: the head of the queue at its last look. */
+    private Runnable lastHead;
 
     private static final int AWAKE = 0, PARKED = 1;
 
@@ -87,11 +92,44 @@ final class Pool {
     Pool(int size, int capacity, ThreadFactory threads) {
         this.size = size;
         this.capacity = Math.max(1, capacity);
+        this.threads = threads;
         // every thread starts awake and searching: it parks when it finds nothing
         searching.set(size);
+        started.set(size);
         for (int i = 0; i < size; i++) {
             threads.newThread(new Runner()).start();
         }
+    }
+
+    /**
+     * For a pool that carries virtual threads, called every so often by one
+     * watching thread: when no thread is free and the task at the head of
+     * the queue is the one there at the last look, starts one more thread,
+     * up to {@code max} in all, and answers true. A virtual thread blocked
+     * where it cannot leave its carrier (a native call, a file read) holds
+     * it, and with all of them so held the others would wait however long
+     * that lasts; the JDK's scheduler adds a carrier for a file read, and
+     * this for any cause. (A continuation is resubmitted as the same
+     * object: a virtual thread back at the head by then counts as stuck too,
+     * which at worst adds a thread while all are busy.) The threads added
+     * stay.
+     */
+    boolean compensate(int max) {
+        Runnable head = queue.peek();
+        boolean stuck = head != null && head == lastHead && searching.get() == 0 && idle.isEmpty();
+        lastHead = stuck ? null : head;
+        if (!stuck || started.get() >= max) {
+            return false;
+        }
+        started.incrementAndGet();
+        searching.incrementAndGet();
+        threads.newThread(new Runner()).start();
+        return true;
+    }
+
+    /** Threads started so far. */
+    int threads() {
+        return started.get();
     }
 
     /** Any thread, the event loop's mostly: false when the queue is full. */

@@ -194,8 +194,25 @@ final class Tasks {
                     + handed.get() + " times)";
         }
         virtual = own;
+        Thread watch = new Thread(() -> {
+            for (;;) {
+                LockSupport.parkNanos(CARRIERS_WATCH_NANOS);
+                if (carriers.compensate(MAX_CARRIERS)) {
+                    Log.warn("nginx.jvm", "every carrier of jvm_mode virtual was held by a handler that"
+                            + " blocked where its virtual thread cannot leave it (a native call, a file"
+                            + " read) while others waited: one more started, " + carriers.threads()
+                            + " now");
+                }
+            }
+        }, "nginx-jvm-vwatch");
+        watch.setDaemon(true);
+        watch.start();
         return null;
     }
+
+    /** How often the carriers' watch looks, and how many carriers it may have in all (the JDK's 256). */
+    static final long CARRIERS_WATCH_NANOS = 100_000_000L;
+    static final int MAX_CARRIERS = 256;
 
     /** Thread.Builder.factory() of a builder (found by reflection: built for JDK 17). */
     private static java.util.concurrent.ThreadFactory factory(Object builder)
