@@ -384,7 +384,7 @@ def test_a_handler_that_holds_its_carrier_does_not_stall_the_others():
             assert r.status == 200 and r.text.startswith("slept 1 on"), r
             assert time.monotonic() - t0 < 2, time.monotonic() - t0
             assert n.wait_log(r"\[warn\].*every carrier of jvm_mode virtual"
-                              r" was held.*one more started, 2 now")
+                              r" stayed held.*one more started, 2 now")
             carriers = [t for t in thread_policies(n)
                         if t[2].startswith("nginx-jvm-carri")]
             assert len(carriers) == 2, carriers

@@ -198,10 +198,12 @@ final class Tasks {
             for (;;) {
                 LockSupport.parkNanos(CARRIERS_WATCH_NANOS);
                 if (carriers.compensate(MAX_CARRIERS)) {
-                    Log.warn("nginx.jvm", "every carrier of jvm_mode virtual was held by a handler that"
-                            + " blocked where its virtual thread cannot leave it (a native call, a file"
-                            + " read) while others waited: one more started, " + carriers.threads()
-                            + " now");
+                    // a handler that runs long without a pause also holds one: the
+                    // count then grows up to MAX_CARRIERS, and the OS shares the cores
+                    Log.warn("nginx.jvm", "every carrier of jvm_mode virtual stayed held while others"
+                            + " waited (handlers that block where a virtual thread cannot leave its"
+                            + " carrier, a native call or a file read, or that run long): one more"
+                            + " started, " + carriers.threads() + " now");
                 }
             }
         }, "nginx-jvm-vwatch");
