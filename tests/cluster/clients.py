@@ -116,7 +116,10 @@ class Load:
             n += 1
             host, port, _ = _split(url)
             if url not in conns:
-                conns[url] = http.client.HTTPConnection(host, port, timeout=10)
+                # beyond the front's proxy_read_timeout (10 s) and the retry
+                # after it: a request in flight on a host that went silent
+                # waits exactly that long, and must not time out here first
+                conns[url] = http.client.HTTPConnection(host, port, timeout=20)
             start = time.monotonic()
             served_by = None
             try:
