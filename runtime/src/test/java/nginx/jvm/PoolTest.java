@@ -207,4 +207,37 @@ class PoolTest {
             }
         }
     }
+
+    /**
+     * Virtual threads' carriers: with its only thread held, a waiting task
+     * gets a thread of its own at the second look (the first only notes
+     * the head), never while a thread is free, and never beyond the bound.
+     */
+    @Test
+    void compensateAddsAThreadOnlyWhenAllAreHeldAndTheHeadWaits() throws Exception {
+        Pool pool = new Pool(1, Integer.MAX_VALUE / 2, DAEMONS);
+        for (int i = 0; i < 1000 && pool.free() != 1; i++) {
+            Thread.sleep(1);
+        }
+        assertFalse(pool.compensate(2), "nothing waits");
+        CountDownLatch started = new CountDownLatch(1), open = new CountDownLatch(1);
+        assertTrue(pool.offer(hold(started, open)));
+        assertTrue(started.await(10, TimeUnit.SECONDS));
+        assertFalse(pool.compensate(2), "nothing waits while the one thread is held");
+        CountDownLatch second = new CountDownLatch(1), open2 = new CountDownLatch(1);
+        CountDownLatch third = new CountDownLatch(1);
+        assertTrue(pool.offer(hold(second, open2)));
+        assertTrue(pool.offer(third::countDown));
+        assertFalse(pool.compensate(2), "the first look at a waiting head only notes it");
+        assertTrue(pool.compensate(2), "the head waited since the last look");
+        assertEquals(2, pool.threads());
+        assertTrue(second.await(10, TimeUnit.SECONDS), "the added thread takes the head");
+        // both threads held, the third task waits: the bound stops a third thread
+        assertFalse(pool.compensate(2));
+        assertFalse(pool.compensate(2));
+        assertEquals(2, pool.threads());
+        open.countDown();
+        open2.countDown();
+        assertTrue(third.await(10, TimeUnit.SECONDS));
+    }
 }
