@@ -237,6 +237,13 @@ static ngx_command_t  ngx_http_jvm_commands[] = {
       offsetof(ngx_http_jvm_main_conf_t, reload_nice),
       &ngx_http_jvm_reload_nice_bounds },
 
+    { ngx_string("jvm_warmup"),
+      NGX_HTTP_SRV_CONF|NGX_CONF_1MORE,
+      ngx_http_jvm_warmup_directive,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("jvm_websocket_max_message"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_size_slot,
@@ -1131,7 +1138,8 @@ ngx_http_jvm_init_module(ngx_cycle_t *cycle)
  * and the Worker class; the handlers, loaded now so that a missing one is
  * reported once; the executors and the eventfd JVM threads wake the loop
  * with; the jvm_init handler; then the news that this worker is ready, for
- * the workers of an older generation and the next one's turn.
+ * the workers of an older generation and the next one's turn.  With
+ * jvm_warmup the worker sends itself requests before that news.
  */
 
 static ngx_int_t
@@ -1193,6 +1201,9 @@ ngx_http_jvm_init_process(ngx_cycle_t *cycle)
         {
             (void) ngx_http_jvm_vm_init(cycle, &jmcf->init);
         }
+
+        /* before it accepts, and before an older generation quits */
+        ngx_http_jvm_warmup_run(cycle, jmcf);
     }
 
     ngx_log_debug0(NGX_LOG_DEBUG_HTTP, cycle->log, 0, "jvm: worker ready");

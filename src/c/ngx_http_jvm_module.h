@@ -15,6 +15,8 @@
  *   ngx_http_jvm_phase.c     rewrite, access, header filter, log, jvm_set
  *   ngx_http_jvm_reload.c    reloads: old workers serve until new are ready,
  *                            then hand their connections over
+ *   ngx_http_jvm_warmup.c    jvm_warmup: a worker's requests to itself
+ *                            before it accepts
  *   ngx_http_jvm_body.c      jvm_body_filter: bodies chunk by chunk
  *   ngx_http_jvm_request.c   content handler: the request described to Java
  *   ngx_http_jvm_upload.c    request bodies handed to Java as they arrive
@@ -106,6 +108,20 @@ typedef struct {
 } ngx_http_jvm_topic_t;
 
 
+/* jvm_warmup: a server's requests a worker sends itself before it accepts */
+typedef struct {
+    ngx_str_t                 uri;
+    ngx_uint_t                requests;
+    ngx_msec_t                time;         /* the most it may take */
+    ngx_http_core_srv_conf_t *server;
+    struct sockaddr          *sockaddr;     /* a plain HTTP/1 listen of it */
+    socklen_t                 socklen;
+    ngx_str_t                 host;
+    ngx_str_t                 file;         /* where it is, for errors */
+    ngx_uint_t                line;
+} ngx_http_jvm_warmup_t;
+
+
 typedef struct {
     ngx_str_t                 jvm_path;     /* libjvm.so, resolved */
     ngx_array_t              *classpath;    /* of ngx_str_t, expanded */
@@ -129,6 +145,7 @@ typedef struct {
     ngx_array_t              *dicts;        /* of ngx_http_jvm_dict_t * */
     ngx_array_t              *topics;       /* of ngx_http_jvm_topic_t * */
     ngx_array_t              *topic_wakes;  /* of ngx_fd_t, one a worker */
+    ngx_array_t              *warmups;      /* of ngx_http_jvm_warmup_t */
     ngx_http_jvm_dict_t      *status;       /* jvm_status's figures */
     ngx_int_t                 repl;         /* jvm_repl's port, 0: off */
     ngx_atomic_uint_t         generation;   /* this configuration's */
@@ -228,6 +245,13 @@ void ngx_http_jvm_reload_start_priority(ngx_cycle_t *cycle,
 void ngx_http_jvm_reload_lower_priority(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_reload_filter_init(ngx_conf_t *cf);
+
+/* ngx_http_jvm_warmup.c */
+char *ngx_http_jvm_warmup_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_jvm_warmup_init(ngx_conf_t *cf);
+void ngx_http_jvm_warmup_run(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
 
 /* ngx_http_jvm_shared.c: the dictionary operations are for any thread */
 char *ngx_http_jvm_shared_dict(ngx_conf_t *cf, ngx_command_t *cmd,

@@ -217,7 +217,9 @@ ngx_http_jvm_phase_init(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
-    return NGX_OK;
+    /* jvm_warmup: each one's address, now that every listen is known */
+
+    return ngx_http_jvm_warmup_init(cf);
 }
 
 

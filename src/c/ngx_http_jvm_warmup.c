@@ -1,0 +1,811 @@
+
+/*
+ * nginx-jvm: a worker warms its JVM up before it accepts (jvm_warmup).
+ *
+ * A fresh JVM runs the request path interpreted, then compiles it as it
+ * gets hot: a new worker of a reload serves its first seconds at a
+ * fraction of a warm worker's rate, and the clients the old workers hand
+ * over to it wait (bench/results/2026-11-26-reload.md).  With jvm_warmup
+ * a worker whose JVM is up first sends itself its server's requests, and
+ * only then accepts connections and counts as ready for the workers of an
+ * older generation, which serve meanwhile.
+ *
+ * The requests go through nginx's whole path (phases, handlers, filters,
+ * the log), so that what gets compiled is what real requests run: one end
+ * of a socket pair becomes an HTTP connection of the server's listen, as
+ * if accepted there; the other is a client this worker drives from its
+ * own event loop, the requests pipelined, the last one "Connection:
+ * close".  The loop runs here, inside init_process, with the listening
+ * sockets' events off; nginx enters its own loop afterwards.
+ */
+
+
+#include "ngx_http_jvm_module.h"
+
+#include <sys/socket.h>
+
+
+#define NGX_HTTP_JVM_WARMUP_AGENT   "nginx-jvm-warmup"
+#define NGX_HTTP_JVM_WARMUP_BUF     16384
+
+
+typedef struct {
+    ngx_http_jvm_warmup_t     *conf;
+    ngx_listening_t           *listening;
+    ngx_connection_t          *client;
+    ngx_connection_t          *server;     /* until nginx closes it */
+    ngx_pool_cleanup_t        *cleanup;    /* of its pool: the count */
+    ngx_uint_t                 served;     /* by the connections closed */
+    ngx_uint_t                 sent;       /* "served" when this one began */
+    ngx_str_t                  request;
+    ngx_str_t                  last;       /* the same, "Connection: close" */
+    ngx_uint_t                 queued;     /* requests put in "out" so far */
+    ngx_buf_t                 *out;
+    u_char                     first[32];  /* the first answer's first bytes */
+    size_t                     first_len;
+    ngx_msec_t                 start;
+    ngx_event_t                limit;
+    unsigned                   done:1;
+} ngx_http_jvm_warmup_run_t;
+
+
+static ngx_int_t ngx_http_jvm_warmup_start(ngx_cycle_t *cycle,
+    ngx_http_jvm_warmup_run_t *run);
+static ngx_int_t ngx_http_jvm_warmup_connect(
+    ngx_http_jvm_warmup_run_t *run);
+static ngx_listening_t *ngx_http_jvm_warmup_listening(ngx_cycle_t *cycle,
+    ngx_http_jvm_warmup_t *w);
+static ngx_int_t ngx_http_jvm_warmup_serve(ngx_listening_t *ls,
+    ngx_socket_t fd, ngx_http_jvm_warmup_run_t *run);
+static void ngx_http_jvm_warmup_server_closed(void *data);
+static void ngx_http_jvm_warmup_write(ngx_event_t *wev);
+static void ngx_http_jvm_warmup_read(ngx_event_t *rev);
+static void ngx_http_jvm_warmup_closed(ngx_http_jvm_warmup_run_t *run);
+static void ngx_http_jvm_warmup_timeout(ngx_event_t *ev);
+static void ngx_http_jvm_warmup_end(ngx_http_jvm_warmup_run_t *run,
+    const char *why);
+static void ngx_http_jvm_warmup_accept(ngx_cycle_t *cycle, ngx_uint_t on);
+
+
+static ngx_uint_t  ngx_http_jvm_warmup_pending;
+
+
+/* jvm_warmup URI [requests=N] [time=T], in a server */
+
+char *
+ngx_http_jvm_warmup_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_jvm_main_conf_t *jmcf = conf;
+
+    u_char                 *p;
+    ngx_int_t               n;
+    ngx_str_t              *value, s;
+    ngx_uint_t              i;
+    ngx_http_jvm_warmup_t  *w;
+
+    value = cf->args->elts;
+
+    if (value[1].len == 0 || value[1].data[0] != '/') {
+        return "takes a path that starts with \"/\"";
+    }
+
+    for (p = value[1].data; p < value[1].data + value[1].len; p++) {
+        if (*p <= ' ' || *p == 0x7f) {
+            return "takes a path without spaces or control characters";
+        }
+    }
+
+    if (jmcf->warmups == NULL) {
+        jmcf->warmups = ngx_array_create(cf->pool, 2,
+                                         sizeof(ngx_http_jvm_warmup_t));
+        if (jmcf->warmups == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    w = ngx_array_push(jmcf->warmups);
+    if (w == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(w, sizeof(ngx_http_jvm_warmup_t));
+
+    w->uri = value[1];
+    w->requests = 10000;
+    w->time = 30000;
+    w->server = ngx_http_conf_get_module_srv_conf(cf, ngx_http_core_module);
+    w->file = cf->conf_file->file.name;
+    w->line = cf->conf_file->line;
+
+    for (i = 2; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "requests=", 9) == 0) {
+            n = ngx_atoi(value[i].data + 9, value[i].len - 9);
+
+            if (n < 1 || n > 1000000) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "\"jvm_warmup\": \"%V\": requests must be "
+                                   "1 to 1000000", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            w->requests = n;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "time=", 5) == 0) {
+            s.data = value[i].data + 5;
+            s.len = value[i].len - 5;
+
+            w->time = ngx_parse_time(&s, 0);
+
+            if (w->time == (ngx_msec_t) NGX_ERROR || w->time == 0) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "\"jvm_warmup\": \"%V\": time must be a "
+                                   "time above 0, such as 30s", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"jvm_warmup\": invalid parameter \"%V\" "
+                           "(requests=N or time=T)", &value[i]);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * Once every listen is known (postconfiguration): an address of each
+ * warm-up's server that speaks plain HTTP/1 (not TLS, not the PROXY
+ * protocol, not HTTP/2 only), and the name it is asked for by.
+ */
+
+ngx_int_t
+ngx_http_jvm_warmup_init(ngx_conf_t *cf)
+{
+    ngx_uint_t                  i, j, k, l;
+    ngx_http_conf_addr_t       *addr, *found;
+    ngx_http_conf_port_t       *port;
+    ngx_http_jvm_warmup_t      *w;
+    ngx_http_core_srv_conf_t  **servers;
+    ngx_http_core_main_conf_t  *cmcf;
+    ngx_http_jvm_main_conf_t   *jmcf;
+
+    jmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_jvm_module);
+
+    if (jmcf->warmups == NULL) {
+        return NGX_OK;
+    }
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+    w = jmcf->warmups->elts;
+
+    for (i = 0; i < jmcf->warmups->nelts; i++) {
+        found = NULL;
+        port = cmcf->ports ? cmcf->ports->elts : NULL;
+
+        for (j = 0; found == NULL && port && j < cmcf->ports->nelts; j++) {
+            addr = port[j].addrs.elts;
+
+            for (k = 0; found == NULL && k < port[j].addrs.nelts; k++) {
+                if (addr[k].opt.ssl || addr[k].opt.http2
+                    || addr[k].opt.proxy_protocol)
+                {
+                    continue;
+                }
+
+                servers = addr[k].servers.elts;
+
+                for (l = 0; l < addr[k].servers.nelts; l++) {
+                    if (servers[l] == w[i].server) {
+                        found = &addr[k];
+                        break;
+                    }
+                }
+            }
+        }
+
+        if (found == NULL) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "\"jvm_warmup\" in %V:%ui: its server has no "
+                          "\"listen\" without ssl, http2 or proxy_protocol "
+                          "for the warm-up's plain HTTP/1.1 requests",
+                          &w[i].file, w[i].line);
+            return NGX_ERROR;
+        }
+
+        w[i].sockaddr = found->opt.sockaddr;
+        w[i].socklen = found->opt.socklen;
+
+        /* a regex or wildcard name is no Host: the address's default hears */
+        w[i].host = w[i].server->server_name;
+
+        if (w[i].host.len == 0 || w[i].host.data[0] == '~'
+            || w[i].host.data[0] == '*' || w[i].host.data[0] == '.')
+        {
+            ngx_str_set(&w[i].host, "localhost");
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * In a worker whose JVM is up, before it accepts: every warm-up at once,
+ * each on its own connection, until each has its answers or its time is
+ * up.  A quit or stop from the master ends them.
+ */
+
+void
+ngx_http_jvm_warmup_run(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
+{
+    ngx_int_t                   disabled;
+    ngx_uint_t                  i;
+    ngx_http_jvm_warmup_t      *w;
+    ngx_http_jvm_warmup_run_t  *runs;
+
+    if (jmcf->warmups == NULL || !ngx_http_jvm_vm.ready) {
+        return;
+    }
+
+    runs = ngx_pcalloc(cycle->pool,
+                   jmcf->warmups->nelts * sizeof(ngx_http_jvm_warmup_run_t));
+    if (runs == NULL) {
+        return;
+    }
+
+    /* with accept_mutex, the worker takes the mutex (and accepts) only
+     * while ngx_accept_disabled is not above 0 */
+    /* the JVM's start took seconds: timers count from now */
+    ngx_time_update();
+
+    disabled = ngx_accept_disabled;
+    ngx_accept_disabled = NGX_MAX_INT32_VALUE;
+    ngx_http_jvm_warmup_accept(cycle, 0);
+
+    w = jmcf->warmups->elts;
+    ngx_http_jvm_warmup_pending = 0;
+
+    for (i = 0; i < jmcf->warmups->nelts; i++) {
+        runs[i].conf = &w[i];
+
+        if (ngx_http_jvm_warmup_start(cycle, &runs[i]) == NGX_OK) {
+            ngx_http_jvm_warmup_pending++;
+        }
+    }
+
+    while (ngx_http_jvm_warmup_pending) {
+        ngx_process_events_and_timers(cycle);
+
+        if (ngx_terminate || ngx_quit) {
+            for (i = 0; i < jmcf->warmups->nelts; i++) {
+                ngx_http_jvm_warmup_end(&runs[i], "the worker quits");
+            }
+        }
+    }
+
+    ngx_http_jvm_warmup_accept(cycle, 1);
+    ngx_accept_disabled = disabled;
+}
+
+
+static ngx_int_t
+ngx_http_jvm_warmup_start(ngx_cycle_t *cycle, ngx_http_jvm_warmup_run_t *run)
+{
+    u_char                 *p;
+    size_t                  len;
+    ngx_http_jvm_warmup_t  *w;
+
+    w = run->conf;
+    run->done = 1;
+
+    run->listening = ngx_http_jvm_warmup_listening(cycle, w);
+
+    if (run->listening == NULL) {
+        ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                      "jvm: warm-up of %V: no listening socket of its "
+                      "server in this worker, not warmed", &w->uri);
+        return NGX_DECLINED;
+    }
+
+    len = sizeof("GET  HTTP/1.1" CRLF "Host: " CRLF
+                 "User-Agent: " NGX_HTTP_JVM_WARMUP_AGENT CRLF
+                 "Connection: close" CRLF CRLF) - 1
+          + w->uri.len + w->host.len;
+
+    run->request.data = ngx_pnalloc(cycle->pool, len);
+    run->last.data = ngx_pnalloc(cycle->pool, len);
+    run->out = ngx_create_temp_buf(cycle->pool, NGX_HTTP_JVM_WARMUP_BUF);
+
+    if (run->request.data == NULL || run->last.data == NULL
+        || run->out == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    p = ngx_sprintf(run->request.data, "GET %V HTTP/1.1" CRLF "Host: %V" CRLF
+                    "User-Agent: " NGX_HTTP_JVM_WARMUP_AGENT CRLF CRLF,
+                    &w->uri, &w->host);
+    run->request.len = p - run->request.data;
+
+    p = ngx_sprintf(run->last.data, "GET %V HTTP/1.1" CRLF "Host: %V" CRLF
+                    "User-Agent: " NGX_HTTP_JVM_WARMUP_AGENT CRLF
+                    "Connection: close" CRLF CRLF,
+                    &w->uri, &w->host);
+    run->last.len = p - run->last.data;
+
+    run->done = 0;
+    run->start = ngx_current_msec;
+
+    if (ngx_http_jvm_warmup_connect(run) != NGX_OK) {
+        run->done = 1;
+        return NGX_ERROR;
+    }
+
+    run->limit.data = run;
+    run->limit.handler = ngx_http_jvm_warmup_timeout;
+    run->limit.log = cycle->log;
+    ngx_add_timer(&run->limit, w->time);
+
+    return NGX_OK;
+}
+
+
+/*
+ * A connection for the requests not answered yet: nginx closes one after
+ * keepalive_requests (1000 by default), and the warm-up goes on on
+ * another.
+ */
+
+static ngx_int_t
+ngx_http_jvm_warmup_connect(ngx_http_jvm_warmup_run_t *run)
+{
+    ngx_socket_t       s[2];
+    ngx_connection_t  *c;
+
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, s) == -1) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, ngx_socket_errno,
+                      "jvm: warm-up of %V: socketpair() failed",
+                      &run->conf->uri);
+        return NGX_ERROR;
+    }
+
+    if (ngx_nonblocking(s[0]) == -1 || ngx_nonblocking(s[1]) == -1) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, ngx_socket_errno,
+                      "jvm: warm-up of %V: " ngx_nonblocking_n " failed",
+                      &run->conf->uri);
+        (void) ngx_close_socket(s[0]);
+        (void) ngx_close_socket(s[1]);
+        return NGX_ERROR;
+    }
+
+    c = ngx_get_connection(s[1], ngx_cycle->log);
+    if (c == NULL) {
+        (void) ngx_close_socket(s[0]);
+        (void) ngx_close_socket(s[1]);
+        return NGX_ERROR;
+    }
+
+    c->data = run;
+    c->recv = ngx_recv;
+    c->send = ngx_send;
+    c->read->log = ngx_cycle->log;
+    c->write->log = ngx_cycle->log;
+    c->read->handler = ngx_http_jvm_warmup_read;
+    c->write->handler = ngx_http_jvm_warmup_write;
+    c->write->ready = 1;
+
+    run->client = c;
+    run->queued = 0;
+    run->sent = run->served;
+    run->out->pos = run->out->start;
+    run->out->last = run->out->start;
+
+    if (ngx_http_jvm_warmup_serve(run->listening, s[0], run) != NGX_OK) {
+        (void) ngx_close_socket(s[0]);
+        ngx_close_connection(c);
+        run->client = NULL;
+        return NGX_ERROR;
+    }
+
+    if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
+        ngx_close_connection(c);
+        run->client = NULL;
+        return NGX_ERROR;
+    }
+
+    ngx_http_jvm_warmup_write(c->write);
+
+    return NGX_OK;
+}
+
+
+/*
+ * The listening socket the warm-up's address is served by: its own, or a
+ * wildcard one of its port (nginx binds one socket for a port's addresses
+ * unless told "bind"); with reuseport, this worker's.
+ */
+
+static ngx_listening_t *
+ngx_http_jvm_warmup_listening(ngx_cycle_t *cycle, ngx_http_jvm_warmup_t *w)
+{
+    ngx_uint_t        i;
+    ngx_listening_t  *ls, *wildcard;
+
+    ls = cycle->listening.elts;
+    wildcard = NULL;
+
+    for (i = 0; i < cycle->listening.nelts; i++) {
+        if (ls[i].handler != ngx_http_init_connection
+            || ls[i].connection == NULL
+            || ls[i].sockaddr->sa_family != w->sockaddr->sa_family)
+        {
+            continue;
+        }
+
+        if (ngx_cmp_sockaddr(ls[i].sockaddr, ls[i].socklen,
+                             w->sockaddr, w->socklen, 1)
+            == NGX_OK)
+        {
+            return &ls[i];
+        }
+
+        if (ls[i].wildcard && wildcard == NULL
+            && ngx_inet_get_port(ls[i].sockaddr)
+               == ngx_inet_get_port(w->sockaddr))
+        {
+            wildcard = &ls[i];
+        }
+    }
+
+    return wildcard;
+}
+
+
+/*
+ * The server end: a connection of the listening socket, set up as nginx
+ * sets up one it accepts (ngx_event_accept), but for a local peer: its
+ * address "unix:", its local address the warm-up's, so that the server
+ * chosen is the one whose address it is.
+ */
+
+static ngx_int_t
+ngx_http_jvm_warmup_serve(ngx_listening_t *ls, ngx_socket_t fd,
+    ngx_http_jvm_warmup_run_t *run)
+{
+    ngx_log_t           *log;
+    ngx_connection_t    *c;
+    ngx_pool_cleanup_t  *cln;
+
+    c = ngx_get_connection(fd, ngx_cycle->log);
+    if (c == NULL) {
+        return NGX_ERROR;
+    }
+
+    c->pool = ngx_create_pool(ls->pool_size, ngx_cycle->log);
+    if (c->pool == NULL) {
+        goto failed;
+    }
+
+    log = ngx_palloc(c->pool, sizeof(ngx_log_t));
+    c->sockaddr = ngx_pcalloc(c->pool, sizeof(struct sockaddr));
+    c->local_sockaddr = ngx_palloc(c->pool, run->conf->socklen);
+    cln = ngx_pool_cleanup_add(c->pool, 0);
+
+    if (log == NULL || c->sockaddr == NULL || c->local_sockaddr == NULL
+        || cln == NULL)
+    {
+        goto failed;
+    }
+
+    *log = ls->log;
+    c->log = log;
+    c->pool->log = log;
+    c->read->log = log;
+    c->write->log = log;
+
+    c->type = SOCK_STREAM;
+    c->sockaddr->sa_family = AF_UNIX;
+    c->socklen = sizeof(sa_family_t);
+    ngx_str_set(&c->addr_text, "unix:");
+
+    ngx_memcpy(c->local_sockaddr, run->conf->sockaddr, run->conf->socklen);
+    c->local_socklen = run->conf->socklen;
+
+    c->recv = ngx_recv;
+    c->send = ngx_send;
+    c->recv_chain = ngx_recv_chain;
+    c->send_chain = ngx_send_chain;
+
+    c->listening = ls;
+    c->tcp_nopush = NGX_TCP_NOPUSH_DISABLED;
+    c->tcp_nodelay = NGX_TCP_NODELAY_DISABLED;
+    c->number = ngx_atomic_fetch_add(ngx_connection_counter, 1);
+    c->start_time = ngx_current_msec;
+    c->write->ready = 1;
+
+    cln->handler = ngx_http_jvm_warmup_server_closed;
+    cln->data = run;
+    run->cleanup = cln;
+    run->server = c;
+
+#if (NGX_STAT_STUB)
+    /* ngx_http_close_connection() takes it off again */
+    (void) ngx_atomic_fetch_add(ngx_stat_active, 1);
+#endif
+
+    ls->handler(c);
+
+    return NGX_OK;
+
+failed:
+
+    if (c->pool) {
+        ngx_destroy_pool(c->pool);
+    }
+
+    ngx_free_connection(c);
+
+    return NGX_ERROR;
+}
+
+
+static void
+ngx_http_jvm_warmup_server_closed(void *data)
+{
+    ngx_http_jvm_warmup_run_t  *run = data;
+
+    run->served += run->server->requests;
+    run->server = NULL;
+}
+
+
+/* As many requests as the socket takes; the rest when it can take more. */
+
+static void
+ngx_http_jvm_warmup_write(ngx_event_t *wev)
+{
+    ssize_t                     n;
+    ngx_str_t                  *req;
+    ngx_buf_t                  *b;
+    ngx_connection_t           *c;
+    ngx_http_jvm_warmup_run_t  *run;
+
+    c = wev->data;
+    run = c->data;
+    b = run->out;
+
+    while (!run->done) {
+
+        if (b->pos == b->last) {
+            b->pos = b->start;
+            b->last = b->start;
+
+            while (run->sent + run->queued < run->conf->requests) {
+                req = (run->sent + run->queued + 1 == run->conf->requests)
+                      ? &run->last : &run->request;
+
+                if ((size_t) (b->end - b->last) < req->len) {
+                    break;
+                }
+
+                b->last = ngx_cpymem(b->last, req->data, req->len);
+                run->queued++;
+            }
+
+            if (b->pos == b->last) {
+                return;                       /* every request is sent */
+            }
+        }
+
+        n = c->send(c, b->pos, b->last - b->pos);
+
+        if (n == NGX_AGAIN) {
+            if (ngx_handle_write_event(wev, 0) != NGX_OK) {
+                ngx_http_jvm_warmup_end(run, "its events failed");
+            }
+
+            return;
+        }
+
+        if (n == NGX_ERROR) {
+            ngx_http_jvm_warmup_end(run, "the server end closed");
+            return;
+        }
+
+        b->pos += n;
+    }
+}
+
+
+/* The answers: the first one's status line kept, the rest read past. */
+
+static void
+ngx_http_jvm_warmup_read(ngx_event_t *rev)
+{
+    size_t                      k;
+    ssize_t                     n;
+    ngx_connection_t           *c;
+    ngx_http_jvm_warmup_run_t  *run;
+    u_char                      buf[NGX_HTTP_JVM_WARMUP_BUF];
+
+    c = rev->data;
+    run = c->data;
+
+    while (!run->done) {
+        n = c->recv(c, buf, sizeof(buf));
+
+        if (n == NGX_AGAIN) {
+            if (ngx_handle_read_event(rev, 0) != NGX_OK) {
+                ngx_http_jvm_warmup_end(run, "its events failed");
+            }
+
+            return;
+        }
+
+        if (n == 0 || n == NGX_ERROR) {
+            ngx_http_jvm_warmup_closed(run);
+            return;
+        }
+
+        k = ngx_min((size_t) n, sizeof(run->first) - run->first_len);
+        ngx_memcpy(run->first + run->first_len, buf, k);
+        run->first_len += k;
+    }
+}
+
+
+/*
+ * The server end closed, or shut its side (a lingering close, when
+ * nginx ends a connection with requests unread): after the last request,
+ * or after as many as a connection may have (the warm-up goes on on
+ * another), or before any answer (another would meet the same).
+ */
+
+static void
+ngx_http_jvm_warmup_closed(ngx_http_jvm_warmup_run_t *run)
+{
+    if (run->server) {
+        run->served += run->server->requests;
+        run->cleanup->handler = NULL;
+        run->server = NULL;
+    }
+
+    if (run->served >= run->conf->requests) {
+        ngx_http_jvm_warmup_end(run, NULL);
+        return;
+    }
+
+    if (run->served == run->sent) {
+        ngx_http_jvm_warmup_end(run, "nginx closed a connection unanswered");
+        return;
+    }
+
+    ngx_close_connection(run->client);
+    run->client = NULL;
+
+    if (ngx_http_jvm_warmup_connect(run) != NGX_OK) {
+        ngx_http_jvm_warmup_end(run, "no new connection");
+    }
+}
+
+
+static void
+ngx_http_jvm_warmup_timeout(ngx_event_t *ev)
+{
+    ngx_http_jvm_warmup_end(ev->data, "its time was up");
+}
+
+
+/*
+ * Done (why is NULL: nginx closed the connection after the last answer)
+ * or given up: the client end closed, which the server end sees as a
+ * client that left, and one line in the log.
+ */
+
+static void
+ngx_http_jvm_warmup_end(ngx_http_jvm_warmup_run_t *run, const char *why)
+{
+    u_char      *p;
+    ngx_uint_t   served;
+    ngx_msec_t   took;
+
+    if (run->done) {
+        return;
+    }
+
+    run->done = 1;
+    ngx_http_jvm_warmup_pending--;
+
+    if (run->limit.timer_set) {
+        ngx_del_timer(&run->limit);
+    }
+
+    if (run->client) {
+        ngx_close_connection(run->client);
+        run->client = NULL;
+    }
+
+    served = run->served + (run->server ? run->server->requests : 0);
+    took = ngx_current_msec - run->start;
+
+    /* "HTTP/1.1 200" */
+    p = run->first + 9;
+
+    if (run->first_len < 12 || ngx_strncmp(run->first, "HTTP/1.", 7) != 0
+        || p[0] < '2' || p[0] > '3')
+    {
+        p = ngx_strlchr(run->first, run->first + run->first_len, CR);
+
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "jvm: warm-up of %V: its first answer was \"%*s\"",
+                      &run->conf->uri,
+                      (size_t) ((p ? p : run->first + run->first_len)
+                                - run->first),
+                      run->first);
+    }
+
+    if (why) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "jvm: warm-up of %V stopped after %M ms, %ui of %ui "
+                      "requests served: %s",
+                      &run->conf->uri, took, served, run->conf->requests,
+                      why);
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                  "jvm: warm-up of %V: %ui requests in %M ms",
+                  &run->conf->uri, served, took);
+}
+
+
+/*
+ * The listening sockets' events off while the worker warms up, and on
+ * again as nginx had them (ngx_event_process_init): none with
+ * accept_mutex, which adds them when the worker holds the mutex.
+ */
+
+static void
+ngx_http_jvm_warmup_accept(ngx_cycle_t *cycle, ngx_uint_t on)
+{
+    ngx_uint_t         i, flags;
+    ngx_listening_t   *ls;
+    ngx_connection_t  *c;
+
+    if (ngx_use_accept_mutex) {
+        return;
+    }
+
+    flags = 0;
+
+#if (NGX_HAVE_EPOLLEXCLUSIVE)
+    if (ngx_use_exclusive_accept) {
+        flags = NGX_EXCLUSIVE_EVENT;
+    }
+#endif
+
+    ls = cycle->listening.elts;
+
+    for (i = 0; i < cycle->listening.nelts; i++) {
+        c = ls[i].connection;
+
+        if (c == NULL || c->read->active == on) {
+            continue;
+        }
+
+        if (on) {
+            (void) ngx_add_event(c->read, NGX_READ_EVENT, flags);
+
+        } else {
+            (void) ngx_del_event(c->read, NGX_READ_EVENT, NGX_DISABLE_EVENT);
+        }
+    }
+}
