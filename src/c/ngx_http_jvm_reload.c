@@ -52,6 +52,13 @@
  */
 #define NGX_HTTP_JVM_IDLE_LIMIT   5
 
+/*
+ * After the start, how often a compiler thread still under SCHED_IDLE is
+ * looked at, and for how long it may stay there (ms).
+ */
+#define NGX_HTTP_JVM_COMPILERS_POLL   100
+#define NGX_HTTP_JVM_COMPILERS_LIMIT  10000
+
 
 static void ngx_http_jvm_reload_install(ngx_event_t *ev);
 static void ngx_http_jvm_reload_channel(ngx_event_t *ev);
@@ -61,6 +68,7 @@ static void ngx_http_jvm_reload_drain(ngx_event_t *ev);
 static ngx_int_t ngx_http_jvm_reload_header_filter(ngx_http_request_t *r);
 static ngx_uint_t ngx_http_jvm_reload_priorities(int compilers, int others);
 static void *ngx_http_jvm_reload_idle_limit(void *data);
+static void ngx_http_jvm_reload_compilers(ngx_event_t *ev);
 
 
 /* the timers' data: nginx's debug log reads an fd from it */
@@ -93,6 +101,10 @@ static ngx_uint_t            ngx_http_jvm_reload_start_idle;
 static pthread_mutex_t       ngx_http_jvm_reload_idle_lock =
                                  PTHREAD_MUTEX_INITIALIZER;
 static ngx_uint_t            ngx_http_jvm_reload_idle_over;
+
+/* the compilers' return from SCHED_IDLE: since when it is watched */
+static ngx_event_t           ngx_http_jvm_reload_compilers_ev;
+static ngx_msec_t            ngx_http_jvm_reload_compilers_since;
 
 
 /* The zone: made once, kept by every reload (same name, size and tag). */
@@ -357,7 +369,7 @@ ngx_http_jvm_reload_lower_priority(ngx_cycle_t *cycle,
 static ngx_uint_t
 ngx_http_jvm_reload_priorities(int compilers, int others)
 {
-    int                  fd, tid;
+    int                  fd, tid, compiler;
     char                 path[64], comm[32];
     DIR                 *dir;
     ssize_t              n;
@@ -389,15 +401,22 @@ ngx_http_jvm_reload_priorities(int compilers, int others)
 
         tid = atoi(de->d_name);
 
-        /* a pool thread or a carrier made itself SCHED_BATCH: it stays */
-        if (others != -1 && sched_getscheduler(tid) == SCHED_IDLE) {
+        compiler = n >= 11 && (ngx_strncmp(comm, "C1 Compiler", 11) == 0
+                               || ngx_strncmp(comm, "C2 Compiler", 11) == 0);
+
+        /*
+         * A pool thread or a carrier made itself SCHED_BATCH: it stays.
+         * A compiler stays under SCHED_IDLE too, for now: see
+         * ngx_http_jvm_reload_compilers().
+         */
+        if (others != -1 && !compiler
+            && sched_getscheduler(tid) == SCHED_IDLE)
+        {
             ngx_memzero(&sp, sizeof(struct sched_param));
             (void) sched_setscheduler(tid, SCHED_OTHER, &sp);
         }
 
-        if (n >= 11 && (ngx_strncmp(comm, "C1 Compiler", 11) == 0
-                        || ngx_strncmp(comm, "C2 Compiler", 11) == 0))
-        {
+        if (compiler) {
             count += setpriority(PRIO_PROCESS, tid, compilers) == 0;
 
         } else if (others != -1) {
@@ -408,6 +427,84 @@ ngx_http_jvm_reload_priorities(int compilers, int others)
     closedir(dir);
 
     return count;
+}
+
+
+/*
+ * A starting worker's JIT compiler threads leave SCHED_IDLE later than
+ * the others, each once it sleeps (nothing left to compile), all of them
+ * after NGX_HTTP_JVM_COMPILERS_LIMIT.  Moved to SCHED_OTHER while it has
+ * work queued, a compiler that SCHED_IDLE kept waiting took both cores
+ * from the old workers for 50-170 ms (every request of a reload at 40,000
+ * req/s stalled once per new worker, as it became ready; with jvm_warmup
+ * the compilers' queue is long then); moved while it sleeps it does not.
+ * Under SCHED_IDLE it still compiles whenever a core is idle.
+ */
+
+static void
+ngx_http_jvm_reload_compilers(ngx_event_t *ev)
+{
+    int                  fd, tid;
+    char                 path[64], buf[64], *state;
+    DIR                 *dir;
+    ssize_t              n;
+    ngx_uint_t           left, force;
+    struct dirent       *de;
+    struct sched_param   sp;
+
+    dir = opendir("/proc/self/task");
+    if (dir == NULL) {
+        return;
+    }
+
+    force = ngx_current_msec - ngx_http_jvm_reload_compilers_since
+            >= NGX_HTTP_JVM_COMPILERS_LIMIT;
+    left = 0;
+
+    while ((de = readdir(dir)) != NULL) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9') {
+            continue;
+        }
+
+        tid = atoi(de->d_name);
+
+        if (sched_getscheduler(tid) != SCHED_IDLE) {
+            continue;
+        }
+
+        /* "TID (C2 CompilerThre) S ...": only compilers are still idle */
+
+        ngx_sprintf((u_char *) path, "/proc/self/task/%s/stat%Z", de->d_name);
+
+        fd = open(path, O_RDONLY);
+        if (fd == -1) {
+            continue;
+        }
+
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+
+        if (n <= 0) {
+            continue;
+        }
+
+        buf[n] = '\0';
+        state = strrchr(buf, ')');
+
+        if (!force && (state == NULL || state[1] != ' ' || state[2] == 'R')) {
+            left++;
+            continue;
+        }
+
+        ngx_memzero(&sp, sizeof(struct sched_param));
+        (void) sched_setscheduler(tid, SCHED_OTHER, &sp);
+    }
+
+    closedir(dir);
+
+    if (left && !ngx_exiting && !ngx_terminate && !ngx_quit) {
+        ngx_add_timer(ev, NGX_HTTP_JVM_COMPILERS_POLL);
+    }
 }
 
 
@@ -439,6 +536,16 @@ ngx_http_jvm_reload_worker_ready(ngx_cycle_t *cycle,
         (void) ngx_http_jvm_reload_priorities(ngx_http_jvm_reload_nice_low,
                                               ngx_http_jvm_reload_nice_base);
         (void) pthread_mutex_unlock(&ngx_http_jvm_reload_idle_lock);
+
+        ngx_http_jvm_reload_compilers_since = ngx_current_msec;
+        ngx_http_jvm_reload_compilers_ev.data = &ngx_http_jvm_reload_dummy;
+        ngx_http_jvm_reload_compilers_ev.handler =
+                                             ngx_http_jvm_reload_compilers;
+        ngx_http_jvm_reload_compilers_ev.log = cycle->log;
+        ngx_http_jvm_reload_compilers_ev.cancelable = 1;
+
+        ngx_add_timer(&ngx_http_jvm_reload_compilers_ev,
+                      NGX_HTTP_JVM_COMPILERS_POLL);
     }
 
     if (jmcf->reload_timeout == 0) {

@@ -22,11 +22,13 @@
 
 #include "ngx_http_jvm_module.h"
 
+#include <ngx_channel.h>
 #include <sys/socket.h>
 
 
 #define NGX_HTTP_JVM_WARMUP_AGENT   "nginx-jvm-warmup"
 #define NGX_HTTP_JVM_WARMUP_BUF     16384
+#define NGX_HTTP_JVM_WARMUP_CHANNEL 100
 
 
 typedef struct {
@@ -65,9 +67,13 @@ static void ngx_http_jvm_warmup_timeout(ngx_event_t *ev);
 static void ngx_http_jvm_warmup_end(ngx_http_jvm_warmup_run_t *run,
     const char *why);
 static void ngx_http_jvm_warmup_accept(ngx_cycle_t *cycle, ngx_uint_t on);
+static void ngx_http_jvm_warmup_channel(ngx_event_t *ev);
 
 
-static ngx_uint_t  ngx_http_jvm_warmup_pending;
+static ngx_uint_t        ngx_http_jvm_warmup_pending;
+static ngx_event_t       ngx_http_jvm_warmup_channel_ev;
+/* the timer's data: nginx's debug log reads an fd from it */
+static ngx_connection_t  ngx_http_jvm_warmup_dummy = { .fd = -1 };
 
 
 /* jvm_warmup URI [requests=N] [time=T], in a server */
@@ -281,6 +287,12 @@ ngx_http_jvm_warmup_run(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         }
     }
 
+    ngx_http_jvm_warmup_channel_ev.data = &ngx_http_jvm_warmup_dummy;
+    ngx_http_jvm_warmup_channel_ev.handler = ngx_http_jvm_warmup_channel;
+    ngx_http_jvm_warmup_channel_ev.log = cycle->log;
+    ngx_add_timer(&ngx_http_jvm_warmup_channel_ev,
+                  NGX_HTTP_JVM_WARMUP_CHANNEL);
+
     while (ngx_http_jvm_warmup_pending) {
         ngx_process_events_and_timers(cycle);
 
@@ -291,8 +303,43 @@ ngx_http_jvm_warmup_run(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         }
     }
 
+    if (ngx_http_jvm_warmup_channel_ev.timer_set) {
+        ngx_del_timer(&ngx_http_jvm_warmup_channel_ev);
+    }
+
     ngx_http_jvm_warmup_accept(cycle, 1);
     ngx_accept_disabled = disabled;
+}
+
+
+/*
+ * The master tells a worker to quit or stop through its channel, which
+ * nginx watches only once every init_process has returned: until then a
+ * warming worker looks at what waits there, and leaves it for nginx.
+ */
+
+static void
+ngx_http_jvm_warmup_channel(ngx_event_t *ev)
+{
+    ssize_t         n, i;
+    ngx_channel_t   ch[8];
+
+    if (ngx_channel == -1) {
+        return;
+    }
+
+    n = recv(ngx_channel, ch, sizeof(ch), MSG_PEEK | MSG_DONTWAIT);
+
+    for (i = 0; i < n / (ssize_t) sizeof(ngx_channel_t); i++) {
+        if (ch[i].command == NGX_CMD_QUIT) {
+            ngx_quit = 1;
+
+        } else if (ch[i].command == NGX_CMD_TERMINATE) {
+            ngx_terminate = 1;
+        }
+    }
+
+    ngx_add_timer(ev, NGX_HTTP_JVM_WARMUP_CHANNEL);
 }
 
 

@@ -1,0 +1,247 @@
+"""jvm_warmup: a worker whose JVM is up sends itself its server's requests,
+through nginx's whole request path, before it accepts a connection and
+before it counts as ready for an older generation's workers.
+
+testapp.warmup counts, per worker, the requests whose User-Agent is the
+warm-up's, and tells any other request that count: a real request that
+sees the full count was served after the warm-up."""
+
+import re
+import signal
+import socket
+import threading
+import time
+
+import pytest
+
+from harness import (Nginx, alive, children, in_event_loop, parse_raw,
+                     wait_for)
+
+LOCATIONS = """
+        jvm_warmup /warm requests=%d;
+        location /warm { jvm_content testapp.warmup/hit; }
+"""
+
+
+def answer(text):
+    """{"pid": .., "warmups": .., "seen": ..} of testapp.warmup's answer."""
+    m = re.match(r"pid=(\d+) warmups=(\d+) seen=(.*)$", text)
+    assert m, text
+    return {"pid": int(m.group(1)), "warmups": int(m.group(2)),
+            "seen": m.group(3)}
+
+
+def per_worker(n, path="/warm"):
+    """Each worker's answer, on new connections until every worker gave
+    one (200 tries at most)."""
+    seen = {}
+    for _ in range(200):
+        r = n.get(path, headers={"Connection": "close"})
+        assert r.status == 200, r
+        a = answer(r.text)
+        seen.setdefault(a["pid"], a)
+        if len(seen) == n.workers:
+            break
+    return seen
+
+
+def test_every_worker_answers_its_first_request_warm(mode):
+    # 1500: more than a connection's keepalive_requests (1000), so the
+    # warm-up goes on on a second connection
+    with Nginx(LOCATIONS % 1500, workers=2, mode=mode) as n:
+        seen = per_worker(n)
+        assert set(seen) == set(n.worker_pids())
+        for a in seen.values():
+            assert a["warmups"] == 1500, a
+            # a local peer, the server's name, the path asked for
+            assert a["seen"] == "unix: localhost localhost /warm", a
+        done = n.log_lines(r"\[notice\].* jvm: warm-up of /warm: 1500 "
+                           r"requests in \d+ ms")
+        assert len(done) == 2, n.log_text()
+
+
+def test_a_server_that_closes_each_connection_soon_is_warmed_all_the_same():
+    n = Nginx("        keepalive_requests 7;\n" + LOCATIONS % 50)
+    with n:
+        (a,) = per_worker(n).values()
+        assert a["warmups"] == 50
+        assert n.log_lines(r"jvm: warm-up of /warm: 50 requests in")
+
+
+def test_a_client_that_comes_during_the_warmup_waits_and_is_served_warm(mode):
+    # 400 requests of at least 3 ms each: the worker warms up for 1.2 s or
+    # more, during which nothing of its listening socket is accepted
+    n = Nginx("""
+        jvm_warmup /slow?ms=3 requests=400;
+        location /slow { jvm_content testapp.warmup/slow; }
+""", mode=mode)
+    try:
+        n.start(wait=False)
+        sock = wait_for(lambda: _connect(n.port), 30)
+        assert sock, "the listening socket never took a connection"
+        sock.settimeout(60)
+        sock.sendall(b"GET /slow?ms=0 HTTP/1.1\r\nHost: localhost\r\n"
+                     b"Connection: close\r\n\r\n")
+        data = b""
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        sock.close()
+        r = parse_raw(data)
+        assert r.status == 200
+        assert answer(r.body.decode())["warmups"] == 400
+    finally:
+        n.stop()
+        n.cleanup()
+
+
+def _connect(port):
+    try:
+        return socket.create_connection(("127.0.0.1", port), timeout=1)
+    except OSError:
+        return None
+
+
+def test_a_reload_hands_over_to_workers_already_warm(mode):
+    with Nginx(LOCATIONS % 300, mode=mode) as n:
+        old = n.worker_pids()
+        assert per_worker(n)[old[0]]["warmups"] == 300
+        failed = []
+        first_new = None
+        assert n.control("reload").returncode == 0
+        deadline = time.monotonic() + 60
+        while first_new is None and time.monotonic() < deadline:
+            try:
+                r = n.get("/warm", headers={"Connection": "close"},
+                          timeout=20)
+            except OSError as e:
+                failed.append(e)
+                continue
+            a = answer(r.text)
+            if a["pid"] not in old:
+                first_new = a
+        assert not failed
+        assert first_new, "no new worker answered within 60 s"
+        # its very first real request came after its 300
+        assert first_new["warmups"] == 300
+        assert wait_for(lambda: not any(alive(p) for p in old), 20)
+
+
+@pytest.mark.parametrize("m", ["pool", "virtual"])
+def test_a_warmup_that_stalls_is_given_up_at_its_time(m):
+    # the warm-up's first request waits a minute on its handler's thread:
+    # after its 1 s the worker closes the warm-up's connection (the handler
+    # is interrupted as for any client that leaves) and accepts
+    n = Nginx("""
+        jvm_warmup /stall requests=3 time=1s;
+        location /stall { jvm_content testapp.warmup/stall; }
+""", mode=m)
+    with n:
+        assert n.wait_log(r"\[warn\].* jvm: warm-up of /stall stopped after "
+                          r"\d+ ms, [01] of 3 requests served: its time was "
+                          r"up", timeout=30)
+        r = n.get("/stall")
+        assert r.status == 200
+        assert answer(r.text)["warmups"] == 1
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGQUIT])
+def test_a_stop_during_the_warmup_ends_it(sig):
+    n = Nginx("""
+        jvm_warmup /stall requests=3 time=60s;
+        location /stall { jvm_content testapp.warmup/stall; }
+""", mode="pool")
+    try:
+        n.start(wait=False)
+        # in epoll_wait: its JVM is up, and it waits on the warm-up (its
+        # title says "worker process" only once its start is over)
+        assert wait_for(lambda: [p for p in children(n.master_pid)
+                                 if in_event_loop(p)], 60)
+        assert not n.worker_pids()
+        time.sleep(0.5)
+        start = time.monotonic()
+        assert n.stop(sig=sig, timeout=20), "nginx did not stop by itself"
+        assert time.monotonic() - start < 15
+        assert n.log_lines(r"jvm: warm-up of /stall stopped after \d+ ms, "
+                           r"[01] of 3 requests served: the worker quits")
+    finally:
+        n.stop()
+        n.cleanup()
+
+
+def test_an_answer_that_is_no_success_is_logged():
+    n = Nginx("""
+        jvm_warmup /gone requests=3;
+        location /gone { return 404; }
+        location /warm { jvm_content testapp.warmup/hit; }
+""")
+    with n:
+        assert n.wait_log(r"\[warn\].* jvm: warm-up of /gone: its first "
+                          r"answer was \"HTTP/1.1 404 Not Found\"")
+        assert n.log_lines(r"jvm: warm-up of /gone: 3 requests in")
+        assert n.get("/warm").status == 200
+
+
+def test_the_warmup_goes_to_its_own_server():
+    # two servers on one address, told apart by name; the warm-up's is the
+    # second, and its requests reach it, not the default
+    n = Nginx("""
+        location /warm { return 404; }
+""", http="""
+    server {
+        listen 127.0.0.1:@PORT@;
+        server_name warm.example;
+        jvm_warmup /warm requests=20;
+        location /warm { jvm_content testapp.warmup/hit; }
+    }
+""")
+    with n:
+        r = n.get("/warm", headers={"Host": "warm.example"})
+        a = answer(r.text)
+        assert a["warmups"] == 20
+        assert a["seen"] == "unix: warm.example warm.example /warm"
+        assert not n.log_lines(r"first answer was")
+
+
+@pytest.mark.parametrize("directive,words", [
+    ("jvm_warmup warm;", r'"jvm_warmup" directive takes a path that starts '
+                         r'with "/"'),
+    ('jvm_warmup "/a b";', r"without spaces or control characters"),
+    ("jvm_warmup /warm requests=0;", r"requests must be 1 to 1000000"),
+    ("jvm_warmup /warm requests=x;", r"requests must be 1 to 1000000"),
+    ("jvm_warmup /warm time=0;", r"time must be a time above 0"),
+    ("jvm_warmup /warm time=soon;", r"time must be a time above 0"),
+    ("jvm_warmup /warm speed=3;", r'"jvm_warmup": invalid parameter '
+                                  r'"speed=3"'),
+    ("jvm_warmup;", r'invalid number of arguments in "jvm_warmup"'),
+    ("location /x { jvm_warmup /warm; }", r'"jvm_warmup" directive is not '
+                                          r'allowed here'),
+])
+def test_a_wrong_argument_fails_the_configuration_test(directive, words):
+    n = Nginx("        %s\n" % directive)
+    try:
+        out = n.test_config()
+        assert out.returncode != 0
+        assert re.search(words, out.stderr), out.stderr
+    finally:
+        n.cleanup()
+
+
+def test_a_server_with_no_plain_http_listen_fails_the_test():
+    n = Nginx("", http="""
+    server {
+        listen 127.0.0.1:@PORT2@ proxy_protocol;
+        jvm_warmup /warm;
+        location /warm { jvm_content testapp.warmup/hit; }
+    }
+""")
+    try:
+        out = n.test_config()
+        assert out.returncode != 0
+        assert re.search(r'"jvm_warmup" in \S+nginx.conf:\d+: its server has '
+                         r'no "listen" without ssl, http2 or proxy_protocol',
+                         out.stderr), out.stderr
+    finally:
+        n.cleanup()
