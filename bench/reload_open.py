@@ -67,6 +67,7 @@ import reload  # noqa: E402
 RUN_OPTIONS = servers.IDLE
 TICK = os.sysconf("SC_CLK_TCK")
 LOG_FORMAT = "log_format rl '$pid $msec';"
+LOG_REAL = "map $http_user_agent $rl_real { nginx-jvm-warmup 0; default 1; }"
 
 
 def boot_offset():
@@ -186,8 +187,9 @@ class Server(reload.Server):
                 cmd += ["--jvm-path", os.path.join(java_home,
                                                    "lib/server/libjvm.so")]
             if log:
-                cmd += ["--http", LOG_FORMAT, "--server",
-                        "access_log %s rl buffer=256k flush=1s;"
+                # jvm_warmup's requests (their User-Agent) are no clients'
+                cmd += ["--http", LOG_FORMAT, "--http", LOG_REAL, "--server",
+                        "access_log %s rl buffer=256k flush=1s if=$rl_real;"
                         % self.access_log]
             env = dict(os.environ)
             if not cache:

@@ -360,45 +360,94 @@ def test_virtual_threads_leave_their_one_carrier_while_they_wait():
         assert len(carriers) == len(n.worker_pids()), carriers
 
 
+HELD = """
+            location /v/read { jvm_mode virtual;
+                               jvm_content testapp.offloop/read-file; }
+            location /v/slow { jvm_mode virtual;
+                               jvm_content testapp.offloop/slow; }
+            location = /status { jvm_status; }
+"""
+
+
+def fifo_dir():
+    fifo = os.path.join(tempfile.mkdtemp(prefix="nginx-jvm-fifo-"), "f")
+    os.mkfifo(fifo)
+    return fifo
+
+
+def served_beside_a_held_carrier(n):
+    """The next virtual request is served within 2 s by a second carrier."""
+    t0 = time.monotonic()
+    r = n.get("/v/slow?ms=1", timeout=10)
+    assert r.status == 200 and r.text.startswith("slept 1 on"), r
+    assert time.monotonic() - t0 < 2, time.monotonic() - t0
+    assert n.wait_log(r"\[warn\].*every carrier of jvm_mode virtual"
+                      r" stayed held.*one more started, 2 now")
+    carriers = [t for t in thread_policies(n)
+                if t[2].startswith("nginx-jvm-carri")]
+    assert len(carriers) == 2, carriers
+
+
+def status_figure(n, name):
+    for line in n.get("/status").text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError("no " + name)
+
+
 @needs_jdk21
 def test_a_handler_that_holds_its_carrier_does_not_stall_the_others():
     """jvm_pool_size 1: the one carrier is held by a handler blocked in a
     FIFO's open (native code: its virtual thread cannot leave the carrier).
     Within a second another carrier starts and the next virtual handler is
     served; the first answers once a writer comes."""
-    fifo = os.path.join(tempfile.mkdtemp(prefix="nginx-jvm-fifo-"), "f")
-    os.mkfifo(fifo)
+    fifo = fifo_dir()
     try:
-        with Nginx("""
-            location /v/read { jvm_mode virtual;
-                               jvm_content testapp.offloop/read-file; }
-            location /v/slow { jvm_mode virtual;
-                               jvm_content testapp.offloop/slow; }
-        """, http="    jvm_path %s;\n    jvm_pool_size 1;" % JDK21) as n:
-            held = socket.create_connection(("127.0.0.1", n.port), timeout=30)
-            held.sendall(("GET /v/read?path=%s HTTP/1.1\r\nHost: localhost\r\n"
-                          "Connection: close\r\n\r\n" % fifo).encode())
+        with Nginx(HELD, http="    jvm_path %s;\n    jvm_pool_size 1;"
+                   % JDK21) as n:
+            held = {}
+            reader = threading.Thread(target=lambda: held.setdefault(
+                "data", n.raw(("GET /v/read?path=%s HTTP/1.1\r\nHost: "
+                               "localhost\r\nConnection: close\r\n\r\n"
+                               % fifo).encode(), timeout=30)))
+            reader.start()
             time.sleep(0.3)
-            t0 = time.monotonic()
-            r = n.get("/v/slow?ms=1", timeout=10)
-            assert r.status == 200 and r.text.startswith("slept 1 on"), r
-            assert time.monotonic() - t0 < 2, time.monotonic() - t0
-            assert n.wait_log(r"\[warn\].*every carrier of jvm_mode virtual"
-                              r" stayed held.*one more started, 2 now")
-            carriers = [t for t in thread_policies(n)
-                        if t[2].startswith("nginx-jvm-carri")]
-            assert len(carriers) == 2, carriers
+            served_beside_a_held_carrier(n)
             with open(fifo, "w") as w:
                 w.write("from the fifo")
-            data = b""
-            while True:
-                chunk = held.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-            held.close()
-            r = parse_raw(data)
-            assert r.status == 200 and r.body == b"from the fifo", data
+            reader.join(30)
+            r = parse_raw(held["data"])
+            assert r.status == 200 and r.body == b"from the fifo", r
+    finally:
+        os.unlink(fifo)
+        os.rmdir(os.path.dirname(fifo))
+
+
+@needs_jdk21
+def test_a_client_that_leaves_while_its_handler_holds_a_carrier():
+    """The client of the handler blocked in the FIFO's open leaves: the
+    abort cannot reach native code, so the carrier stays held until the open
+    returns; meanwhile others are served on another carrier, and once a
+    writer comes the task ends, counted as aborted, with nothing sent."""
+    fifo = fifo_dir()
+    try:
+        with Nginx(HELD, http="    jvm_path %s;\n    jvm_pool_size 1;"
+                   % JDK21) as n:
+            before = status_figure(n, "nginx_jvm_aborted_total")
+            s = socket.create_connection(("127.0.0.1", n.port), timeout=30)
+            s.sendall(("GET /v/read?path=%s HTTP/1.1\r\nHost: localhost\r\n"
+                       "\r\n" % fifo).encode())
+            time.sleep(0.3)
+            s.close()
+            served_beside_a_held_carrier(n)
+            with open(fifo, "w") as w:
+                w.write("for nobody")
+            # the task settles: only the status request is in flight
+            assert wait_for(lambda: status_figure(
+                n, "nginx_jvm_requests_in_flight") == 1, 10)
+            assert wait_for(lambda: status_figure(
+                n, "nginx_jvm_aborted_total") == before + 1, 10)
+            assert n.get("/v/slow?ms=1").status == 200
     finally:
         os.unlink(fifo)
         os.rmdir(os.path.dirname(fifo))

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from harness import (Nginx, alive, children, in_event_loop, parse_raw,
+from harness import (Nginx, alive, children, in_event_loop, parse_raw, raw,
                      wait_for)
 
 LOCATIONS = """
@@ -77,31 +77,26 @@ def test_a_client_that_comes_during_the_warmup_waits_and_is_served_warm(mode):
 """, mode=mode)
     try:
         n.start(wait=False)
-        sock = wait_for(lambda: _connect(n.port), 30)
-        assert sock, "the listening socket never took a connection"
-        sock.settimeout(60)
-        sock.sendall(b"GET /slow?ms=0 HTTP/1.1\r\nHost: localhost\r\n"
-                     b"Connection: close\r\n\r\n")
-        data = b""
-        while True:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        sock.close()
+        assert wait_for(lambda: _connected(n.port), 30), \
+            "the listening socket never took a connection"
+        data = raw(n.port, b"GET /slow?ms=0 HTTP/1.1\r\nHost: localhost\r\n"
+                   b"Connection: close\r\n\r\n", timeout=60)
         r = parse_raw(data)
         assert r.status == 200
-        assert answer(r.body.decode())["warmups"] == 400
+        assert answer(r.text)["warmups"] == 400
     finally:
         n.stop()
         n.cleanup()
 
 
-def _connect(port):
+def _connected(port):
+    """Whether the port takes a connection (the kernel's queue does, while
+    the worker warms up)."""
     try:
-        return socket.create_connection(("127.0.0.1", port), timeout=1)
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
     except OSError:
-        return None
+        return False
 
 
 def test_a_reload_hands_over_to_workers_already_warm(mode):

@@ -66,9 +66,12 @@ static void ngx_http_jvm_reload_wait(ngx_event_t *ev);
 static void ngx_http_jvm_reload_quit(ngx_event_t *ev);
 static void ngx_http_jvm_reload_drain(ngx_event_t *ev);
 static ngx_int_t ngx_http_jvm_reload_header_filter(ngx_http_request_t *r);
-static ngx_uint_t ngx_http_jvm_reload_priorities(int compilers, int others);
+static ngx_uint_t ngx_http_jvm_reload_priorities(int compilers, int others,
+    ngx_uint_t all);
 static void *ngx_http_jvm_reload_idle_limit(void *data);
 static void ngx_http_jvm_reload_compilers(ngx_event_t *ev);
+static ssize_t ngx_http_jvm_reload_task_file(const char *tid,
+    const char *file, char *buf, size_t size);
 
 
 /* the timers' data: nginx's debug log reads an fd from it */
@@ -298,8 +301,8 @@ ngx_http_jvm_reload_start_priority(ngx_cycle_t *cycle,
 
 /*
  * A thread of its own: the JVM's start holds the main thread.  Past the
- * limit, every thread at the compilers' nice value under SCHED_OTHER
- * until the worker is ready.
+ * limit, every thread (the compilers too) at the compilers' nice value
+ * under SCHED_OTHER until the worker is ready.
  */
 
 static void *
@@ -319,7 +322,7 @@ ngx_http_jvm_reload_idle_limit(void *data)
     if (ngx_http_jvm_reload_start_idle && !ngx_http_jvm_reload_idle_over) {
         ngx_http_jvm_reload_idle_over = 1;
         (void) ngx_http_jvm_reload_priorities(ngx_http_jvm_reload_nice_low,
-                                              ngx_http_jvm_reload_nice_low);
+                                              ngx_http_jvm_reload_nice_low, 1);
     }
 
     (void) pthread_mutex_unlock(&ngx_http_jvm_reload_idle_lock);
@@ -351,7 +354,8 @@ ngx_http_jvm_reload_lower_priority(ngx_cycle_t *cycle,
         return;
     }
 
-    count = ngx_http_jvm_reload_priorities(ngx_http_jvm_reload_nice_low, -1);
+    count = ngx_http_jvm_reload_priorities(ngx_http_jvm_reload_nice_low, -1,
+                                           0);
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
                    "jvm: %ui JIT compiler threads at a lower priority",
@@ -359,18 +363,47 @@ ngx_http_jvm_reload_lower_priority(ngx_cycle_t *cycle,
 }
 
 
+/* The start of /proc/self/task/TID/FILE, NUL-terminated: its length, or -1. */
+
+static ssize_t
+ngx_http_jvm_reload_task_file(const char *tid, const char *file, char *buf,
+    size_t size)
+{
+    int      fd;
+    char     path[64];
+    ssize_t  n;
+
+    ngx_sprintf((u_char *) path, "/proc/self/task/%s/%s%Z", tid, file);
+
+    fd = open(path, O_RDONLY);
+    if (fd == -1) {
+        return -1;
+    }
+
+    n = read(fd, buf, size - 1);
+    close(fd);
+
+    if (n >= 0) {
+        buf[n] = '\0';
+    }
+
+    return n;
+}
+
+
 /*
  * Sets the nice value of this process's JIT compiler threads (C1, C2) to
  * "compilers" and, unless "others" is -1, of every other thread to
- * "others", a thread under SCHED_IDLE then under SCHED_OTHER.  Returns
- * how many compiler threads were set.
+ * "others", a thread under SCHED_IDLE then under SCHED_OTHER; with "all",
+ * a compiler under SCHED_IDLE too.  Returns how many compiler threads
+ * were set.
  */
 
 static ngx_uint_t
-ngx_http_jvm_reload_priorities(int compilers, int others)
+ngx_http_jvm_reload_priorities(int compilers, int others, ngx_uint_t all)
 {
-    int                  fd, tid, compiler;
-    char                 path[64], comm[32];
+    int                  tid, compiler;
+    char                 comm[32];
     DIR                 *dir;
     ssize_t              n;
     ngx_uint_t           count;
@@ -389,15 +422,11 @@ ngx_http_jvm_reload_priorities(int compilers, int others)
             continue;
         }
 
-        ngx_sprintf((u_char *) path, "/proc/self/task/%s/comm%Z", de->d_name);
-
-        fd = open(path, O_RDONLY);
-        if (fd == -1) {
+        n = ngx_http_jvm_reload_task_file(de->d_name, "comm", comm,
+                                          sizeof(comm));
+        if (n == -1) {
             continue;
         }
-
-        n = read(fd, comm, sizeof(comm) - 1);
-        close(fd);
 
         tid = atoi(de->d_name);
 
@@ -406,10 +435,11 @@ ngx_http_jvm_reload_priorities(int compilers, int others)
 
         /*
          * A pool thread or a carrier made itself SCHED_BATCH: it stays.
-         * A compiler stays under SCHED_IDLE too, for now: see
-         * ngx_http_jvm_reload_compilers().
+         * Once ready a compiler stays under SCHED_IDLE too, for now (see
+         * ngx_http_jvm_reload_compilers()); past the start's limit it
+         * leaves with the others: with no idle CPU it would never compile.
          */
-        if (others != -1 && !compiler
+        if (others != -1 && (all || !compiler)
             && sched_getscheduler(tid) == SCHED_IDLE)
         {
             ngx_memzero(&sp, sizeof(struct sched_param));
@@ -444,10 +474,9 @@ ngx_http_jvm_reload_priorities(int compilers, int others)
 static void
 ngx_http_jvm_reload_compilers(ngx_event_t *ev)
 {
-    int                  fd, tid;
-    char                 path[64], buf[64], *state;
+    int                  tid;
+    char                 buf[64], *state;
     DIR                 *dir;
-    ssize_t              n;
     ngx_uint_t           left, force;
     struct dirent       *de;
     struct sched_param   sp;
@@ -474,21 +503,13 @@ ngx_http_jvm_reload_compilers(ngx_event_t *ev)
 
         /* "TID (C2 CompilerThre) S ...": only compilers are still idle */
 
-        ngx_sprintf((u_char *) path, "/proc/self/task/%s/stat%Z", de->d_name);
-
-        fd = open(path, O_RDONLY);
-        if (fd == -1) {
+        if (ngx_http_jvm_reload_task_file(de->d_name, "stat", buf,
+                                          sizeof(buf))
+            <= 0)
+        {
             continue;
         }
 
-        n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-
-        if (n <= 0) {
-            continue;
-        }
-
-        buf[n] = '\0';
         state = strrchr(buf, ')');
 
         if (!force && (state == NULL || state[1] != ' ' || state[2] == 'R')) {
@@ -534,7 +555,8 @@ ngx_http_jvm_reload_worker_ready(ngx_cycle_t *cycle,
         (void) pthread_mutex_lock(&ngx_http_jvm_reload_idle_lock);
         ngx_http_jvm_reload_idle_over = 1;
         (void) ngx_http_jvm_reload_priorities(ngx_http_jvm_reload_nice_low,
-                                              ngx_http_jvm_reload_nice_base);
+                                              ngx_http_jvm_reload_nice_base,
+                                              0);
         (void) pthread_mutex_unlock(&ngx_http_jvm_reload_idle_lock);
 
         ngx_http_jvm_reload_compilers_since = ngx_current_msec;

@@ -49,6 +49,8 @@ final class Tasks {
      * pool wakes one; the pool wakes one only when none is awake and looking.
      */
     private Pool carriers;
+    /** Whether {@code virtual} starts its threads on {@code carriers}. */
+    private boolean onOwnCarriers;
     private Semaphore virtualSlots;
     private int virtualLimit;
     private String virtualError = "virtual threads were not configured";
@@ -194,6 +196,7 @@ final class Tasks {
                     + handed.get() + " times)";
         }
         virtual = own;
+        onOwnCarriers = true;
         Thread watch = new Thread(() -> {
             for (;;) {
                 LockSupport.parkNanos(CARRIERS_WATCH_NANOS);
@@ -277,7 +280,8 @@ final class Tasks {
                     return virtualError;
                 }
                 live.put(task.id, task);
-                String refused = startVirtual(() -> {
+                // own carriers ran beforeHandlers as they started; the JDK's did not
+                String refused = startVirtual(onOwnCarriers ? task : () -> {
                     // on the carrier thread: once per carrier, then a check
                     beforeHandlers.run();
                     task.run();
