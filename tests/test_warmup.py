@@ -139,7 +139,9 @@ def test_a_warmup_that_stalls_is_given_up_at_its_time(m):
                           r"up", timeout=30)
         r = n.get("/stall")
         assert r.status == 200
-        assert answer(r.text)["warmups"] == 1
+        # the first request started (unless the second passed first), and
+        # held the pipeline: the others never did
+        assert answer(r.text)["warmups"] <= 1
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGQUIT])
