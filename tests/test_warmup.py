@@ -139,8 +139,8 @@ def test_a_warmup_that_stalls_is_given_up_at_its_time(m):
                           r"up", timeout=30)
         r = n.get("/stall")
         assert r.status == 200
-        # the first request started (unless the second passed first), and
-        # held the pipeline: the others never did
+        # the first request held the pipeline (on a slow machine it may not
+        # have started within the second): the others never started
         assert answer(r.text)["warmups"] <= 1
 
 
