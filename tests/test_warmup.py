@@ -168,6 +168,13 @@ def test_a_stop_during_the_warmup_ends_it(sig):
         n.cleanup()
 
 
+def test_a_single_process_warms_up_too():
+    with Nginx(LOCATIONS % 100, main="master_process off;") as n:
+        (a,) = per_worker(n).values()
+        assert a["warmups"] == 100
+        assert n.log_lines(r"jvm: warm-up of /warm: 100 requests in")
+
+
 def test_an_answer_that_is_no_success_is_logged():
     n = Nginx("""
         jvm_warmup /gone requests=3;

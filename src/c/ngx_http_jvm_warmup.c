@@ -324,7 +324,8 @@ ngx_http_jvm_warmup_channel(ngx_event_t *ev)
     ssize_t         n, i;
     ngx_channel_t   ch[8];
 
-    if (ngx_channel == -1) {
+    /* a single process (master_process off) has no channel */
+    if (ngx_process != NGX_PROCESS_WORKER) {
         return;
     }
 
