@@ -267,11 +267,14 @@ ngx_http_jvm_warmup_run(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         return;
     }
 
-    /* with accept_mutex, the worker takes the mutex (and accepts) only
-     * while ngx_accept_disabled is not above 0 */
     /* the JVM's start took seconds: timers count from now */
     ngx_time_update();
 
+    /*
+     * With accept_mutex the worker takes the mutex (and accepts) only
+     * while ngx_accept_disabled is not above 0; without, the listening
+     * sockets' events are off.
+     */
     disabled = ngx_accept_disabled;
     ngx_accept_disabled = NGX_MAX_INT32_VALUE;
     ngx_http_jvm_warmup_accept(cycle, 0);
