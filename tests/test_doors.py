@@ -144,7 +144,9 @@ def check_response(data):
     assert m, "a malformed status line: %r" % lines[0]
     fields = _fields(lines[1:], "client")
     f = dict(fields)
-    if f.get("transfer-encoding") == "chunked":
+    if m.group(1) == b"101":
+        rest = b""                      # WebSocket frames from here on
+    elif f.get("transfer-encoding") == "chunked":
         pos = 0
         while True:
             eol = rest.index(b"\r\n", pos)
@@ -198,6 +200,8 @@ DOORS = {
               "content-type", RESP + '"Content-Type"'),
     "stream": ("resp", "a%sb", value_ok, "client", "x-door",
                RESP + '"X-Door"'),
+    "ws": ("resp", "a%sb", value_ok, "client", "x-door",
+           RESP + '"X-Door"'),
     "rwloc": ("rwresp", "/r?%s", value_ok, "client", "location",
               RESP + '"Location"'),
     "acauth": ("acresp", 'Basic realm="a%sb"', value_ok, "client",
@@ -229,6 +233,14 @@ DOORS = {
     "shv": ("sub", "a%sb", value_ok, "upstream", "x-door",
             'value of the subrequest header field "X-Door"'),
 }
+
+# Ring's WebSocket handshake: the handler's string is the subprotocol
+BY_LANG = {("clj", "ws"): ("sec-websocket-protocol",
+                           RESP + '"Sec-WebSocket-Protocol"')}
+
+WS_HANDSHAKE = ("Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                "Sec-WebSocket-Version: 13\r\n")
 
 # the door ?d= the handler knows it by, where the table's name differs
 HANDLER_DOOR = {"rwloc": "loc", "acauth": "auth"}
@@ -300,22 +312,41 @@ def ng(mode, up):
         yield n
 
 
-def client(ng, path):
-    """The exact bytes of the response to GET path."""
+def client(ng, path, ws=False):
+    """The exact bytes of the response to GET path: all of them, until
+    nginx closes; for a WebSocket handshake, those of its answer (a 101's
+    head; another's head and body)."""
+    head = WS_HANDSHAKE if ws else "Connection: close\r\n"
     with socket.create_connection(("127.0.0.1", ng.port), timeout=30) as s:
-        s.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: doors\r\n"
-                  b"Connection: close\r\n\r\n")
-        chunks = []
+        s.sendall(("GET %s HTTP/1.1\r\nHost: doors\r\n%s\r\n"
+                   % (path, head)).encode())
+        data = b""
         while True:
+            if ws and _answered(data):
+                return data
             b = s.recv(65536)
             if not b:
-                return b"".join(chunks)
-            chunks.append(b)
+                return data
+            data += b
+
+
+def _answered(data):
+    """A whole response: a 101's head, another's head and body."""
+    head, sep, rest = data.partition(b"\r\n\r\n")
+    if not sep:
+        return False
+    if head.startswith(b"HTTP/1.1 101 "):
+        return True
+    m = re.search(rb"\r\ncontent-length: *(\d+)", head, re.I)
+    if m:
+        return len(rest) >= int(m.group(1))
+    return rest.endswith(b"0\r\n\r\n")
 
 
 def run_case(ng, up, lang, door, payload):
     """One value through one door; a list of what went wrong."""
     location, shape, rule, where, field, words = DOORS[door]
+    field, words = BY_LANG.get((lang, door), (field, words))
     value = shape % payload
     allowed = rule(value)
     path = "/%s/%s?d=%s&v=%s" % (lang, location, HANDLER_DOOR.get(door, door),
@@ -323,7 +354,7 @@ def run_case(ng, up, lang, door, payload):
     since = ng.log_size()
     with up.lock:
         seen = len(up.done)
-    data = client(ng, path)
+    data = client(ng, path, ws=door == "ws")
     assert wait_for(lambda: up.open == 0, 10), "the upstream still reads"
     with up.lock:
         sent = up.done[seen:]

@@ -21,6 +21,8 @@
       "loc" {:status 302 :headers {"Location" (str "/r?" v)}}
       "cookie" {:status 200 :headers {"Set-Cookie" [(str "s=a" v "b; Path=/")]} :body "ok"}
       "ctype" {:status 200 :headers {"Content-Type" (str "text/plain; x=a" v "b")} :body "ok"}
+      "ws" {:ring.websocket/listener {:on-message (fn [_ _])}
+            :ring.websocket/protocol (str "a" v "b")}
       "stream" {:status 200 :headers {"X-Door" (str "a" v "b")} :body (list "o" "k")}
       {:status 404 :body "no such door"})))
 

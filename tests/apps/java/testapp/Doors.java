@@ -12,6 +12,7 @@ import nginx.jvm.Request;
 import nginx.jvm.Responder;
 import nginx.jvm.Response;
 import nginx.jvm.VariableHandler;
+import nginx.jvm.WebSocketListener;
 
 /**
  * The doors test (tests/test_doors.py): each handler does what an ordinary
@@ -47,6 +48,9 @@ public final class Doors {
                     return Response.of(200, "text/plain", "ok").header("Set-Cookie", "s=a" + v + "b; Path=/");
                 case "ctype":
                     return Response.of(200, "text/plain; x=a" + v + "b", "ok");
+                case "ws":
+                    return Response.upgrade(new WebSocketListener() { })
+                            .header("X-Door", "a" + v + "b");
                 case "stream":
                     return new Response(200).header("X-Door", "a" + v + "b")
                             .body(Arrays.asList("o", "k"));
