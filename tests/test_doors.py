@@ -21,6 +21,8 @@ every byte of the response:
   and the field or variable.
 """
 
+import concurrent.futures
+import itertools
 import re
 import socket
 import threading
@@ -28,11 +30,12 @@ import urllib.parse
 
 import pytest
 
-from harness import Nginx, wait_for
+from harness import Nginx
 
 TOKEN = re.compile(rb"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 TRACE = r"jvm: (\s+at |\s*\.\.\. \d+ more|Caused by: |\s+Suppressed: )"
 REFUSED = r"refused the "
+CLIENTS = 8             # requests in flight at once
 
 
 class RawUpstream:
@@ -48,7 +51,7 @@ class RawUpstream:
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(64)
         self.port = self.sock.getsockname()[1]
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()
         self.done = []          # the bytes of each connection, once closed
         self.open = 0
         self.thread = threading.Thread(target=self._accept, daemon=True)
@@ -86,6 +89,13 @@ class RawUpstream:
             with self.lock:
                 self.done.append(data)
                 self.open -= 1
+                self.lock.notify_all()
+
+    def idle(self, timeout=10):
+        """Waits until no connection is open (nginx closes each after
+        the answer); true when none is."""
+        with self.lock:
+            return self.lock.wait_for(lambda: self.open == 0, timeout)
 
     def close(self):
         self.sock.close()
@@ -312,14 +322,15 @@ def ng(mode, up):
         yield n
 
 
-def client(ng, path, ws=False):
+def client(ng, path, case, ws=False):
     """The exact bytes of the response to GET path: all of them, until
     nginx closes; for a WebSocket handshake, those of its answer (a 101's
-    head; another's head and body)."""
+    head; another's head and body).  X-Case goes upstream with the
+    request (proxy_pass and subrequests pass the client's fields on)."""
     head = WS_HANDSHAKE if ws else "Connection: close\r\n"
     with socket.create_connection(("127.0.0.1", ng.port), timeout=30) as s:
-        s.sendall(("GET %s HTTP/1.1\r\nHost: doors\r\n%s\r\n"
-                   % (path, head)).encode())
+        s.sendall(("GET %s HTTP/1.1\r\nHost: doors\r\nX-Case: %d\r\n%s"
+                   "\r\n" % (path, case, head)).encode())
         data = b""
         while True:
             if ws and _answered(data):
@@ -343,29 +354,33 @@ def _answered(data):
     return rest.endswith(b"0\r\n\r\n")
 
 
-def run_case(ng, up, lang, door, payload):
-    """One value through one door; a list of what went wrong."""
+def log_entries(text):
+    """The error log's entries, each with its continuation lines (a
+    stack trace), by the case of the request it names (?c=N)."""
+    out = {}
+    for entry in re.split(r"\n(?=\d{4}/\d\d/\d\d )", text):
+        m = re.search(r'request: "GET /[^"]*[?&]c=(\d+)[& ]', entry)
+        if m:
+            out.setdefault(int(m.group(1)), []).append(entry)
+    return out
+
+
+def check_case(lang, door, payload, data, sent, entries):
+    """One value through one door: the client's bytes, the upstream's
+    requests and the log entries of its request."""
     location, shape, rule, where, field, words = DOORS[door]
     field, words = BY_LANG.get((lang, door), (field, words))
     value = shape % payload
-    allowed = rule(value)
-    path = "/%s/%s?d=%s&v=%s" % (lang, location, HANDLER_DOOR.get(door, door),
-                                 urllib.parse.quote(payload, safe=""))
-    since = ng.log_size()
-    with up.lock:
-        seen = len(up.done)
-    data = client(ng, path, ws=door == "ws")
-    assert wait_for(lambda: up.open == 0, 10), "the upstream still reads"
-    with up.lock:
-        sent = up.done[seen:]
+    text = "\n".join(entries)
 
     status, fields = check_response(data)
     requests = [check_request(d) for d in sent]
     assert len(requests) <= 1, "%d requests upstream" % len(requests)
 
-    if allowed:
+    if rule(value):
         assert status < 500, "%d for an allowed value %r:\n%s" % (
-            status, value, ng.log_text(since)[-2000:])
+            status, value, text[-2000:])
+        assert not re.search(r"\[(error|crit|alert)\]", text), text[-2000:]
         if where == "client" and field:
             got = [v for n, v in fields if n == field]
             assert got and got[0].endswith(value), (field, got, value)
@@ -384,7 +399,6 @@ def run_case(ng, up, lang, door, payload):
         return
 
     # refused: the log names the door, nothing reaches its wire
-    text = ng.log_text(since)
     want = REFUSED + words.replace("@L@", lang)
     assert re.search(want, text), "no log line %r for %r:\n%s" % (
         want, value, text[-2000:])
@@ -401,6 +415,46 @@ def run_case(ng, up, lang, door, payload):
             or dict(ufields)[field] == "", ufields
 
 
+_cases = itertools.count(1)
+
+
+def run_door(ng, up, lang, door, payloads):
+    """Every payload through one door, CLIENTS at a time; what went wrong."""
+    location = DOORS[door][0]
+    since = ng.log_size()
+    with up.lock:
+        seen = len(up.done)
+    cases = [(next(_cases), p) for p in payloads]
+
+    def send(case):
+        n, p = case
+        path = "/%s/%s?d=%s&c=%d&v=%s" % (
+            lang, location, HANDLER_DOOR.get(door, door), n,
+            urllib.parse.quote(p, safe=""))
+        return client(ng, path, n, ws=door == "ws")
+
+    with concurrent.futures.ThreadPoolExecutor(CLIENTS) as pool:
+        answers = list(pool.map(send, cases))
+    assert up.idle(), "the upstream still reads"
+    with up.lock:
+        sent = up.done[seen:]
+    upstream = {}
+    for d in sent:
+        m = re.search(rb"\r\nX-Case: (\d+)\r\n", d)
+        assert m, "a request upstream without X-Case: %r" % d[:500]
+        upstream.setdefault(int(m.group(1)), []).append(d)
+    entries = log_entries(ng.log_text(since))
+
+    failures = []
+    for (n, p), data in zip(cases, answers):
+        try:
+            check_case(lang, door, p, data, upstream.get(n, []),
+                       entries.get(n, []))
+        except AssertionError as e:
+            failures.append("%r: %s" % (p, str(e)[:600]))
+    return failures
+
+
 CASES = [(lang, door) for lang in LANGS for door in DOORS]
 
 
@@ -412,11 +466,6 @@ CASES = [(lang, door) for lang in LANGS for door in DOORS]
                          ids=["%s-%s" % c for c in CASES])
 def test_door(ng, up, lang, door):
     payloads = PAYLOADS + (URI_PAYLOADS if DOORS[door][2] is uri_ok else [])
-    failures = []
-    for p in payloads:
-        try:
-            run_case(ng, up, lang, door, p)
-        except AssertionError as e:
-            failures.append("%r: %s" % (p, str(e)[:600]))
+    failures = run_door(ng, up, lang, door, payloads)
     assert not failures, "%d of %d values:\n%s" % (
         len(failures), len(payloads), "\n".join(failures))

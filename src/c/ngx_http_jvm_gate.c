@@ -155,12 +155,14 @@ ngx_http_jvm_gate_refused(const char *text)
 }
 
 
+/* NULL, or why s breaks the rule (a constant, or written into why). */
+
 static const char *
 ngx_http_jvm_gate_rule(ngx_uint_t rule, ngx_str_t *s, u_char *why,
     size_t size)
 {
-    u_char     c, *p, *last;
-    ngx_uint_t i;
+    u_char      c, *p, *last;
+    ngx_uint_t  i;
 
     last = why + size - 1;
 
