@@ -139,44 +139,20 @@ ngx_http_jvm_header_in_set(ngx_http_request_t *r, ngx_str_t *name,
 }
 
 
-/* What nginx itself would not have parsed from a client is refused. */
+/*
+ * What nginx itself would not have parsed from a client is refused: the
+ * name and the value by the gate's rules (ngx_http_jvm_gate.c), and the
+ * fields that frame the body.
+ */
 
 static ngx_int_t
 ngx_http_jvm_header_in_check(ngx_str_t *name, ngx_str_t *value,
     const char **err)
 {
-    u_char      c;
-    ngx_uint_t  i;
+    *err = ngx_http_jvm_gate(NGX_HTTP_JVM_DOOR_REQUEST_NAME, NULL, name);
 
-    /* RFC 9110, 5.6.2: tchar */
-
-    static uint32_t  token[] = {
-        0x00000000, /* 0000 0000 0000 0000  0000 0000 0000 0000 */
-
-                    /* ?>=< ;:98 7654 3210  /.-, +*)( '&%$ #"!  */
-        0x03ff6cfa, /* 0000 0011 1111 1111  0110 1100 1111 1010 */
-
-                    /* _^]\ [ZYX WVUT SRQP  ONML KJIH GFED CBA@ */
-        0xc7fffffe, /* 1100 0111 1111 1111  1111 1111 1111 1110 */
-
-                    /*  ~}| {zyx wvut srqp  onml kjih gfed cba` */
-        0x57ffffff, /* 0101 0111 1111 1111  1111 1111 1111 1111 */
-
-        0x00000000, 0x00000000, 0x00000000, 0x00000000
-    };
-
-    if (name->len == 0) {
-        *err = "a header field needs a name";
+    if (*err) {
         return NGX_DECLINED;
-    }
-
-    for (i = 0; i < name->len; i++) {
-        c = name->data[i];
-
-        if (!(token[c >> 5] & (1U << (c & 0x1f)))) {
-            *err = "a header field's name must be an HTTP token";
-            return NGX_DECLINED;
-        }
     }
 
     if (ngx_http_jvm_header_is(name, "Content-Length")
@@ -192,17 +168,9 @@ ngx_http_jvm_header_in_check(ngx_str_t *name, ngx_str_t *value,
         return NGX_OK;
     }
 
-    for (i = 0; i < value->len; i++) {
-        c = value->data[i];
+    *err = ngx_http_jvm_gate(NGX_HTTP_JVM_DOOR_REQUEST_VALUE, name, value);
 
-        if ((c < 0x20 && c != '\t') || c == 0x7f) {
-            *err = "a header field's value may hold no control character "
-                   "but HTAB";
-            return NGX_DECLINED;
-        }
-    }
-
-    return NGX_OK;
+    return *err ? NGX_DECLINED : NGX_OK;
 }
 
 

@@ -41,6 +41,8 @@
  *   ngx_http_jvm_stream.c    the request's context; bodies sent in pieces
  *   ngx_http_jvm_vm_websocket.c the WebSocket's calls down into the JVM
  *   ngx_http_jvm_vm.c        the worker's JVM and every call down into it
+ *   ngx_http_jvm_gate.c      the one check of every string from Java on
+ *                            its way to a wire (docs/security.md, "Doors")
  *
  * Only vm.c, vm_websocket.c, natives.c and child.c include jni.h (through
  * ngx_http_jvm_jni.h, the JNI state they share).
@@ -342,11 +344,31 @@ ngx_int_t ngx_http_jvm_variable_get(ngx_http_request_t *r, ngx_str_t *name,
     ngx_str_t *value);
 ngx_int_t ngx_http_jvm_variable_set(ngx_http_request_t *r, ngx_str_t *name,
     ngx_str_t *value, const char **err);
-ngx_int_t ngx_http_jvm_set_uri(ngx_http_request_t *r, ngx_str_t *uri);
+const char *ngx_http_jvm_set_uri(ngx_http_request_t *r, ngx_str_t *uri);
 
 /* ngx_http_jvm_headers_in.c: the event loop only */
 ngx_int_t ngx_http_jvm_header_in_set(ngx_http_request_t *r, ngx_str_t *name,
     ngx_str_t *value, ngx_uint_t add, const char **err);
+
+/* ngx_http_jvm_gate.c: the event loop only; the doors, by kind of string */
+#define NGX_HTTP_JVM_DOOR_RESPONSE_NAME    0
+#define NGX_HTTP_JVM_DOOR_RESPONSE_VALUE   1
+#define NGX_HTTP_JVM_DOOR_REQUEST_NAME     2
+#define NGX_HTTP_JVM_DOOR_REQUEST_VALUE    3
+#define NGX_HTTP_JVM_DOOR_SUB_METHOD       4
+#define NGX_HTTP_JVM_DOOR_SUB_URI          5
+#define NGX_HTTP_JVM_DOOR_SUB_ARGS         6
+#define NGX_HTTP_JVM_DOOR_SUB_NAME         7
+#define NGX_HTTP_JVM_DOOR_SUB_VALUE        8
+#define NGX_HTTP_JVM_DOOR_VARIABLE         9
+#define NGX_HTTP_JVM_DOOR_URI              10
+#define NGX_HTTP_JVM_DOOR_ARGS             11
+
+const char *ngx_http_jvm_gate(ngx_uint_t door, ngx_str_t *name,
+    ngx_str_t *value);
+ngx_int_t ngx_http_jvm_gate_log(ngx_log_t *log, ngx_uint_t door,
+    ngx_str_t *name, ngx_str_t *value);
+ngx_uint_t ngx_http_jvm_gate_refused(const char *text);
 
 /* ngx_http_jvm_task.c */
 /* An eventfd on the event loop, outside the worker's connection pool. */

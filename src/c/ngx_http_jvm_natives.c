@@ -303,7 +303,8 @@ ngx_http_jvm_set_variable(JNIEnv *env, jclass cls, jlong req,
     if (ngx_http_jvm_variable_set(r, &n, &v, &err) != NGX_OK) {
         ngx_http_jvm_vm_throw(env, err ? "java/lang/IllegalArgumentException"
                                        : "java/lang/OutOfMemoryError",
-                              &n, err ? err : "no memory for the variable");
+                              ngx_http_jvm_gate_refused(err) ? NULL : &n,
+                              err ? err : "no memory for the variable");
     }
 }
 
@@ -313,6 +314,7 @@ ngx_http_jvm_native_set_uri(JNIEnv *env, jclass cls, jlong req,
     jbyteArray uri)
 {
     ngx_str_t            u;
+    const char          *err;
     ngx_http_request_t  *r;
 
     r = (ngx_http_request_t *) (uintptr_t) req;
@@ -321,9 +323,11 @@ ngx_http_jvm_native_set_uri(JNIEnv *env, jclass cls, jlong req,
         return;
     }
 
-    if (ngx_http_jvm_set_uri(r, &u) != NGX_OK) {
-        ngx_http_jvm_vm_throw(env, "java/lang/IllegalArgumentException", &u,
-                              "invalid URI (it must start with \"/\")");
+    err = ngx_http_jvm_set_uri(r, &u);
+
+    if (err) {
+        ngx_http_jvm_vm_throw(env, "java/lang/IllegalArgumentException", NULL,
+                              err);
     }
 }
 
@@ -365,7 +369,8 @@ ngx_http_jvm_native_set_header(JNIEnv *env, jclass cls, jlong req,
                                : rc == NGX_ABORT
                                  ? "java/lang/IllegalStateException"
                                  : "java/lang/OutOfMemoryError",
-                          &n, err ? err : "no memory for the header field");
+                          ngx_http_jvm_gate_refused(err) ? NULL : &n,
+                          err ? err : "no memory for the header field");
 }
 
 
@@ -490,7 +495,15 @@ ngx_http_jvm_vm_throw(JNIEnv *env, const char *cls, ngx_str_t *name,
     u_char   buf[512], *p;
     jclass   c;
 
-    p = ngx_snprintf(buf, sizeof(buf) - 1, "%s: \"%V\"", text, name);
+    /* without a name: the text names what it is about (the gate's) */
+
+    if (name) {
+        p = ngx_snprintf(buf, sizeof(buf) - 1, "%s: \"%V\"", text, name);
+
+    } else {
+        p = ngx_snprintf(buf, sizeof(buf) - 1, "%s", text);
+    }
+
     *p = '\0';
 
     c = (*env)->FindClass(env, cls);

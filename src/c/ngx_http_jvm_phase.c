@@ -41,6 +41,14 @@ static ngx_int_t ngx_http_jvm_variable_handler(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 
 
+/* a jvm_set variable: its handler, and its name for the log */
+
+typedef struct {
+    ngx_int_t                 handler;
+    ngx_str_t                 name;
+} ngx_http_jvm_set_t;
+
+
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
 
 
@@ -109,6 +117,7 @@ ngx_http_jvm_set(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_int_t                  index;
     ngx_str_t                 *value, name;
+    ngx_http_jvm_set_t        *set;
     ngx_http_variable_t       *v;
     ngx_http_jvm_main_conf_t  *jmcf;
 
@@ -135,7 +144,7 @@ ngx_http_jvm_set(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     if (v->get_handler == ngx_http_jvm_variable_handler
-        && v->data != (uintptr_t) index)
+        && ((ngx_http_jvm_set_t *) v->data)->handler != index)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "jvm_set: the variable \"%V\" is already "
@@ -144,8 +153,16 @@ ngx_http_jvm_set(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    set = ngx_palloc(cf->pool, sizeof(ngx_http_jvm_set_t));
+    if (set == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    set->handler = index;
+    set->name = name;
+
     v->get_handler = ngx_http_jvm_variable_handler;
-    v->data = (uintptr_t) index;
+    v->data = (uintptr_t) set;
 
     /* its failures turn the response into a 500 (the header filter) */
     jmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_jvm_module);
@@ -538,13 +555,30 @@ ngx_http_jvm_variable_handler(ngx_http_request_t *r,
     ngx_int_t            rc;
     ngx_str_t            value;
     ngx_http_jvm_ctx_t  *ctx;
+    ngx_http_jvm_set_t  *set;
 
+    set = (ngx_http_jvm_set_t *) data;
     rc = NGX_ERROR;
 
     if (ngx_http_jvm_vm.ready
         && ngx_http_jvm_request_encode(r, &len) == NGX_OK)
     {
-        rc = ngx_http_jvm_vm_variable(r, (ngx_int_t) data, len, &value);
+        rc = ngx_http_jvm_vm_variable(r, set->handler, len, &value);
+    }
+
+    /*
+     * nginx puts the value where the configuration says: a header field,
+     * a redirect, an upstream request.  One it may not carry fails as a
+     * handler that threw does.
+     */
+
+    if (rc == NGX_OK
+        && ngx_http_jvm_gate_log(r->connection->log,
+                                 NGX_HTTP_JVM_DOOR_VARIABLE, &set->name,
+                                 &value)
+           != NGX_OK)
+    {
+        rc = NGX_ERROR;
     }
 
     if (rc == NGX_ERROR) {

@@ -54,6 +54,8 @@ static ngx_int_t ngx_http_jvm_skip_header(ngx_http_request_t *r,
     ngx_uint_t kind);
 static void ngx_http_jvm_remove_header(ngx_http_request_t *r,
     ngx_str_t *name);
+static ngx_int_t ngx_http_jvm_header_out_gate(ngx_http_request_t *r,
+    ngx_str_t *name, ngx_str_t *value);
 static ngx_int_t ngx_http_jvm_send_inline(ngx_http_request_t *r,
     u_char *data, size_t len);
 static ngx_int_t ngx_http_jvm_send_file(ngx_http_request_t *r,
@@ -349,6 +351,10 @@ ngx_http_jvm_edit_headers(ngx_http_request_t *r, size_t len)
             goto malformed;
         }
 
+        if (ngx_http_jvm_header_out_gate(r, &name, NULL) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
         ngx_http_jvm_remove_header(r, &name);
 
         for (hh = ngx_http_jvm_headers; hh->name.len; hh++) {
@@ -362,6 +368,10 @@ ngx_http_jvm_edit_headers(ngx_http_request_t *r, size_t len)
         for (j = 0; j < n; j++) {
             if (ngx_http_jvm_get_str(&rd, &value) != NGX_OK) {
                 goto malformed;
+            }
+
+            if (ngx_http_jvm_header_out_gate(r, &name, &value) != NGX_OK) {
+                return NGX_ERROR;
             }
 
             if (hh->handler(r, hh, &name, &value, NGX_HTTP_JVM_BODY_NONE)
@@ -531,6 +541,10 @@ ngx_http_jvm_set_headers(ngx_http_request_t *r, ngx_http_jvm_reader_t *rd,
         (void) ngx_http_jvm_get_str(rd, &name);
         (void) ngx_http_jvm_get_str(rd, &value);
 
+        if (ngx_http_jvm_header_out_gate(r, &name, &value) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
         for (hh = ngx_http_jvm_headers; hh->name.len; hh++) {
             if (hh->name.len == name.len
                 && ngx_strncasecmp(hh->name.data, name.data, name.len) == 0)
@@ -556,6 +570,34 @@ ngx_http_jvm_set_headers(ngx_http_request_t *r, ngx_http_jvm_reader_t *rd,
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * A field of the handler's (or a header filter's) through the gate: the
+ * name an HTTP token, the value (unless NULL) without controls but HTAB.
+ * Java refuses them first (nginx.jvm.ResponseEncoder); this holds whatever
+ * it does.  A refusal is logged; the caller answers 500.
+ */
+
+static ngx_int_t
+ngx_http_jvm_header_out_gate(ngx_http_request_t *r, ngx_str_t *name,
+    ngx_str_t *value)
+{
+    if (ngx_http_jvm_gate_log(r->connection->log,
+                              NGX_HTTP_JVM_DOOR_RESPONSE_NAME, NULL, name)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (value == NULL) {
+        return NGX_OK;
+    }
+
+    return ngx_http_jvm_gate_log(r->connection->log,
+                                 NGX_HTTP_JVM_DOOR_RESPONSE_VALUE, name,
+                                 value) == NGX_OK ? NGX_OK : NGX_ERROR;
 }
 
 

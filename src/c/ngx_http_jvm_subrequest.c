@@ -34,6 +34,9 @@ static ngx_int_t ngx_http_jvm_subrequest_headers(ngx_http_request_t *r,
 static ngx_int_t ngx_http_jvm_subrequest_body(ngx_http_request_t *sr,
     ngx_str_t *body);
 static void ngx_http_jvm_subrequest_run(ngx_event_t *ev);
+static const char *ngx_http_jvm_subrequest_gate(ngx_str_t *method,
+    ngx_str_t *uri, ngx_str_t *args, ngx_http_jvm_reader_t *sp,
+    ngx_uint_t n);
 static size_t ngx_http_jvm_subrequest_encode(ngx_http_request_t *sr,
     ngx_uint_t status, u_char *buf, size_t cap);
 
@@ -49,6 +52,7 @@ ngx_http_jvm_subrequest_start(ngx_http_request_t *r, ngx_int_t id,
 {
     uint32_t                    n;
     ngx_str_t                   method, uri, args, body;
+    const char                 *err;
     ngx_http_jvm_sr_t          *jsr;
     ngx_http_jvm_ctx_t         *ctx;
     ngx_http_request_t         *sr;
@@ -65,8 +69,10 @@ ngx_http_jvm_subrequest_start(ngx_http_request_t *r, ngx_int_t id,
         return "malformed subrequest";
     }
 
-    if (uri.len == 0 || uri.data[0] != '/') {
-        return "a subrequest's URI must start with \"/\"";
+    err = ngx_http_jvm_subrequest_gate(&method, &uri, &args, &sp, n);
+
+    if (err) {
+        return err;
     }
 
     ctx = ngx_http_jvm_get_ctx(r);
@@ -120,6 +126,58 @@ ngx_http_jvm_subrequest_start(ngx_http_request_t *r, ngx_int_t id,
     }
 
     return NULL;
+}
+
+
+/*
+ * Every part of the subrequest through the gate before nginx makes it:
+ * the method and the header fields' names are tokens, the values hold no
+ * control but HTAB, the args (sent as they are) no control or space, the
+ * URI ("/" first, decoded: nginx escapes it on its way out) no control and
+ * no ".." segment.  NULL, or the refusal.
+ */
+
+static const char *
+ngx_http_jvm_subrequest_gate(ngx_str_t *method, ngx_str_t *uri,
+    ngx_str_t *args, ngx_http_jvm_reader_t *sp, ngx_uint_t n)
+{
+    ngx_str_t              name, value;
+    ngx_uint_t             i;
+    const char            *err;
+    ngx_http_jvm_reader_t  rd;
+
+    err = NULL;
+
+    if (method->len) {
+        err = ngx_http_jvm_gate(NGX_HTTP_JVM_DOOR_SUB_METHOD, NULL, method);
+    }
+
+    if (err == NULL) {
+        err = ngx_http_jvm_gate(NGX_HTTP_JVM_DOOR_SUB_URI, NULL, uri);
+    }
+
+    if (err == NULL && args->len) {
+        err = ngx_http_jvm_gate(NGX_HTTP_JVM_DOOR_SUB_ARGS, NULL, args);
+    }
+
+    rd = *sp;
+
+    for (i = 0; err == NULL && i < n; i++) {
+        if (ngx_http_jvm_get_str(&rd, &name) != NGX_OK
+            || ngx_http_jvm_get_str(&rd, &value) != NGX_OK)
+        {
+            return "malformed subrequest";
+        }
+
+        err = ngx_http_jvm_gate(NGX_HTTP_JVM_DOOR_SUB_NAME, NULL, &name);
+
+        if (err == NULL) {
+            err = ngx_http_jvm_gate(NGX_HTTP_JVM_DOOR_SUB_VALUE, &name,
+                                    &value);
+        }
+    }
+
+    return err;
 }
 
 

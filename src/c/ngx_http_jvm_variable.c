@@ -86,6 +86,19 @@ ngx_http_jvm_variable_set(ngx_http_request_t *r, ngx_str_t *name,
         goto failed;
     }
 
+    /*
+     * nginx puts $args into the upstream's request line as it is; any
+     * other variable may go into a header field or a redirect
+     */
+
+    *err = (name->len == 4 && ngx_strncmp(name->data, "args", 4) == 0)
+           ? ngx_http_jvm_gate(NGX_HTTP_JVM_DOOR_ARGS, NULL, value)
+           : ngx_http_jvm_gate(NGX_HTTP_JVM_DOOR_VARIABLE, name, value);
+
+    if (*err) {
+        goto failed;
+    }
+
     if (v->set_handler) {
         vv = ngx_palloc(r->pool, sizeof(ngx_http_variable_value_t));
         if (vv == NULL) {
@@ -123,28 +136,39 @@ failed:
 
 
 /*
- * A new URI for the request.  In the rewrite phase nginx then looks for its
- * location again (the post-rewrite phase sees uri_changed), as after a
- * "rewrite ... last".
+ * A new URI for the request, as nginx routes on it (decoded, as $uri).  In
+ * the rewrite phase nginx then looks for its location again (the
+ * post-rewrite phase sees uri_changed), as after a "rewrite ... last".
+ * NULL, or why it cannot be.
  */
 
-ngx_int_t
+const char *
 ngx_http_jvm_set_uri(ngx_http_request_t *r, ngx_str_t *uri)
 {
+    const char  *err;
+
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "jvm: set uri \"%V\"", uri);
 
-    if (uri->len == 0 || uri->data[0] != '/') {
-        return NGX_ERROR;
+    err = ngx_http_jvm_gate(NGX_HTTP_JVM_DOOR_URI, NULL, uri);
+
+    if (err) {
+        return err;
     }
 
     r->uri = *uri;
     r->valid_unparsed_uri = 0;
     r->uri_changed = 1;
 
+    /*
+     * proxy_pass escapes such a URI on its way out (a space, "?", "%"),
+     * as it does a URI nginx decoded from the client's
+     */
+    r->quoted_uri = 1;
+
     ngx_http_set_exten(r);
 
-    return NGX_OK;
+    return NULL;
 }
 
 

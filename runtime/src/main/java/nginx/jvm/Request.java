@@ -319,14 +319,13 @@ public final class Request {
         if (name == null || name.isEmpty()) {
             throw new IllegalArgumentException("a header field needs a name");
         }
+        String refused = Gate.token(Gate.REQUEST_NAME, name);
+        if (refused != null) {
+            throw new IllegalArgumentException(refused);
+        }
         byte[] b = new byte[name.length()];
         for (int i = 0; i < b.length; i++) {
-            char c = name.charAt(i);
-            if (!isTokenChar(c)) {
-                throw new IllegalArgumentException("header field name " + quote(name)
-                        + " is not an HTTP token");
-            }
-            b[i] = (byte) c;
+            b[i] = (byte) name.charAt(i);
         }
         if (name.equalsIgnoreCase("Content-Length") || name.equalsIgnoreCase("Transfer-Encoding")) {
             throw new IllegalArgumentException(name + ": Content-Length and Transfer-Encoding tell nginx"
@@ -336,12 +335,6 @@ public final class Request {
         return b;
     }
 
-    /** A character of an HTTP token: a header field's name, request's or response's. */
-    static boolean isTokenChar(char c) {
-        return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-                || c < 0x80 && "!#$%&'*+-.^_`|~".indexOf(c) >= 0;
-    }
-
     /**
      * A value as ISO-8859-1 bytes (above U+00FF: '?'), as a response's are:
      * visible characters, SP, HTAB and obs-text; CR, LF, NUL or another
@@ -349,14 +342,13 @@ public final class Request {
      * to nginx and to it.
      */
     static byte[] fieldValue(String name, String value) {
+        String refused = Gate.value(Gate.REQUEST_VALUE, name, value);
+        if (refused != null) {
+            throw new IllegalArgumentException(refused);
+        }
         byte[] b = new byte[value.length()];
         for (int i = 0; i < b.length; i++) {
             char c = value.charAt(i);
-            if (c < 0x20 && c != '\t' || c == 0x7f) {
-                throw new IllegalArgumentException(String.format("the value of header field %s"
-                        + " contains the control character 0x%02X (of the controls, a value may"
-                        + " hold only HTAB)", name, (int) c));
-            }
             b[i] = c > 0xff ? (byte) '?' : (byte) c;
         }
         if (name.equalsIgnoreCase("Host") && !isHost(value)) {

@@ -332,20 +332,15 @@ final class ResponseEncoder {
      * else again.
      */
     private void putHeaderName(String name) {
+        String refused = Gate.token(Gate.RESPONSE_NAME, name);
+        if (refused != null) {
+            throw new BadResponseException(refused);
+        }
         int len = name.length();
         buffer.putInt(len);
         for (int i = 0; i < len; i++) {
-            char c = name.charAt(i);
-            if (!isTokenChar(c)) {
-                throw new BadResponseException("header field name \"" + name
-                        + "\" is not an HTTP token");
-            }
-            buffer.put((byte) c);
+            buffer.put((byte) name.charAt(i));
         }
-    }
-
-    static boolean isTokenChar(char c) {
-        return Request.isTokenChar(c);
     }
 
     /**
@@ -355,14 +350,14 @@ final class ResponseEncoder {
      * client and proxy, so it fails the response.
      */
     private void putHeaderText(String s, String name) {
+        String refused = Gate.value(Gate.RESPONSE_VALUE, name, s);
+        if (refused != null) {
+            throw new BadResponseException(refused);
+        }
         int len = s.length();
         buffer.putInt(len);
         for (int i = 0; i < len; i++) {
             char c = s.charAt(i);
-            if (c < 0x20 && c != '\t' || c == 0x7f) {
-                throw new BadResponseException(String.format("header field %s contains the control"
-                        + " character 0x%02X (of the controls, a value may hold only HTAB)", name, (int) c));
-            }
             buffer.put(c > 0xff ? (byte) '?' : (byte) c);
         }
     }

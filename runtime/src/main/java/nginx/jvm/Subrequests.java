@@ -35,6 +35,9 @@ final class Subrequests {
         String err = Natives.startSubrequest(r, id, spec);
         if (err != null) {
             pending.remove(id);
+            if (err.startsWith("refused the ")) {
+                throw new IllegalArgumentException(err);
+            }
             throw new IllegalStateException("the subrequest cannot start: " + err);
         }
         return id;
@@ -101,6 +104,11 @@ final class Subrequests {
 
     /** The specification the C module reads: method, URI, args, header fields, body. */
     static byte[] spec(String method, String uri, String args, Map<String, String> headers, byte[] body) {
+        check(Gate.token(Gate.SUB_METHOD, method));
+        check(Gate.uri(Gate.SUB_URI, uri));
+        if (args != null) {
+            check(Gate.args(Gate.SUB_ARGS, args));
+        }
         java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(128);
         put(out, method.getBytes(StandardCharsets.ISO_8859_1));
         put(out, uri.getBytes(StandardCharsets.UTF_8));
@@ -110,16 +118,25 @@ final class Subrequests {
         if (headers != null) {
             for (Map.Entry<String, String> e : headers.entrySet()) {
                 String name = e.getKey(), value = e.getValue();
-                if (name == null || name.isEmpty() || value == null
-                        || (name + value).chars().anyMatch(c -> c == '\r' || c == '\n' || c == 0)) {
-                    throw new IllegalArgumentException("invalid subrequest header field: " + name);
+                if (name == null || value == null) {
+                    throw new IllegalArgumentException("a subrequest header field needs a name and"
+                            + " a value: " + name);
                 }
+                check(Gate.token(Gate.SUB_NAME, name));
+                check(Gate.value(Gate.SUB_VALUE, name, value));
                 put(out, name.getBytes(StandardCharsets.ISO_8859_1));
                 put(out, value.getBytes(StandardCharsets.ISO_8859_1));
             }
         }
         put(out, body == null ? new byte[0] : body);
         return out.toByteArray();
+    }
+
+    /** A refusal of the gate's, thrown into the handler that asked. */
+    private static void check(String refused) {
+        if (refused != null) {
+            throw new IllegalArgumentException(refused);
+        }
     }
 
     private static void put(java.io.ByteArrayOutputStream out, byte[] b) {

@@ -281,7 +281,7 @@ class ResponseEncoderTest {
             DecodedResponse d = encode(new Response(200).header("X-Ok", "fine").header("X-Bad", bad[i]));
             assertEquals("ERROR", d.kind, bad[i]);
             assertEquals(500, d.status);
-            assertTrue(d.text.contains("header field X-Bad contains the control character " + code[i]), d.text);
+            assertTrue(d.text.contains("header field \"X-Bad\": it holds the control character " + code[i]), d.text);
         }
         DecodedResponse d = encode(new Response(200).header("X-Bad\r\nName", "v"));
         assertEquals("ERROR", d.kind, "a name can split the response too");
@@ -300,7 +300,7 @@ class ResponseEncoderTest {
         for (String bad : new String[] {"Bad Name", "X:Y", "X-Na\u00efve", "(x)", "a/b", "x\u2028"}) {
             DecodedResponse d = encode(new Response(200).header(bad, "v"));
             assertEquals("ERROR", d.kind, bad);
-            assertTrue(d.text.contains("is not an HTTP token"), d.text);
+            assertTrue(d.text.contains("is no HTTP token"), d.text);
         }
         DecodedResponse d = encode(new Response(200).header("X-Ok!#$%&'*+-.^_`|~09", "v"));
         assertEquals("HEADERS", d.kind.equals("ERROR") ? d.text : "HEADERS");
@@ -411,7 +411,7 @@ class ResponseEncoderTest {
         n = encoder.edits(new Response(200), new Response(200).header("X", "a\u000bb"));
         assertTrue(DecodedResponse.decode(encoder.buffer(), n).text.contains("control character 0x0B"));
         n = encoder.edits(new Response(200), new Response(200).header("X:Y", "v"));
-        assertTrue(DecodedResponse.decode(encoder.buffer(), n).text.contains("is not an HTTP token"));
+        assertTrue(DecodedResponse.decode(encoder.buffer(), n).text.contains("is no HTTP token"));
     }
 
     @Test
