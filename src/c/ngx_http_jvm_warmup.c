@@ -35,6 +35,15 @@
 #define NGX_HTTP_JVM_WARMUP_BUF     16384
 #define NGX_HTTP_JVM_WARMUP_NEWER   100
 
+/*
+ * Requests sent and not yet begun by nginx, at most.  nginx serves what
+ * is pipelined one request after the other without returning to its
+ * loop (ngx_http_set_keepalive posts the next one): with the socket's
+ * whole buffer of requests sent ahead, a loop-mode handler of 3 ms held
+ * the loop, and the master's quit, for a second.
+ */
+#define NGX_HTTP_JVM_WARMUP_WINDOW  8
+
 
 typedef struct {
     ngx_http_jvm_warmup_t     *conf;
@@ -863,7 +872,10 @@ ngx_http_jvm_warmup_server_closed(void *data)
 }
 
 
-/* As many requests as the socket takes; the rest when it can take more. */
+/*
+ * Requests up to the window (nginx begins the others as answers come
+ * back), as many as the socket takes; the rest when it can take more.
+ */
 
 static void
 ngx_http_jvm_warmup_write(ngx_event_t *wev)
@@ -871,6 +883,7 @@ ngx_http_jvm_warmup_write(ngx_event_t *wev)
     ssize_t                     n;
     ngx_str_t                  *req;
     ngx_buf_t                  *b;
+    ngx_uint_t                  begun;
     ngx_connection_t           *c;
     ngx_http_jvm_warmup_run_t  *run;
 
@@ -883,8 +896,11 @@ ngx_http_jvm_warmup_write(ngx_event_t *wev)
         if (b->pos == b->last) {
             b->pos = b->start;
             b->last = b->start;
+            begun = run->server ? run->server->requests : run->queued;
 
-            while (run->sent + run->queued < run->conf->requests) {
+            while (run->sent + run->queued < run->conf->requests
+                   && run->queued - begun < NGX_HTTP_JVM_WARMUP_WINDOW)
+            {
                 req = (run->sent + run->queued + 1 == run->conf->requests)
                       ? &run->last : &run->request;
 
@@ -941,8 +957,11 @@ ngx_http_jvm_warmup_read(ngx_event_t *rev)
         if (n == NGX_AGAIN) {
             if (ngx_handle_read_event(rev, 0) != NGX_OK) {
                 ngx_http_jvm_warmup_end(run, "its events failed");
+                return;
             }
 
+            /* answers came: nginx has begun more, the window has room */
+            ngx_http_jvm_warmup_write(c->write);
             return;
         }
 
@@ -1033,11 +1052,12 @@ ngx_http_jvm_warmup_end(ngx_http_jvm_warmup_run_t *run, const char *why)
     served = run->served + (run->server ? run->server->requests : 0);
     took = ngx_current_msec - run->start;
 
-    /* "HTTP/1.1 200" */
+    /* "HTTP/1.1 200"; none: stopped before any (the next line says so) */
     p = run->first + 9;
 
-    if (run->first_len < 12 || ngx_strncmp(run->first, "HTTP/1.", 7) != 0
-        || p[0] < '2' || p[0] > '3')
+    if (run->first_len
+        && (run->first_len < 12 || ngx_strncmp(run->first, "HTTP/1.", 7) != 0
+            || p[0] < '2' || p[0] > '3'))
     {
         p = ngx_strlchr(run->first, run->first + run->first_len, CR);
 
