@@ -33,7 +33,7 @@
 
 #define NGX_HTTP_JVM_WARMUP_AGENT   "nginx-jvm-warmup"
 #define NGX_HTTP_JVM_WARMUP_BUF     16384
-#define NGX_HTTP_JVM_WARMUP_NEWER   100
+#define NGX_HTTP_JVM_WARMUP_NEWER   50
 
 /*
  * Requests sent and not yet begun by nginx, at most.  nginx serves what
@@ -564,7 +564,8 @@ ngx_http_jvm_warmup_channel(ngx_event_t *rev)
 /*
  * A newer configuration's workers are starting: this worker's warm-up
  * would take their CPU, and the master tells it to quit once they are
- * started.  It quits now.
+ * started (100 ms later).  It quits now.  The channel is read here too,
+ * should its event have failed.
  */
 
 static void
@@ -578,6 +579,8 @@ ngx_http_jvm_warmup_newer(ngx_event_t *ev)
     if (jmcf->zone == NULL || ngx_process != NGX_PROCESS_WORKER) {
         return;
     }
+
+    ngx_http_jvm_warmup_read_channel((ngx_cycle_t *) ngx_cycle);
 
     gen = jmcf->zone->data;
 
