@@ -6,6 +6,7 @@ testapp.warmup counts, per worker, the requests whose User-Agent is the
 warm-up's, and tells any other request that count: a real request that
 sees the full count was served after the warm-up."""
 
+import os
 import re
 import signal
 import socket
@@ -162,7 +163,8 @@ def test_a_stop_during_the_warmup_ends_it(sig):
         assert n.stop(sig=sig, timeout=20), "nginx did not stop by itself"
         assert time.monotonic() - start < 15
         assert n.log_lines(r"jvm: warm-up of /stall stopped after \d+ ms, "
-                           r"[01] of 3 requests served: the worker quits")
+                           r"[01] of 3 requests served: the worker %s"
+                           % ("stops" if sig == signal.SIGTERM else "quits"))
     finally:
         n.stop()
         n.cleanup()
@@ -249,3 +251,237 @@ def test_a_server_with_no_plain_http_listen_fails_the_test():
                          out.stderr), out.stderr
     finally:
         n.cleanup()
+
+
+# --- the master's word during the warm-up and the wait for the turn ---------
+#
+# With 2 workers the first one's channel holds an OPEN_CHANNEL (the master
+# telling it of the second) before any quit or stop: the worker reads every
+# message, as nginx does, not only the first.  testapp.warmup/tally notes
+# each warm-up request's start, with the time, in a file: the test sees
+# from outside when the warm-up stops.  The second worker waits for its
+# turn (the first is not ready before its warm-up ends).
+
+TALLY = """
+        jvm_warmup /tally?ms=2 requests=%d time=600s;
+        location /tally { jvm_content testapp.warmup/tally; }
+"""
+
+LEAVE = """
+    jvm_init %s;
+    jvm_exit testapp.leave/leave;
+    jvm_options -Dtestapp.leave=@PREFIX@/leave.txt
+                -Dtestapp.warmups=@PREFIX@/warmups.txt
+                -Dtestapp.hold=@PREFIX@/hold;
+"""
+
+# as many as would take the warm-up (2 ms each at least) half an hour
+ENDLESS = 1000000
+
+# the reaction measured must be within this: the promise is 100 ms, the
+# margin is for a loaded machine, and a warm-up that goes on takes minutes
+REACTION = 3.0
+
+
+def tallies(n):
+    """{pid: [the warm-up requests' start times, in seconds]}"""
+    out = {}
+    try:
+        with open(n.path("warmups.txt")) as f:
+            text = f.read()
+    except FileNotFoundError:
+        return out
+    for line in text.split("\n")[:-1]:
+        pid, ms = line.split(" ")
+        if pid != "holding":
+            out.setdefault(int(pid), []).append(int(ms) / 1000)
+    return out
+
+
+def warming(n, count=20):
+    """The pid of the worker that has counted `count` warm-up requests,
+    once one has (as the warm-up runs, not as it starts)."""
+    def found():
+        for pid, times in tallies(n).items():
+            if len(times) >= count:
+                return pid
+    return wait_for(found, 120)
+
+
+def leave_lines(n):
+    try:
+        with open(n.path("leave.txt")) as f:
+            return sorted(f.read().split("\n")[:-1])
+    except FileNotFoundError:
+        return []
+
+
+def reaction(n, pid, sent):
+    """Seconds from `sent` to the last warm-up request of `pid` (below 0
+    when none started after it), and how many started after it."""
+    times = tallies(n)[pid]
+    late = [t for t in times if t > sent]
+    return max(times) - sent, len(late)
+
+
+@pytest.mark.parametrize("sig,word", [(signal.SIGQUIT, "quit"),
+                                      (signal.SIGTERM, "stop")])
+def test_a_quit_or_stop_during_the_warmup_is_obeyed_at_once(mode, sig, word):
+    n = Nginx(TALLY % ENDLESS, workers=2, mode=mode,
+              http=LEAVE % "testapp.leave/add-hook")
+    try:
+        n.start(wait=False)
+        first = warming(n)
+        assert first, "no warm-up ran:\n" + n.log_text()
+        sent = time.time()
+        # a stop that the workers miss ends with the master's SIGKILL
+        # after 1.5 s: the error log's check sees it ("exited on signal 9")
+        assert n.stop(sig=sig, timeout=60), "nginx did not stop by itself"
+        stopped = time.time() - sent
+        took, late = reaction(n, first, sent)
+        print("%s: last warm-up request %.3f s after, %d after it; nginx "
+              "gone after %.3f s" % (word, took, late, stopped))
+        assert took < REACTION, took
+        # the second worker, waiting for its turn, started no JVM
+        assert list(tallies(n)) == [first]
+        assert n.log_lines(r"\[notice\].* jvm: a %s came before this "
+                           r"worker's start: no JVM, quitting" % word)
+        assert n.log_lines(r"\[warn\].* jvm: warm-up of /tally\?ms=2 stopped "
+                           r"after \d+ ms, \d+ of %d requests served: the "
+                           r"worker %s" % (ENDLESS, "stops" if word == "stop"
+                                           else "quits"))
+        # jvm_exit and the shutdown hook ran in the worker that warmed up
+        assert leave_lines(n) == ["exit %d" % first, "hook %d" % first]
+        assert not n.log_lines(r"exited on signal")
+    finally:
+        n.stop()
+        n.cleanup()
+
+
+def test_a_quit_while_a_worker_waits_for_its_turn_is_obeyed_at_once():
+    # the first worker's jvm_init holds it (a file says so) while the
+    # second waits for its turn; the quit finds the second waiting
+    n = Nginx(TALLY % 10, workers=2, http=LEAVE % "testapp.warmup/hold-init")
+    try:
+        open(n.path("hold"), "w").close()
+        n.start(wait=False)
+
+        def holding():
+            try:
+                with open(n.path("warmups.txt")) as f:
+                    m = re.search(r"holding (\d+)", f.read())
+            except FileNotFoundError:
+                return None
+            return m and int(m.group(1))
+
+        first = wait_for(holding, 120)
+        assert first, "jvm_init never ran:\n" + n.log_text()
+        (second,) = [p for p in children(n.master_pid) if p != first]
+        sent = time.monotonic()
+        n.proc.send_signal(signal.SIGQUIT)
+        assert wait_for(lambda: not alive(second), 30)
+        took = time.monotonic() - sent
+        print("the waiting worker left %.3f s after the quit" % took)
+        assert took < REACTION, took
+        assert alive(first)                  # still held in jvm_init
+        assert n.log_lines(r"\[notice\].* jvm: a quit came before this "
+                           r"worker's start: no JVM, quitting")
+        os.unlink(n.path("hold"))
+        n.proc.wait(60)
+        # the first worker's quit waited in its channel for nginx: it
+        # warmed up (a quit during jvm_init is seen once it returns) or not
+        assert leave_lines(n) == ["exit %d" % first, "hook %d" % first]
+        assert second not in tallies(n)
+    finally:
+        n.stop()
+        n.cleanup()
+
+
+def _set_requests(n, requests):
+    with open(n.conf) as f:
+        text = f.read()
+    with open(n.conf, "w") as f:
+        f.write(re.sub(r"requests=\d+", "requests=%d" % requests, text))
+
+
+def test_a_newer_reload_during_a_warmup_ends_it(mode):
+    """The first reload's first worker warms up for ever; a second reload
+    ends its warm-up, and it leaves (jvm_exit runs); its second worker,
+    waiting for its turn, starts no JVM.  The first workers serve every
+    request throughout, until the second reload's workers are ready."""
+    n = Nginx(TALLY % 10, workers=2, mode=mode,
+              http=LEAVE % "testapp.leave/add-hook")
+    with n:
+        first = set(n.worker_pids())
+        results = []
+        stop = threading.Event()
+
+        def load():
+            while not stop.is_set():
+                try:
+                    r = n.get("/tally", headers={"Connection": "close"},
+                              timeout=20)
+                    results.append(r.status)
+                except OSError as e:
+                    results.append(e)
+                time.sleep(0.01)
+
+        t = threading.Thread(target=load)
+        t.start()
+        try:
+            _set_requests(n, ENDLESS)
+            assert n.control("reload").returncode == 0
+            warm = warming(n)
+            assert warm and warm not in first
+            second = set(children(n.master_pid)) - first
+            _set_requests(n, 10)
+            sent = time.time()
+            assert n.control("reload").returncode == 0
+            assert wait_for(lambda: not alive(warm), 60)
+            gone = time.time() - sent
+            took, late = reaction(n, warm, sent)
+            print("reload: last warm-up request %.3f s after, %d after it; "
+                  "the worker gone after %.3f s" % (took, late, gone))
+            assert took < REACTION, took
+            assert n.wait_ready(exclude=first | second)
+            assert wait_for(lambda: not any(alive(p) for p in first), 60)
+        finally:
+            stop.set()
+            t.join()
+        assert results and all(r == 200 for r in results), \
+            [r for r in results if r != 200][:5]
+        assert n.log_lines(r"jvm: reload: a newer configuration came during "
+                           r"the warm-up: quitting")
+        assert n.log_lines(r"warm-up of /tally\?ms=2 stopped after \d+ ms, "
+                           r"\d+ of %d requests served: a newer configuration "
+                           r"came" % ENDLESS)
+        # the superseded worker that warmed up ran jvm_exit; its second
+        # worker had no JVM
+        assert "exit %d" % warm in leave_lines(n)
+        assert set(tallies(n)) & second == {warm}
+        assert not [l for l in leave_lines(n)
+                    if int(l.split()[1]) in second - {warm}]
+
+
+# a trace is logged in pieces, each an [error] line of its own
+TRACE = r"\[error\].* jvm: (.*warmup-boom-marker|\s*at |\s*\.\.\.|Caused by)"
+
+
+@pytest.mark.log_allows(TRACE)
+def test_a_failing_warmup_logs_one_stack_trace_not_one_a_request(mode):
+    n = Nginx("""
+        jvm_warmup /fail requests=300;
+        location /fail { jvm_content testapp.warmup/fail; }
+""", workers=2, mode=mode, startup_allow=[TRACE])
+    with n:
+        traces = n.log_lines(r"\[error\].*warmup-boom-marker")
+        # one in each worker, and each worker's count
+        assert len(traces) == 2, len(traces)
+        assert len(n.log_lines(r"\[warn\].* jvm: warm-up of /fail: 300 of "
+                               r"its requests failed, the first one logged "
+                               r"above, the others only counted")) == 2
+        assert n.log_size() < 200000, n.log_size()
+        # a real request's failure is logged in full as ever
+        since = n.log_size()
+        assert n.get("/fail").status == 500
+        assert n.wait_log(r"\[error\].*warmup-boom-marker", since)

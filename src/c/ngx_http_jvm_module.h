@@ -215,12 +215,26 @@ typedef struct {
 } ngx_http_jvm_ctx_t;
 
 
+/*
+ * A connection whose handler failures are logged in full once, and only
+ * counted after that (jvm_warmup's: one stack trace, not one a request).
+ */
+typedef struct ngx_http_jvm_quiet_s  ngx_http_jvm_quiet_t;
+
+struct ngx_http_jvm_quiet_s {
+    ngx_log_t                *log;          /* the connection's, or NULL */
+    ngx_uint_t                failed;
+    ngx_http_jvm_quiet_t     *next;
+};
+
+
 /* What other files may know of the worker's JVM: state and buffers. */
 typedef struct {
     u_char                   *req_addr;     /* request buffer */
     size_t                    req_cap;
     u_char                   *resp_addr;    /* response buffer */
     size_t                    resp_cap;
+    ngx_http_jvm_quiet_t     *quiet;        /* see ngx_http_jvm_log_text */
     unsigned                  ready:1;
     unsigned                  no_virtual:1; /* JDK older than 21 */
 } ngx_http_jvm_vm_t;
@@ -254,6 +268,7 @@ char *ngx_http_jvm_warmup_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 ngx_int_t ngx_http_jvm_warmup_init(ngx_conf_t *cf);
 void ngx_http_jvm_warmup_run(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
+void ngx_http_jvm_warmup_read_channel(ngx_cycle_t *cycle);
 
 /* ngx_http_jvm_shared.c: the dictionary operations are for any thread */
 char *ngx_http_jvm_shared_dict(ngx_conf_t *cf, ngx_command_t *cmd,

@@ -176,7 +176,8 @@ ngx_http_jvm_reload_new_generation(ngx_cycle_t *cycle,
  * last is ready about when it would have been (a start is CPU-bound).  A
  * worker waits until as many workers of its generation as its number are
  * ready, for NGX_HTTP_JVM_TURN_LIMIT at most; a respawned worker finds
- * them ready and does not wait.
+ * them ready and does not wait.  It reads its channel meanwhile (nginx
+ * does only once init_process returns): a quit or stop ends the wait.
  */
 
 ngx_int_t
@@ -189,8 +190,11 @@ ngx_http_jvm_reload_worker_turn(ngx_cycle_t *cycle,
     gen = jmcf->zone->data;
 
     for (waited = 0; waited < NGX_HTTP_JVM_TURN_LIMIT; waited += 5) {
+        ngx_http_jvm_warmup_read_channel(cycle);
+
         if (gen->generation != jmcf->generation
-            || gen->ready >= (ngx_atomic_uint_t) ngx_worker)
+            || gen->ready >= (ngx_atomic_uint_t) ngx_worker
+            || ngx_quit || ngx_terminate)
         {
             break;
         }
@@ -207,15 +211,19 @@ ngx_http_jvm_reload_worker_turn(ngx_cycle_t *cycle,
      * told it to quit already (its quit is in the channel), and the old
      * workers serve until the newest ones are ready.  Its JVM would only
      * take their CPU, and, ready, it would accept while cold: it starts
-     * none and stops accepting at once.
+     * none and stops accepting at once.  So does a worker told to quit or
+     * stop while it waited.
      */
 
-    if (gen->generation != jmcf->generation
-        && ngx_process == NGX_PROCESS_WORKER)
+    if (ngx_process == NGX_PROCESS_WORKER
+        && (gen->generation != jmcf->generation || ngx_quit || ngx_terminate))
     {
         ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
-                      "jvm: reload: a newer configuration came before this "
-                      "worker's start: no JVM, quitting");
+                      "jvm: %s before this worker's start: no JVM, "
+                      "quitting",
+                      gen->generation != jmcf->generation
+                      ? "reload: a newer configuration came"
+                      : ngx_terminate ? "a stop came" : "a quit came");
 
         ngx_close_listening_sockets(cycle);
 

@@ -1829,15 +1829,23 @@ ngx_http_jvm_vm_stop(ngx_cycle_t *cycle)
 
 /*
  * nginx truncates a log entry at NGX_MAX_ERROR_STR; a stack trace is longer,
- * so it is logged in pieces cut at line ends.
+ * so it is logged in pieces cut at line ends.  A failure on a quiet
+ * connection after its first is only counted.
  */
 
 void
 ngx_http_jvm_log_text(ngx_uint_t level, ngx_log_t *log, u_char *text,
     size_t len)
 {
-    u_char  *p, *last, *cut;
-    size_t   max;
+    u_char                *p, *last, *cut;
+    size_t                 max;
+    ngx_http_jvm_quiet_t  *q;
+
+    for (q = ngx_http_jvm_vm.quiet; q && level == NGX_LOG_ERR; q = q->next) {
+        if (q->log == log && q->failed++) {
+            return;
+        }
+    }
 
     max = NGX_MAX_ERROR_STR - 512;
     last = text + len;

@@ -17,6 +17,11 @@
  * own event loop, the requests pipelined, the last one "Connection:
  * close".  The loop runs here, inside init_process, with the listening
  * sockets' events off; nginx enters its own loop afterwards.
+ *
+ * nginx watches the worker's channel only once every init_process has
+ * returned: meanwhile the worker reads it here, for the warm-up and for
+ * the wait for its turn to start (ngx_http_jvm_warmup_read_channel), so
+ * that a quit or stop from the master ends them at once.
  */
 
 
@@ -28,7 +33,16 @@
 
 #define NGX_HTTP_JVM_WARMUP_AGENT   "nginx-jvm-warmup"
 #define NGX_HTTP_JVM_WARMUP_BUF     16384
-#define NGX_HTTP_JVM_WARMUP_CHANNEL 100
+#define NGX_HTTP_JVM_WARMUP_NEWER   50
+
+/*
+ * Requests sent and not yet begun by nginx, at most.  nginx serves what
+ * is pipelined one request after the other without returning to its
+ * loop (ngx_http_set_keepalive posts the next one): with the socket's
+ * whole buffer of requests sent ahead, a loop-mode handler of 3 ms held
+ * the loop, and the master's quit, for a second.
+ */
+#define NGX_HTTP_JVM_WARMUP_WINDOW  8
 
 
 typedef struct {
@@ -47,6 +61,7 @@ typedef struct {
     size_t                     first_len;
     ngx_msec_t                 start;
     ngx_event_t                limit;
+    ngx_http_jvm_quiet_t       quiet;      /* its failures, counted */
     unsigned                   done:1;
 } ngx_http_jvm_warmup_run_t;
 
@@ -67,12 +82,29 @@ static void ngx_http_jvm_warmup_timeout(ngx_event_t *ev);
 static void ngx_http_jvm_warmup_end(ngx_http_jvm_warmup_run_t *run,
     const char *why);
 static void ngx_http_jvm_warmup_accept(ngx_cycle_t *cycle, ngx_uint_t on);
-static void ngx_http_jvm_warmup_channel(ngx_event_t *ev);
+static void ngx_http_jvm_warmup_stop(ngx_http_jvm_warmup_run_t *runs,
+    ngx_uint_t n);
+static ngx_int_t ngx_http_jvm_warmup_watch(ngx_cycle_t *cycle, ngx_uint_t on);
+static void ngx_http_jvm_warmup_channel(ngx_event_t *rev);
+static void ngx_http_jvm_warmup_newer(ngx_event_t *ev);
+static void ngx_http_jvm_warmup_wake(void);
+static void ngx_http_jvm_warmup_woken(ngx_event_t *ev);
 
 
 static ngx_uint_t        ngx_http_jvm_warmup_pending;
-static ngx_event_t       ngx_http_jvm_warmup_channel_ev;
-/* the timer's data: nginx's debug log reads an fd from it */
+static ngx_http_jvm_main_conf_t  *ngx_http_jvm_warmup_conf;
+
+/* the master's commands, read from the channel before nginx does */
+static ngx_connection_t *ngx_http_jvm_warmup_channel_conn;
+static ngx_uint_t        ngx_http_jvm_warmup_channel_gone;
+static ngx_uint_t        ngx_http_jvm_warmup_taken;
+static ngx_event_t       ngx_http_jvm_warmup_wake_ev;
+
+/* a newer configuration came: why the warm-up stopped */
+static const char       *ngx_http_jvm_warmup_why;
+static ngx_event_t       ngx_http_jvm_warmup_newer_ev;
+
+/* the timers' data: nginx's debug log reads an fd from it */
 static ngx_connection_t  ngx_http_jvm_warmup_dummy = { .fd = -1 };
 
 
@@ -246,14 +278,15 @@ ngx_http_jvm_warmup_init(ngx_conf_t *cf)
 /*
  * In a worker whose JVM is up, before it accepts: every warm-up at once,
  * each on its own connection, until each has its answers or its time is
- * up.  A quit or stop from the master ends them.
+ * up.  A quit or stop from the master, or a newer configuration, ends
+ * them, and the worker does not accept: it leaves.
  */
 
 void
 ngx_http_jvm_warmup_run(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 {
     ngx_int_t                   disabled;
-    ngx_uint_t                  i;
+    ngx_uint_t                  i, n;
     ngx_http_jvm_warmup_t      *w;
     ngx_http_jvm_warmup_run_t  *runs;
 
@@ -261,8 +294,9 @@ ngx_http_jvm_warmup_run(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         return;
     }
 
-    runs = ngx_pcalloc(cycle->pool,
-                   jmcf->warmups->nelts * sizeof(ngx_http_jvm_warmup_run_t));
+    n = jmcf->warmups->nelts;
+
+    runs = ngx_pcalloc(cycle->pool, n * sizeof(ngx_http_jvm_warmup_run_t));
     if (runs == NULL) {
         return;
     }
@@ -282,7 +316,7 @@ ngx_http_jvm_warmup_run(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
     w = jmcf->warmups->elts;
     ngx_http_jvm_warmup_pending = 0;
 
-    for (i = 0; i < jmcf->warmups->nelts; i++) {
+    for (i = 0; i < n; i++) {
         runs[i].conf = &w[i];
 
         if (ngx_http_jvm_warmup_start(cycle, &runs[i]) == NGX_OK) {
@@ -290,24 +324,42 @@ ngx_http_jvm_warmup_run(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         }
     }
 
-    ngx_http_jvm_warmup_channel_ev.data = &ngx_http_jvm_warmup_dummy;
-    ngx_http_jvm_warmup_channel_ev.handler = ngx_http_jvm_warmup_channel;
-    ngx_http_jvm_warmup_channel_ev.log = cycle->log;
-    ngx_add_timer(&ngx_http_jvm_warmup_channel_ev,
-                  NGX_HTTP_JVM_WARMUP_CHANNEL);
+    /* what came during the JVM's start, then each command as it comes */
+    ngx_http_jvm_warmup_read_channel(cycle);
+    (void) ngx_http_jvm_warmup_watch(cycle, 1);
 
-    while (ngx_http_jvm_warmup_pending) {
-        ngx_process_events_and_timers(cycle);
+    ngx_http_jvm_warmup_conf = jmcf;
+    ngx_http_jvm_warmup_newer_ev.data = &ngx_http_jvm_warmup_dummy;
+    ngx_http_jvm_warmup_newer_ev.handler = ngx_http_jvm_warmup_newer;
+    ngx_http_jvm_warmup_newer_ev.log = cycle->log;
+    ngx_http_jvm_warmup_newer(&ngx_http_jvm_warmup_newer_ev);
 
+    for ( ;; ) {
         if (ngx_terminate || ngx_quit) {
-            for (i = 0; i < jmcf->warmups->nelts; i++) {
-                ngx_http_jvm_warmup_end(&runs[i], "the worker quits");
-            }
+            ngx_http_jvm_warmup_stop(runs, n);
         }
+
+        if (ngx_http_jvm_warmup_pending == 0) {
+            break;
+        }
+
+        ngx_process_events_and_timers(cycle);
     }
 
-    if (ngx_http_jvm_warmup_channel_ev.timer_set) {
-        ngx_del_timer(&ngx_http_jvm_warmup_channel_ev);
+    if (ngx_http_jvm_warmup_newer_ev.timer_set) {
+        ngx_del_timer(&ngx_http_jvm_warmup_newer_ev);
+    }
+
+    (void) ngx_http_jvm_warmup_watch(cycle, 0);
+
+    if (ngx_http_jvm_warmup_taken) {
+        /* the wake-up may have gone off here: nginx's loop is yet to come */
+        ngx_http_jvm_warmup_wake();
+    }
+
+    if (ngx_terminate || ngx_quit) {
+        /* leaving: nginx's loop closes the listening sockets */
+        return;
     }
 
     ngx_http_jvm_warmup_accept(cycle, 1);
@@ -316,34 +368,234 @@ ngx_http_jvm_warmup_run(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 
 
 /*
- * The master tells a worker to quit or stop through its channel, which
- * nginx watches only once every init_process has returned: until then a
- * warming worker looks at what waits there, and leaves it for nginx.
+ * Every warm-up ends as a client that leaves: nginx sees the connection
+ * close, as it would a client's, and aborts the request it serves.
  */
 
 static void
-ngx_http_jvm_warmup_channel(ngx_event_t *ev)
+ngx_http_jvm_warmup_stop(ngx_http_jvm_warmup_run_t *runs, ngx_uint_t n)
 {
-    ssize_t         n, i;
-    ngx_channel_t   ch[8];
+    ngx_uint_t   i;
+    const char  *why;
+
+    why = ngx_terminate ? "the worker stops"
+          : ngx_http_jvm_warmup_why ? ngx_http_jvm_warmup_why
+          : "the worker quits";
+
+    for (i = 0; i < n; i++) {
+        ngx_http_jvm_warmup_end(&runs[i], why);
+    }
+}
+
+
+/*
+ * nginx watches a worker's channel only once every init_process has
+ * returned (ngx_worker_process_init).  Until then a worker that waits
+ * for its turn or warms up reads it itself, each message as
+ * ngx_channel_handler() would, so that a quit or stop is seen whatever
+ * comes before it (the master sends an OPEN_CHANNEL to the older workers
+ * for each one it starts).  The flags it sets end the wait and the
+ * warm-up, and nginx's loop acts on them as on its own: a timer turns
+ * that loop once.
+ */
+
+void
+ngx_http_jvm_warmup_read_channel(ngx_cycle_t *cycle)
+{
+    ngx_int_t      n;
+    ngx_channel_t  ch;
 
     /* a single process (master_process off) has no channel */
-    if (ngx_process != NGX_PROCESS_WORKER) {
+    if (ngx_process != NGX_PROCESS_WORKER
+        || ngx_http_jvm_warmup_channel_gone)
+    {
         return;
     }
 
-    n = recv(ngx_channel, ch, sizeof(ch), MSG_PEEK | MSG_DONTWAIT);
+    for ( ;; ) {
+        n = ngx_read_channel(ngx_channel, &ch, sizeof(ngx_channel_t),
+                             cycle->log);
 
-    for (i = 0; i < n / (ssize_t) sizeof(ngx_channel_t); i++) {
-        if (ch[i].command == NGX_CMD_QUIT) {
-            ngx_quit = 1;
-
-        } else if (ch[i].command == NGX_CMD_TERMINATE) {
-            ngx_terminate = 1;
+        if (n == NGX_AGAIN) {
+            return;
         }
+
+        if (n == NGX_ERROR) {
+            /* the master is gone: nginx closes the channel once it runs */
+            ngx_http_jvm_warmup_channel_gone = 1;
+            return;
+        }
+
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
+                       "jvm: channel command %ui before nginx's loop",
+                       ch.command);
+
+        switch (ch.command) {
+
+        case NGX_CMD_QUIT:
+            ngx_quit = 1;
+            break;
+
+        case NGX_CMD_TERMINATE:
+            ngx_terminate = 1;
+            break;
+
+        case NGX_CMD_REOPEN:
+            ngx_reopen = 1;
+            break;
+
+        case NGX_CMD_OPEN_CHANNEL:
+            ngx_processes[ch.slot].pid = ch.pid;
+            ngx_processes[ch.slot].channel[0] = ch.fd;
+            continue;
+
+        case NGX_CMD_CLOSE_CHANNEL:
+            if (close(ngx_processes[ch.slot].channel[0]) == -1) {
+                ngx_log_error(NGX_LOG_ALERT, cycle->log, ngx_errno,
+                              "close() channel failed");
+            }
+
+            ngx_processes[ch.slot].channel[0] = -1;
+            continue;
+
+        default:
+            continue;
+        }
+
+        ngx_http_jvm_warmup_taken = 1;
+        ngx_http_jvm_warmup_wake();
+    }
+}
+
+
+/*
+ * nginx's loop blocks until an event: the messages that would have woken
+ * it are read, so a timer turns it once, to act on the flags they set.
+ */
+
+static void
+ngx_http_jvm_warmup_wake(void)
+{
+    ngx_http_jvm_warmup_wake_ev.data = &ngx_http_jvm_warmup_dummy;
+    ngx_http_jvm_warmup_wake_ev.handler = ngx_http_jvm_warmup_woken;
+    ngx_http_jvm_warmup_wake_ev.log = ngx_cycle->log;
+
+    ngx_add_timer(&ngx_http_jvm_warmup_wake_ev, 1);
+}
+
+
+static void
+ngx_http_jvm_warmup_woken(ngx_event_t *ev)
+{
+    /* void */
+}
+
+
+/*
+ * During the warm-up the channel is an event of the loop, as nginx makes
+ * it later (ngx_add_channel_event), and taken off again before nginx
+ * adds its own: its connection is freed, the descriptor left open.
+ */
+
+static ngx_int_t
+ngx_http_jvm_warmup_watch(ngx_cycle_t *cycle, ngx_uint_t on)
+{
+    ngx_connection_t  *c;
+
+    if (ngx_process != NGX_PROCESS_WORKER) {
+        return NGX_OK;
     }
 
-    ngx_add_timer(ev, NGX_HTTP_JVM_WARMUP_CHANNEL);
+    c = ngx_http_jvm_warmup_channel_conn;
+
+    if (!on) {
+        if (c == NULL) {
+            return NGX_OK;
+        }
+
+        if (c->read->active) {
+            (void) ngx_del_event(c->read, NGX_READ_EVENT, 0);
+        }
+
+        ngx_free_connection(c);
+        c->fd = (ngx_socket_t) -1;
+        ngx_http_jvm_warmup_channel_conn = NULL;
+
+        return NGX_OK;
+    }
+
+    if (ngx_http_jvm_warmup_channel_gone) {
+        return NGX_OK;
+    }
+
+    c = ngx_get_connection(ngx_channel, cycle->log);
+    if (c == NULL) {
+        return NGX_ERROR;
+    }
+
+    c->data = &ngx_http_jvm_warmup_dummy;
+    c->read->handler = ngx_http_jvm_warmup_channel;
+    c->read->log = cycle->log;
+    c->write->log = cycle->log;
+
+    ngx_http_jvm_warmup_channel_conn = c;
+
+    if (ngx_add_event(c->read, NGX_READ_EVENT, 0) != NGX_OK) {
+        (void) ngx_http_jvm_warmup_watch(cycle, 0);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_jvm_warmup_channel(ngx_event_t *rev)
+{
+    ngx_http_jvm_warmup_read_channel((ngx_cycle_t *) ngx_cycle);
+
+    /* the master is gone: a closed channel would be readable for ever */
+    if (ngx_http_jvm_warmup_channel_gone && rev->active) {
+        (void) ngx_del_event(rev, NGX_READ_EVENT, 0);
+    }
+}
+
+
+/*
+ * A newer configuration's workers are starting: this worker's warm-up
+ * would take their CPU, and the master tells it to quit once they are
+ * started (100 ms later).  It quits now.  The channel is read here too,
+ * should its event have failed.
+ */
+
+static void
+ngx_http_jvm_warmup_newer(ngx_event_t *ev)
+{
+    ngx_http_jvm_main_conf_t   *jmcf;
+    ngx_http_jvm_generation_t  *gen;
+
+    jmcf = ngx_http_jvm_warmup_conf;
+
+    if (jmcf->zone == NULL || ngx_process != NGX_PROCESS_WORKER) {
+        return;
+    }
+
+    ngx_http_jvm_warmup_read_channel((ngx_cycle_t *) ngx_cycle);
+
+    gen = jmcf->zone->data;
+
+    if (gen->generation != jmcf->generation) {
+        ngx_log_error(NGX_LOG_NOTICE, ev->log, 0,
+                      "jvm: reload: a newer configuration came during the "
+                      "warm-up: quitting");
+
+        ngx_http_jvm_warmup_why = "a newer configuration came";
+        ngx_quit = 1;
+        ngx_http_jvm_warmup_taken = 1;
+        return;
+    }
+
+    ngx_add_timer(ev, NGX_HTTP_JVM_WARMUP_NEWER);
 }
 
 
@@ -394,6 +646,9 @@ ngx_http_jvm_warmup_start(ngx_cycle_t *cycle, ngx_http_jvm_warmup_run_t *run)
 
     run->done = 0;
     run->start = ngx_current_msec;
+
+    run->quiet.next = ngx_http_jvm_vm.quiet;
+    ngx_http_jvm_vm.quiet = &run->quiet;
 
     if (ngx_http_jvm_warmup_connect(run) != NGX_OK) {
         run->done = 1;
@@ -586,6 +841,7 @@ ngx_http_jvm_warmup_serve(ngx_listening_t *ls, ngx_socket_t fd,
     cln->data = run;
     run->cleanup = cln;
     run->server = c;
+    run->quiet.log = log;
 
 #if (NGX_STAT_STUB)
     /* ngx_http_close_connection() takes it off again */
@@ -615,10 +871,14 @@ ngx_http_jvm_warmup_server_closed(void *data)
 
     run->served += run->server->requests;
     run->server = NULL;
+    run->quiet.log = NULL;
 }
 
 
-/* As many requests as the socket takes; the rest when it can take more. */
+/*
+ * Requests up to the window (nginx begins the others as answers come
+ * back), as many as the socket takes; the rest when it can take more.
+ */
 
 static void
 ngx_http_jvm_warmup_write(ngx_event_t *wev)
@@ -626,6 +886,7 @@ ngx_http_jvm_warmup_write(ngx_event_t *wev)
     ssize_t                     n;
     ngx_str_t                  *req;
     ngx_buf_t                  *b;
+    ngx_uint_t                  begun;
     ngx_connection_t           *c;
     ngx_http_jvm_warmup_run_t  *run;
 
@@ -638,8 +899,11 @@ ngx_http_jvm_warmup_write(ngx_event_t *wev)
         if (b->pos == b->last) {
             b->pos = b->start;
             b->last = b->start;
+            begun = run->server ? run->server->requests : run->queued;
 
-            while (run->sent + run->queued < run->conf->requests) {
+            while (run->sent + run->queued < run->conf->requests
+                   && run->queued - begun < NGX_HTTP_JVM_WARMUP_WINDOW)
+            {
                 req = (run->sent + run->queued + 1 == run->conf->requests)
                       ? &run->last : &run->request;
 
@@ -696,8 +960,11 @@ ngx_http_jvm_warmup_read(ngx_event_t *rev)
         if (n == NGX_AGAIN) {
             if (ngx_handle_read_event(rev, 0) != NGX_OK) {
                 ngx_http_jvm_warmup_end(run, "its events failed");
+                return;
             }
 
+            /* answers came: nginx has begun more, the window has room */
+            ngx_http_jvm_warmup_write(c->write);
             return;
         }
 
@@ -727,6 +994,7 @@ ngx_http_jvm_warmup_closed(ngx_http_jvm_warmup_run_t *run)
         run->served += run->server->requests;
         run->cleanup->handler = NULL;
         run->server = NULL;
+        run->quiet.log = NULL;
     }
 
     if (run->served >= run->conf->requests) {
@@ -787,11 +1055,12 @@ ngx_http_jvm_warmup_end(ngx_http_jvm_warmup_run_t *run, const char *why)
     served = run->served + (run->server ? run->server->requests : 0);
     took = ngx_current_msec - run->start;
 
-    /* "HTTP/1.1 200" */
+    /* "HTTP/1.1 200"; none: stopped before any (the next line says so) */
     p = run->first + 9;
 
-    if (run->first_len < 12 || ngx_strncmp(run->first, "HTTP/1.", 7) != 0
-        || p[0] < '2' || p[0] > '3')
+    if (run->first_len
+        && (run->first_len < 12 || ngx_strncmp(run->first, "HTTP/1.", 7) != 0
+            || p[0] < '2' || p[0] > '3'))
     {
         p = ngx_strlchr(run->first, run->first + run->first_len, CR);
 
@@ -801,6 +1070,13 @@ ngx_http_jvm_warmup_end(ngx_http_jvm_warmup_run_t *run, const char *why)
                       (size_t) ((p ? p : run->first + run->first_len)
                                 - run->first),
                       run->first);
+    }
+
+    if (run->quiet.failed) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "jvm: warm-up of %V: %ui of its requests failed, "
+                      "the first one logged above, the others only counted",
+                      &run->conf->uri, run->quiet.failed);
     }
 
     if (why) {

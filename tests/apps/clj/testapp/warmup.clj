@@ -41,3 +41,35 @@
     (swap! warmups inc)
     (try (Thread/sleep 60000) (catch InterruptedException _ nil)))
   (answer req))
+
+(defn- note
+  "Appends a line to the file the system property names."
+  [property line]
+  (spit (System/getProperty property) (str line "\n") :append true))
+
+(defn tally
+  "As slow (?ms=, default 5), and a warm-up request first appends
+  \"PID MILLIS\" to the file named by the system property testapp.warmups:
+  what a warm-up did, and when, seen from outside the worker."
+  [req]
+  (when (warmup? req)
+    (note "testapp.warmups" (str (.pid (java.lang.ProcessHandle/current))
+                                 " " (System/currentTimeMillis))))
+  (slow req))
+
+(defn fail
+  "Every request fails."
+  [_]
+  (throw (IllegalStateException. "warmup-boom-marker")))
+
+(defn hold-init
+  "jvm_init: notes \"holding PID\" in the file named by testapp.warmups and
+  waits (two minutes at most) while the file named by testapp.hold
+  exists; then adds testapp.leave's shutdown hook."
+  []
+  (note "testapp.warmups" (str "holding " (.pid (java.lang.ProcessHandle/current))))
+  (let [hold (java.io.File. (System/getProperty "testapp.hold"))
+        until (+ (System/currentTimeMillis) 120000)]
+    (while (and (.exists hold) (< (System/currentTimeMillis) until))
+      (Thread/sleep 20)))
+  ((requiring-resolve 'testapp.leave/add-hook)))
