@@ -179,6 +179,22 @@ ngx_list_push(ngx_list_t *l)
 }
 
 
+ngx_chain_t *
+ngx_alloc_chain_link(ngx_pool_t *pool)
+{
+    ngx_chain_t  *cl;
+
+    cl = pool->chain;
+
+    if (cl) {
+        pool->chain = cl->next;
+        return cl;
+    }
+
+    return ngx_palloc(pool, sizeof(ngx_chain_t));
+}
+
+
 /* --- strings: nginx's format directives --------------------------------- */
 
 ngx_int_t
