@@ -5,9 +5,9 @@
  * masking, fragments and control frames between them, close frames and
  * their codes, UTF-8 of text; ngx_http_jvm_deflate.c: compressed
  * messages).  The input is the client's bytes after a valid handshake;
- * the choices at its end pick the location's settings, the offer of
- * permessage-deflate, where reads end, and what Java and the socket do
- * (ws_world.c).
+ * its first byte says how many bytes at its end are choices, which pick
+ * the location's settings, the offer of permessage-deflate, where reads
+ * end, and what Java and the socket do (ws_world.c).
  */
 
 #include "ws_world.h"
@@ -22,11 +22,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ngx_fuzz_input_t     in;
     ngx_http_request_t  *r;
 
-    /* the last 64 bytes at most are the choices, the rest the client's */
-    in.ctl_len = ngx_min(size / 4, 64);
-    in.data = data;
-    in.len = size - in.ctl_len;
-    in.ctl = data + in.len;
+    if (size == 0) {
+        return 0;
+    }
+
+    in.ctl_len = ngx_min(data[0], size - 1);
+    in.data = data + 1;
+    in.len = size - 1 - in.ctl_len;
+    in.ctl = in.data + in.len;
 
     pool = ngx_fuzz_pool();
     r = ngx_fuzz_ws_request(&in, pool);

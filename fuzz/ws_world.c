@@ -170,6 +170,11 @@ ngx_http_jvm_vm_ws_message(ngx_log_t *log, ngx_int_t id, ngx_uint_t opcode,
         ngx_fuzz_fail("wsMessage while reading is paused");
     }
 
+    if (getenv("NGX_FUZZ_LOG")) {
+        fprintf(stderr, "ws_world: wsMessage opcode %d, %zu bytes\n",
+                (int) opcode, len);
+    }
+
     switch (opcode) {
 
     case 0x1:
@@ -304,6 +309,11 @@ ngx_http_jvm_vm_ws_take(ngx_log_t *log, ngx_int_t id, size_t *out)
     }
 
     *out = sizeof(uint32_t) + f->len;
+
+    if (getenv("NGX_FUZZ_LOG")) {
+        fprintf(stderr, "ws_world: wsTake opcode %d, %zu bytes\n",
+                (int) f->opcode, f->len);
+    }
 
     return NGX_OK;
 }
