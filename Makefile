@@ -302,7 +302,8 @@ FUZZ_CC    ?= clang-14
 FUZZ_TIME  ?= 120
 FUZZ_SHORT ?= 15
 FUZZ_DIR   := $(BUILD)/fuzz
-FUZZ_NAMES := fuzz_ws_frames fuzz_ws_handshake fuzz_inflate fuzz_upload
+FUZZ_NAMES := fuzz_ws_frames fuzz_ws_handshake fuzz_inflate fuzz_upload \
+              fuzz_request
 FUZZ_BINS  := $(addprefix $(FUZZ_DIR)/,$(FUZZ_NAMES))
 FUZZ_INCS  := $(addprefix -I $(BUILD)/nginx-src/,src/core src/event \
               src/event/modules src/os/unix objs src/http src/http/modules \
@@ -329,6 +330,8 @@ $(FUZZ_DIR)/fuzz_inflate: $(addprefix $(FUZZ_DIR)/,fuzz_inflate.o \
                           ngx_fuzz_nginx.o ngx_http_jvm_deflate.o)
 $(FUZZ_DIR)/fuzz_upload: $(addprefix $(FUZZ_DIR)/,fuzz_upload.o \
                          ngx_fuzz_nginx.o ngx_http_jvm_upload.o)
+$(FUZZ_DIR)/fuzz_request: $(addprefix $(FUZZ_DIR)/,fuzz_request.o \
+                          ngx_http_jvm_request.o ngx_http_jvm_wire.o $(FUZZ_WS))
 $(FUZZ_BINS):
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $^ -lz -lcrypto -o $@
 

@@ -229,3 +229,49 @@ up("too-large", b"c" * 40, [0, 10, 0, 0x01])
 up("handler-closed-body", b"d" * 40, [0, 10, 3, 0x06, 0, 30])
 up("answered-early", b"e" * 40, [0, 10, 0, 1])
 up("queue-full-503", b"f" * 10, [0, 0, 0xff])
+
+
+# --- fuzz_request: a settings byte, then parts, each a length byte and its
+# bytes: method, URI as sent, protocol, host, address (bit 0 of the
+# settings: a URI a rewrite made, and its args, follow); then turns: an even
+# byte, a header field's name and value; an odd one (with a body: bit 1 of
+# the settings, bit 2 it still arrives), a body buffer (bit 1 of the turn:
+# in a file, bit 2 a large descriptor).
+
+def part(b):
+    return bytes([len(b)]) + b
+
+
+def req(name, settings, parts, turns=b""):
+    write("fuzz_request", name,
+          bytes([settings]) + b"".join(part(p) for p in parts) + turns)
+
+
+def field(n, v, live=True):
+    return bytes([2 if live else 0]) + part(n) + part(v)
+
+
+GET = [b"GET", b"/path?a=1&b=%20", b"HTTP/1.1", b"example.test",
+       b"127.0.0.1"]
+req("get", 0, GET, field(b"Host", b"example.test") +
+    field(b"Accept", b"*/*") + field(b"X-Deleted", b"v", live=False))
+req("no-query", 0, [b"GET", b"/", b"HTTP/1.0", b"", b"::1"])
+req("empty-query", 0, [b"GET", b"/p?", b"", b"h", b"a"])
+req("two-marks", 0, [b"GET", b"/p?x?y", b"HTTP/1.1", b"h", b"a"])
+req("rewritten", 1, GET + [b"/new", b"x=1"])
+req("rewritten-no-args", 1, GET + [b"/new", b""])
+req("post-body", 2, [b"POST"] + GET[1:],
+    field(b"Content-Length", b"11") + b"\x01" + part(b"hello ") +
+    b"\x01" + part(b"world"))
+req("post-file", 2, [b"POST"] + GET[1:], b"\x03" + b"\x07" + b"\x01" +
+    part(b"tail"))
+req("post-streaming", 6, [b"POST"] + GET[1:], b"\x01" + part(b"piece"))
+req("websocket", 0, GET, field(b"Upgrade", b"websocket") +
+    field(b"Connection", b"Upgrade") +
+    field(b"Sec-WebSocket-Key", b"dGhlIHNhbXBsZSBub25jZQ==") +
+    field(b"Sec-WebSocket-Version", b"13"))
+req("many-fields", 0, GET, b"".join(field(b"X-%d" % i, b"v" * i)
+                                    for i in range(40)))
+req("binary-bytes", 0, [bytes(range(256))[:200], b"/\x00\xff",
+                        b"\x80", b"\xc3\xa9", b"\x00"],
+    field(b"\x00\xff", bytes(range(255))))
