@@ -18,7 +18,7 @@
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    u_char              *p, *last, *eol, *colon, *v;
+    u_char               b, *p, *last, *eol, *colon, *v;
     ngx_int_t            rc;
     ngx_uint_t           flagged;
     ngx_pool_t          *pool;
@@ -65,11 +65,24 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     in.len = last - p;
     in.data = p;
 
+    /* a POST, HTTP/1.0, a subrequest: no handshake */
+    b = ngx_fuzz_choice(&in);
+
+    if ((b & 0x0f) == 1) {
+        r->method = NGX_HTTP_POST;
+
+    } else if ((b & 0x0f) == 2) {
+        r->http_version = NGX_HTTP_VERSION_10;
+
+    } else if ((b & 0x0f) == 3) {
+        r->main = ngx_pcalloc(pool, sizeof(ngx_http_request_t));
+    }
+
     flagged = ngx_http_jvm_ws_request(r);
 
     rc = ngx_fuzz_ws_session(r, 0);
 
-    if (flagged != (rc == NGX_DONE)) {
+    if (rc != NGX_ABORT && flagged != (rc == NGX_DONE)) {
         fprintf(stderr, "the request's websocket flag (%d) and the "
                 "upgrade (%d) disagree\n", (int) flagged, (int) rc);
         abort();

@@ -48,6 +48,9 @@ extern ngx_connection_t  *ngx_fuzz_closed;
 /* what ngx_http_finalize_request() was given, or NGX_DECLINED */
 extern ngx_int_t          ngx_fuzz_finalized;
 
+/* when not 0, the allocation that fails (1: the next one), once */
+extern ngx_uint_t         ngx_fuzz_fail_alloc;
+
 extern ngx_log_t          ngx_fuzz_log;
 
 

@@ -30,6 +30,7 @@ ngx_http_jvm_vm_t     ngx_http_jvm_vm;
 ngx_log_t             ngx_fuzz_log;
 ngx_connection_t     *ngx_fuzz_closed;
 ngx_int_t             ngx_fuzz_finalized;
+ngx_uint_t            ngx_fuzz_fail_alloc;
 
 static ngx_cycle_t    ngx_fuzz_cycle;
 static u_char         ngx_fuzz_line[4096];
@@ -50,6 +51,19 @@ ngx_fuzz_choice(ngx_fuzz_input_t *in)
 
 /* --- pools and lists: every allocation its own block --------------------- */
 
+/* whether this allocation fails: the one ngx_fuzz_fail_alloc counts to */
+
+static ngx_uint_t
+ngx_fuzz_alloc_fails(void)
+{
+    if (ngx_fuzz_fail_alloc == 0) {
+        return 0;
+    }
+
+    return --ngx_fuzz_fail_alloc == 0;
+}
+
+
 ngx_pool_t *
 ngx_fuzz_pool(void)
 {
@@ -61,6 +75,9 @@ ngx_fuzz_pool(void)
     }
 
     pool->log = &ngx_fuzz_log;
+
+    /* a new input: no allocation fails until it says so */
+    ngx_fuzz_fail_alloc = 0;
 
     return pool;
 }
@@ -85,6 +102,10 @@ void *
 ngx_palloc(ngx_pool_t *pool, size_t size)
 {
     ngx_pool_large_t  *l;
+
+    if (ngx_fuzz_alloc_fails()) {
+        return NULL;
+    }
 
     l = malloc(sizeof(ngx_pool_large_t));
     if (l == NULL) {
@@ -117,7 +138,9 @@ ngx_pcalloc(ngx_pool_t *pool, size_t size)
     void  *p;
 
     p = ngx_palloc(pool, size);
-    ngx_memzero(p, size);
+    if (p) {
+        ngx_memzero(p, size);
+    }
 
     return p;
 }
@@ -143,14 +166,14 @@ ngx_pfree(ngx_pool_t *pool, void *p)
 void *
 ngx_alloc(size_t size, ngx_log_t *log)
 {
-    return malloc(size);
+    return ngx_fuzz_alloc_fails() ? NULL : malloc(size);
 }
 
 
 void *
 ngx_calloc(size_t size, ngx_log_t *log)
 {
-    return calloc(1, size);
+    return ngx_fuzz_alloc_fails() ? NULL : calloc(1, size);
 }
 
 
@@ -164,7 +187,15 @@ ngx_list_push(ngx_list_t *l)
 
     if (last->nelts == l->nalloc) {
         last = ngx_palloc(l->pool, sizeof(ngx_list_part_t));
+        if (last == NULL) {
+            return NULL;
+        }
+
         last->elts = ngx_palloc(l->pool, l->nalloc * l->size);
+        if (last->elts == NULL) {
+            return NULL;
+        }
+
         last->nelts = 0;
         last->next = NULL;
 
@@ -581,6 +612,7 @@ ngx_fuzz_request(ngx_pool_t *pool, ngx_http_jvm_loc_conf_t *jlcf,
 
     ngx_fuzz_closed = NULL;
     ngx_fuzz_finalized = NGX_DECLINED;
+    ngx_fuzz_fail_alloc = 0;
 
     c = ngx_pcalloc(pool, sizeof(ngx_connection_t));
     c->pool = pool;
@@ -671,16 +703,14 @@ ngx_http_free_request(ngx_http_request_t *r, ngx_int_t rc)
 void
 ngx_http_clean_header(ngx_http_request_t *r)
 {
+    /* as nginx does it: the fields after the lists, then the lists */
     ngx_memzero(&r->headers_out.status,
                 sizeof(ngx_http_headers_out_t)
                 - offsetof(ngx_http_headers_out_t, status));
 
-    if (ngx_list_init(&r->headers_out.headers, r->connection->pool, 2,
-                      sizeof(ngx_table_elt_t))
-        != NGX_OK)
-    {
-        abort();
-    }
+    r->headers_out.headers.part.nelts = 0;
+    r->headers_out.headers.part.next = NULL;
+    r->headers_out.headers.last = &r->headers_out.headers.part;
 
     r->headers_out.content_length_n = -1;
     r->headers_out.last_modified_time = -1;
@@ -705,6 +735,9 @@ ngx_http_send_special(ngx_http_request_t *r, ngx_uint_t flags)
 ngx_int_t
 ngx_http_output_filter(ngx_http_request_t *r, ngx_chain_t *in)
 {
+    /* what was buffered leaves, or part of it does: once in two calls */
+    r->connection->buffered = (r->connection->buffered == 1) ? 2 : 0;
+
     return NGX_OK;
 }
 
@@ -749,6 +782,10 @@ ngx_http_jvm_get_ctx(ngx_http_request_t *r)
 
     if (ctx == NULL) {
         ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_jvm_ctx_t));
+        if (ctx == NULL) {
+            return NULL;
+        }
+
         ctx->request = r;
         ctx->stream = -1;
         ctx->ws = -1;

@@ -67,7 +67,9 @@ def with_choices(client, choices, share, most):
 # choices in the order taken (when none are left, each is 0): location settings (bits 0-1 the largest
 # message: 125, 1 KiB, 64 KiB, 1 MiB; 0x10 no permessage-deflate), the
 # offer (bit 0 an offer, bit 1 with server_max_window_bits 9 + (b>>2) % 7),
-# bytes sent with the handshake (0x80 | n), wsOpen's answer, then each
+# bytes sent with the handshake (0x80 | n), the 101's (bit 0: it waits,
+# bit 1: till it times out; bits 2-7: the allocation that fails), wsOpen's
+# answer (bit 0: the listener answers pings), then each
 # read's length (0x80 the whole buffer, else 1 + (b & 0x3f); 0x40 then
 # waits), each message's answer (1 in the low 3 bits: the queue is full),
 # each event (ws_world.c).
@@ -76,8 +78,12 @@ FULL = 0x80                       # a read takes all there is
 LARGE = 2                         # jvm_websocket_max_message 64 KiB
 
 
-def ws(name, client, choices=()):
-    """a byte counting the choices, the client's bytes, the choices"""
+def ws(name, client, choices=(), fault=0):
+    """a byte counting the choices, the client's bytes, the choices; the
+    fourth choice (fault) is the 101's and the failing allocation's"""
+    choices = list(choices)
+    if len(choices) >= 3:
+        choices.insert(3, fault)
     write("fuzz_ws_frames", name,
           bytes([len(choices)]) + client + bytes(reversed(choices)))
 
@@ -144,13 +150,22 @@ ws("deflate-not-negotiated", frame(0x1, deflate(b"hi"), rsv=0x40),
    [LARGE, 0, 0, 0, FULL])
 ws("deflate-on-control", frame(0x9, b"", rsv=0x40), [LARGE, 1, 0, 0, FULL])
 ws("deflate-empty", frame(0x1, b"", rsv=0x40), [LARGE, 1, 0, 0, FULL])
+ws("101-waits", hello, [LARGE, 0, 0, 0, FULL, 0, 0], fault=1)
+ws("101-times-out", hello, [LARGE, 0, 0, 0, FULL], fault=3)
+for n in (1, 2, 3, 4, 5, 6, 8, 10):
+    ws("alloc-fails-%d" % n, hello + frame(0x9, b"p") +
+       frame(0x1, deflate(text), rsv=0x40), [LARGE, 1, 0x80 | 11, 0, FULL],
+       fault=n << 2)
 
 
 # --- fuzz_ws_handshake: header lines, an empty line, frames; choices -------
 
-def hs(name, lines, frames=b""):
+def hs(name, lines, frames=b"", choices=()):
+    """choices: the location's settings (as for the frames), then the
+    request's (1: POST, 2: HTTP/1.0, 3: a subrequest), then as for the
+    frames from the 101's on"""
     body = "".join(l + "\n" for l in lines).encode() + b"\n" + frames
-    write("fuzz_ws_handshake", name, with_choices(body, [], 8, 16))
+    write("fuzz_ws_handshake", name, with_choices(body, choices, 8, 16))
 
 
 BASE = ["Host: localhost", "Upgrade: websocket", "Connection: Upgrade",
@@ -160,6 +175,11 @@ hs("valid", BASE, hello)
 hs("upgrade-token-list",
    ["Upgrade: h2c, WebSocket", "Connection: keep-alive, upgrade"] + BASE[3:])
 hs("version-12", BASE[:4] + ["Sec-WebSocket-Version: 12"])
+hs("post", BASE, choices=[0, 1])
+hs("http-1.0", BASE, choices=[0, 2])
+hs("subrequest", BASE, choices=[0, 3])
+hs("deflate-off", BASE + ["Sec-WebSocket-Extensions: permessage-deflate"],
+   choices=[0x10])
 hs("no-key", BASE[:3] + BASE[4:])
 hs("key-short", BASE[:3] + ["Sec-WebSocket-Key: abc=="] + BASE[4:])
 hs("connection-close", BASE[:2] + ["Connection: close"] + BASE[3:])

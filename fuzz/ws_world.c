@@ -240,8 +240,12 @@ void
 ngx_http_jvm_vm_ws_closed(ngx_log_t *log, ngx_int_t id, ngx_uint_t code,
     u_char *reason, size_t len)
 {
-    if (!w.opened || w.reported || id != NGX_FUZZ_WS_ID) {
-        ngx_fuzz_fail("wsClosed: not open, or twice");
+    /*
+     * Not yet open is right too: the connection failed between the 101 and
+     * wsOpen (an allocation, TCP_NODELAY), and Java hears it closed.
+     */
+    if (w.reported || id != NGX_FUZZ_WS_ID) {
+        ngx_fuzz_fail("wsClosed: twice, or another socket");
     }
 
     w.reported = 1;
@@ -639,13 +643,16 @@ ngx_fuzz_ws_events(ngx_connection_t *c)
     u_char      b;
     ngx_uint_t  step;
 
-    for (step = 0; ngx_fuzz_closed == NULL; step++) {
+    for (step = 0;
+         ngx_fuzz_closed == NULL && ngx_fuzz_finalized == NGX_DECLINED;
+         step++)
+    {
 
         if (ngx_fuzz_run_posted() != NGX_OK) {
             ngx_fuzz_fail("events posted without end");
         }
 
-        if (ngx_fuzz_closed) {
+        if (ngx_fuzz_closed || ngx_fuzz_finalized != NGX_DECLINED) {
             break;
         }
 
@@ -661,6 +668,18 @@ ngx_fuzz_ws_events(ngx_connection_t *c)
         }
 
         b = ngx_fuzz_choice(w.in);
+
+        if (c->buffered) {
+            /* the 101 leaves, or its send_timeout comes first */
+            if ((b & 0x20) && c->write->timer_set) {
+                ngx_fuzz_expire(c->write);
+
+            } else {
+                c->write->handler(c->write);
+            }
+
+            continue;
+        }
 
         if (w.paused && (b & 1 || w.in->len == 0)) {
             /* Java's queue drained: Worker.wsPoll() names the socket */
@@ -841,13 +860,16 @@ ngx_fuzz_ws_check_101(ngx_http_request_t *r)
 
 
 /*
- * The handshake answered, then the connection's life; NGX_DONE, or the
- * status that refused the handshake.
+ * The handshake answered, then the connection's life; NGX_DONE, the
+ * status that refused the handshake, or NGX_ABORT: the request ended
+ * before the connection was the WebSocket's (an allocation failed, the
+ * 101 did not leave).
  */
 
 ngx_int_t
 ngx_fuzz_ws_session(ngx_http_request_t *r, size_t with_handshake)
 {
+    u_char             b;
     ngx_int_t          rc;
     ngx_connection_t  *c;
 
@@ -861,7 +883,31 @@ ngx_fuzz_ws_session(ngx_http_request_t *r, size_t with_handshake)
     w.in->data += with_handshake;
     w.in->len -= with_handshake;
 
+    /*
+     * A choice: bit 0, the 101 does not leave at once (the handshake's
+     * write handler waits for it; bit 1: till its timer fires); bits 2-7,
+     * when not 0, the allocation of the module's that fails from here on.
+     */
+    b = ngx_fuzz_choice(w.in);
+    ngx_fuzz_fail_alloc = b >> 2;
+
     rc = ngx_http_jvm_ws_upgrade(r, NGX_FUZZ_WS_ID);
+
+    if (rc == NGX_DONE && (b & 1)) {
+        c->buffered = 1;
+
+        if (b & 2) {
+            /* the write event times out before the 101 has left */
+            ngx_delete_posted_event(c->write);
+            ngx_fuzz_expire(c->write);
+        }
+    }
+
+    if (rc == NGX_HTTP_INTERNAL_SERVER_ERROR && b >= 4) {
+        /* an allocation failed: the request ends with 500 */
+        ngx_fuzz_fail_alloc = 0;
+        return NGX_ABORT;
+    }
 
     if (rc != NGX_DONE) {
         if (rc != NGX_HTTP_BAD_REQUEST && rc != 426) {
@@ -882,10 +928,22 @@ ngx_fuzz_ws_session(ngx_http_request_t *r, size_t with_handshake)
 
     ngx_fuzz_ws_events(c);
 
+    if (ngx_fuzz_finalized != NGX_DECLINED) {
+        /* the 101 did not leave: the request ended, its cleanup abandons */
+        if (w.opened) {
+            ngx_fuzz_fail("a socket opened, then its request finalized");
+        }
+
+        ngx_fuzz_fail_alloc = 0;
+        w.out = NULL;
+        return NGX_ABORT;
+    }
+
     if (w.opened && !w.reported) {
         ngx_fuzz_fail("closed, and Java was not told");
     }
 
+    ngx_fuzz_fail_alloc = 0;
     ngx_fuzz_check_output();
 
     w.out = NULL;
