@@ -51,6 +51,11 @@ ngx_fuzz_fail(const char *what)
 ngx_int_t
 ngx_http_jvm_vm_request_buffer(ngx_log_t *log, size_t size)
 {
+    if (u.in && ngx_fuzz_choice(u.in) == 0xfe) {
+        /* Java could not make a larger buffer */
+        return NGX_ERROR;
+    }
+
     free(ngx_http_jvm_vm.req_addr);
 
     /* exactly the size asked: a write past it is an overrun */
@@ -260,7 +265,9 @@ ngx_http_read_unbuffered_request_body(ngx_http_request_t *r)
     case 3:
     case 4:
     case 5:
-        return NGX_AGAIN;                       /* nothing yet */
+        /* nothing yet: client_body_timeout runs, as nginx sets it */
+        ngx_add_timer(r->connection->read, 60000);
+        return NGX_AGAIN;
     }
 
     r->request_body->bufs = ngx_fuzz_read_chain(r->pool);
@@ -268,6 +275,13 @@ ngx_http_read_unbuffered_request_body(ngx_http_request_t *r)
     if (u.read == u.body_len && (b & 0x10)) {
         r->reading_body = 0;
         return NGX_OK;
+    }
+
+    ngx_add_timer(r->connection->read, 60000);
+
+    if (b & 0x20) {
+        /* more is ready: the read event is posted again */
+        ngx_post_event(r->connection->read, &ngx_posted_events);
     }
 
     return NGX_AGAIN;
@@ -302,14 +316,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     in.len = size - in.ctl_len;
     in.ctl = data + in.len;
 
+    if (ngx_http_jvm_vm.req_addr == NULL) {
+        /* small, so that pieces grow it */
+        (void) ngx_http_jvm_vm_request_buffer(NULL, 16);
+    }
+
     ngx_memzero(&u, sizeof(u));
     u.in = &in;
     u.body = in.data;
     u.body_len = in.len;
-
-    if (ngx_http_jvm_vm.req_addr == NULL) {
-        (void) ngx_http_jvm_vm_request_buffer(NULL, 16);
-    }
 
     pool = ngx_fuzz_pool();
     jlcf = ngx_pcalloc(pool, sizeof(ngx_http_jvm_loc_conf_t));
@@ -398,6 +413,7 @@ done:
         ngx_delete_posted_event(r->connection->read);
     }
 
+    u.in = NULL;
     ngx_destroy_pool(pool);
 
     return 0;
