@@ -344,6 +344,11 @@ ngx_fuzz_recv(ngx_connection_t *c, u_char *buf, size_t size)
 
     b = ngx_fuzz_choice(w.in);
 
+    if (b == 0x3f) {
+        /* the client reset the connection */
+        return NGX_ERROR;
+    }
+
     /* mostly short reads, so that headers are cut in every place */
     n = (b & 0x80) ? size : (size_t) (b & 0x3f) + 1;
     n = ngx_min(n, ngx_min(size, w.in->len));
@@ -364,6 +369,11 @@ ngx_fuzz_send(ngx_connection_t *c, u_char *buf, size_t size)
     u_char  b;
 
     b = ngx_fuzz_choice(w.in);
+
+    if (b == 0xef) {
+        /* the client reset the connection */
+        return NGX_ERROR;
+    }
 
     if ((b & 3) == 3) {
         w.blocked = 1;
