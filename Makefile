@@ -90,7 +90,7 @@ run: all
 	bin/nginx-jvm run --handler hello.core/app --port 8080 \
 	    --classpath examples/hello/src:$(RING_JARS)
 
-test: test-java test-clojure test-bench test-integration test-cluster-if-root
+test: test-java test-clojure test-bench test-fuzz-short test-integration test-cluster-if-root
 
 # The cluster's tests (cluster-test, below: about 2 minutes) need root for
 # the network namespaces; CI runs as root and so runs them.
@@ -289,3 +289,54 @@ cluster-down:
 cluster-test: all cluster-deps
 	NGINX_JVM_CLUSTER_TEST=1 $(PYTHON) -m pytest -q -s tests/cluster || { \
 	    status=$$?; [ "$$NJC_KEEP" = 1 ] || scripts/cluster.sh down; exit $$status; }
+
+# Fuzzing (fuzz/README.md): libFuzzer harnesses, built with Debian's clang
+# 14 with AddressSanitizer and UBSan, for the C that parses what a client
+# sends (WebSocket frames and handshake, permessage-deflate, bodies read as
+# they arrive).  `make fuzz` runs each for FUZZ_TIME seconds, `make test`
+# each for FUZZ_SHORT (test-fuzz-short); any crash, leak, sanitizer report
+# or hang fails.  The module's files are compiled unchanged against the
+# configured nginx tree of the module's build (build/nginx-src).
+.PHONY: fuzz fuzz-build test-fuzz-short
+FUZZ_CC    ?= clang-14
+FUZZ_TIME  ?= 120
+FUZZ_SHORT ?= 15
+FUZZ_DIR   := $(BUILD)/fuzz
+FUZZ_NAMES := fuzz_ws_frames fuzz_ws_handshake fuzz_inflate fuzz_upload \
+              fuzz_request
+FUZZ_BINS  := $(addprefix $(FUZZ_DIR)/,$(FUZZ_NAMES))
+FUZZ_INCS  := $(addprefix -I $(BUILD)/nginx-src/,src/core src/event \
+              src/event/modules src/os/unix objs src/http src/http/modules \
+              src/http/v2) -I src/c -I fuzz
+FUZZ_FLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+              -fno-sanitize-recover=undefined -W -Wall -Werror \
+              -Wno-unused-parameter -Wpointer-arith
+FUZZ_WS    := ws_world.o ngx_fuzz_nginx.o ngx_http_jvm_websocket.o \
+              ngx_http_jvm_deflate.o
+
+fuzz-build: $(FUZZ_BINS)
+
+$(FUZZ_DIR)/%.o: fuzz/%.c fuzz/*.h $(MODULE)
+	@mkdir -p $(FUZZ_DIR)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(FUZZ_INCS) -c $< -o $@
+
+$(FUZZ_DIR)/%.o: src/c/%.c $(wildcard src/c/*.h) $(MODULE)
+	@mkdir -p $(FUZZ_DIR)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(FUZZ_INCS) -c $< -o $@
+
+$(FUZZ_DIR)/fuzz_ws_frames: $(addprefix $(FUZZ_DIR)/,fuzz_ws_frames.o $(FUZZ_WS))
+$(FUZZ_DIR)/fuzz_ws_handshake: $(addprefix $(FUZZ_DIR)/,fuzz_ws_handshake.o $(FUZZ_WS))
+$(FUZZ_DIR)/fuzz_inflate: $(addprefix $(FUZZ_DIR)/,fuzz_inflate.o \
+                          ngx_fuzz_nginx.o ngx_http_jvm_deflate.o)
+$(FUZZ_DIR)/fuzz_upload: $(addprefix $(FUZZ_DIR)/,fuzz_upload.o \
+                         ngx_fuzz_nginx.o ngx_http_jvm_upload.o)
+$(FUZZ_DIR)/fuzz_request: $(addprefix $(FUZZ_DIR)/,fuzz_request.o \
+                          ngx_http_jvm_request.o ngx_http_jvm_wire.o $(FUZZ_WS))
+$(FUZZ_BINS):
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $^ -lz -lcrypto -o $@
+
+fuzz: fuzz-build
+	fuzz/run.sh $(FUZZ_DIR) $(FUZZ_TIME) $(FUZZ_NAMES)
+
+test-fuzz-short: fuzz-build
+	fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SHORT) $(FUZZ_NAMES)

@@ -6,7 +6,10 @@ set -euo pipefail
 packages=(nginx nginx-dev openjdk-17-jdk-headless maven gcc make dpkg-dev
           libring-core-clojure libcompojure-clojure libdata-json-clojure curl wrk python3 python3-pytest
           python3-pip
-          libhiccup-clojure)
+          libhiccup-clojure
+          clang-14 libclang-rt-14-dev)
+# clang 14 with its libFuzzer and sanitizer runtimes: the fuzzing harnesses
+# (`make fuzz`, and a short run in `make test`; fuzz/README.md).
 # PostgreSQL (Debian's), for bench/realapp and the tests of its verifier,
 # which start a private cluster of their own; redis-server, for the tests of
 # the Redis session store and the topic bridge (tests/test_sessions.py,
