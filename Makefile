@@ -289,3 +289,11 @@ cluster-down:
 cluster-test: all cluster-deps
 	NGINX_JVM_CLUSTER_TEST=1 $(PYTHON) -m pytest -q -s tests/cluster || { \
 	    status=$$?; [ "$$NJC_KEEP" = 1 ] || scripts/cluster.sh down; exit $$status; }
+
+# Conformance with tools no one here wrote (issue 34). Autobahn, the whole
+# suite (1-7, 9, 10, 12, 13; kosoku) in every mode, with the limits raised
+# for the run (about 6 minutes a mode): bench/results/DATE-autobahn.md;
+# AUTOBAHN_ARGS="--modes loop --cases 9.*" for a part.
+.PHONY: autobahn
+autobahn: all
+	$(PYTHON) bench/autobahn.py $(AUTOBAHN_ARGS)
