@@ -82,14 +82,16 @@ def certificate(d):
         cwd=d, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def run_h2spec(h2spec, port, tls, path, timeout):
-    """[(section, case id, title, failure message or None, skipped)]."""
+def run_h2spec(h2spec, port, tls, path, timeout, *specs):
+    """[(section, case id, title, failure message or None, skipped)] of
+    the specs (sections such as "http2/6.9"; all when none)."""
     with tempfile.TemporaryDirectory(prefix="h2spec-") as d:
         report = os.path.join(d, "junit.xml")
         args = [h2spec, "-h", "127.0.0.1", "-p", str(port), "-P", path,
                 "-o", str(timeout), "-j", report]
         if tls:
             args += ["-t", "-k"]
+        args += list(specs)
         run = subprocess.run(args, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True,
                              timeout=1800)
