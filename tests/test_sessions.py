@@ -32,6 +32,7 @@ def locations(mode):
     return """
         location /dict { jvm_content testapp.sessions/dict-app; }
         location /dict-short { jvm_content testapp.sessions/dict-short-app; }
+        location /dict-forge { jvm_content testapp.sessions/forge-deep; }
         location /redis { %(o)s jvm_content testapp.sessions/redis-app; }
         location /redis-short { %(o)s jvm_content testapp.sessions/redis-short-app; }
         location /redis-on-loop { jvm_mode loop; jvm_content testapp.sessions/redis-app; }
@@ -324,6 +325,27 @@ def test_a_session_nested_too_deep_in_redis_reads_as_no_session(
     assert c.value not in a.log_text(since), "the key stays out of the log"
     assert session(c.get(a.port, "/redis", op="set", v="again")) == ":ok"
     assert session(c.get(a.port, "/redis"))[":v"] == "again"
+
+
+def test_a_session_nested_too_deep_in_the_dictionary_reads_as_no_session(
+        hosts):
+    """The same for the shared-dict store, whose reads run on the event
+    loop in loop mode."""
+    a, _ = hosts
+    c = Client("dsid")
+    c.get(a.port, "/dict", op="set", v="x")
+    since = a.log_size()
+    assert a.get("/dict-forge?n=%d&key=%s" % (DEEP, c.value)).status == 200
+    r = c.get(a.port, "/dict")
+    assert r.status == 200 and not session(r), r
+    assert a.wait_log(r"\[warn\].*a stored session nests deeper than "
+                      r":max-depth 100: read as no session", since)
+    assert a.get("/dict-forge?n=98&key=%s" % c.value).status == 200
+    s = session(c.get(a.port, "/dict"))[":a"]     # the map and 98 vectors
+    for _ in range(97):
+        s = s[0]
+    assert s == [], "within :max-depth it reads back"
+    assert a.get("/dict").status == 200, "the worker lives"
 
 
 def test_a_session_nested_within_the_limit_reads_back(hosts, redis):

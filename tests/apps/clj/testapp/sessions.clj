@@ -55,3 +55,13 @@
 
 (defn redis-app [req] (@redis-main req))
 (defn redis-short-app [req] (@redis-short req))
+
+(defn forge-deep
+  "Writes, as another program could, a value nested ?n deep (vectors)
+  under the dictionary store's key of ?key, past the store's checks."
+  [req]
+  (let [p (params req)
+        n (Long/parseLong (get p "n"))]
+    (.put (nginx.jvm.SharedDict/named "sessions") (str "session:" (get p "key"))
+          (str "{:a " (apply str (repeat n "[")) (apply str (repeat n "]")) "}"))
+    {:status 200 :headers {"Content-Type" "text/plain"} :body "forged\n"}))
