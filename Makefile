@@ -340,3 +340,19 @@ fuzz: fuzz-build
 
 test-fuzz-short: fuzz-build
 	fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SHORT) $(FUZZ_NAMES)
+
+# Conformance with tools no one here wrote (issue 34). Autobahn, the whole
+# suite (1-7, 9, 10, 12, 13; kosoku) in every mode, with the limits raised
+# for the run (about 6 minutes a mode): bench/results/DATE-autobahn.md;
+# AUTOBAHN_ARGS="--modes loop --groups 9" for a part, --resume to go on.
+.PHONY: autobahn h2spec
+autobahn: all
+	$(PYTHON) bench/autobahn.py $(AUTOBAHN_ARGS)
+
+# h2spec (HTTP/2, built by scripts/h2spec.sh into build/h2spec; needs go)
+# against JVM handlers (a streamed body, large headers) and nginx's own
+# answers on the same TLS and h2c listeners, loop and pool (about 5 minutes
+# a mode): bench/results/DATE-h2spec.md; H2SPEC_ARGS="--modes virtual".
+h2spec: all
+	scripts/h2spec.sh > /dev/null
+	$(PYTHON) bench/h2spec.py $(H2SPEC_ARGS)

@@ -32,6 +32,7 @@ def locations(mode):
     return """
         location /dict { jvm_content testapp.sessions/dict-app; }
         location /dict-short { jvm_content testapp.sessions/dict-short-app; }
+        location /dict-forge { jvm_content testapp.sessions/forge-deep; }
         location /redis { %(o)s jvm_content testapp.sessions/redis-app; }
         location /redis-short { %(o)s jvm_content testapp.sessions/redis-short-app; }
         location /redis-on-loop { jvm_mode loop; jvm_content testapp.sessions/redis-app; }
@@ -193,6 +194,7 @@ def test_the_dictionary_bounds_the_sessions(hosts):
 
 @pytest.mark.log_allows(r"\[error\].*over the store's :max-bytes 8192",
                         r"\[error\].*not EDN data",
+                        r"\[error\].*nests deeper than the store's :max-depth 100",
                         r"\[error\].*(at |\.\.\. \d+ more|Caused by)")
 def test_a_session_too_large_or_not_data_is_refused(hosts):
     a, _ = hosts
@@ -200,8 +202,16 @@ def test_a_session_too_large_or_not_data_is_refused(hosts):
     since = a.log_size()
     assert c.get(a.port, "/dict", op="big", n=9000).status == 500
     assert c.get(a.port, "/dict", op="object").status == 500
+    # the map and 99 vectors: the deepest a store reads back; one more is refused
+    assert session(c.get(a.port, "/dict", op="deep", n=99)) == ":ok"
+    assert c.get(a.port, "/dict", op="deep", n=100).status == 500
     assert a.log_lines(r"over the store's :max-bytes", since)
     assert a.log_lines(r"not EDN data", since)
+    assert a.log_lines(r"nests deeper than the store's :max-depth 100", since)
+    s = session(c.get(a.port, "/dict"))[":deep"]
+    for _ in range(99):
+        s = s[0]
+    assert s == "x", "the deepest session allowed reads back"
 
 
 @pytest.mark.log_allows(r"\[error\].*would block the event loop",
@@ -279,3 +289,73 @@ def test_the_dictionary_store_needs_no_redis_client(mode, redis):
         assert Client("rsid").get(n.port, "/redis").status == 500
         assert n.wait_log(r"the Redis client \(Jedis\) is not on the class "
                           r"path: add build/redis-lib/\*")
+
+
+DEEP = 100000
+
+
+@pytest.mark.parametrize("shape", ["vector", "map", "set", "tags", "meta",
+                                   "discard", "mixed"])
+def test_a_session_nested_too_deep_in_redis_reads_as_no_session(
+        hosts, redis, shape):
+    """Written into Redis by someone else (or by a bug): 100,000 levels
+    would overflow the EDN reader's stack (a StackOverflowError, a 500).
+    Past the store's :max-depth (100) it is no session, said at
+    [warn] without the key; the worker lives and the cookie's owner can
+    start again."""
+    forged = {
+        "vector": "[" * DEEP + "]" * DEEP,
+        "map": "{:a " * DEEP + "1" + "}" * DEEP,
+        "set": "{:a " + "#{" * DEEP + "}" * DEEP + "}",
+        "tags": "{:a " + "#inst " * DEEP + '"2026-01-01"}',
+        "meta": "{:a " + "^:m " * DEEP + "x}",
+        "discard": "{:a " + "#_ " * DEEP + "1 " * (DEEP + 1) + "}",
+        "mixed": "{:a " + "[#inst {:b (" * (DEEP // 4) + "}",
+    }[shape]
+    a, _ = hosts
+    c = Client("rsid")
+    c.get(a.port, "/redis", op="set", v="x")
+    since = a.log_size()
+    redis.command("SET", "test:session:" + c.value, forged)
+    r = c.get(a.port, "/redis")
+    assert r.status == 200 and not session(r), r
+    assert a.wait_log(r"\[warn\].*nginx\.jvm\.session: a stored session "
+                      r"nests deeper than :max-depth 100: read as no "
+                      r"session", since)
+    assert c.value not in a.log_text(since), "the key stays out of the log"
+    assert session(c.get(a.port, "/redis", op="set", v="again")) == ":ok"
+    assert session(c.get(a.port, "/redis"))[":v"] == "again"
+
+
+def test_a_session_nested_too_deep_in_the_dictionary_reads_as_no_session(
+        hosts):
+    """The same for the shared-dict store, whose reads run on the event
+    loop in loop mode."""
+    a, _ = hosts
+    c = Client("dsid")
+    c.get(a.port, "/dict", op="set", v="x")
+    since = a.log_size()
+    assert a.get("/dict-forge?n=%d&key=%s" % (DEEP, c.value)).status == 200
+    r = c.get(a.port, "/dict")
+    assert r.status == 200 and not session(r), r
+    assert a.wait_log(r"\[warn\].*a stored session nests deeper than "
+                      r":max-depth 100: read as no session", since)
+    assert a.get("/dict-forge?n=98&key=%s" % c.value).status == 200
+    s = session(c.get(a.port, "/dict"))[":a"]     # the map and 98 vectors
+    for _ in range(97):
+        s = s[0]
+    assert s == [], "within :max-depth it reads back"
+    assert a.get("/dict").status == 200, "the worker lives"
+
+
+def test_a_session_nested_within_the_limit_reads_back(hosts, redis):
+    """99 levels (maps, a vector, a set) are within :max-depth 100."""
+    a, _ = hosts
+    c = Client("rsid")
+    c.get(a.port, "/redis", op="set", v="x")
+    redis.command("SET", "test:session:" + c.value,
+                  "{:v " * 97 + '[#{"deep"}]' + "}" * 97)
+    s = session(c.get(a.port, "/redis"))
+    for _ in range(97):
+        s = s[":v"]
+    assert s == [frozenset({"deep"})], s

@@ -200,6 +200,75 @@ def test_incr_of_a_string_is_an_exception(ng):
     assert ok(ng, op="get", key="s") == "S:abc"
 
 
+MAX, MIN = 2 ** 63 - 1, -2 ** 63
+
+
+def overflows(key, start, delta):
+    return ('ArithmeticException: incr of "%s" in shared dictionary "d" '
+            'overflows a long: %d + %s; nothing was changed'
+            % (key, start, delta if delta >= 0 else "(%d)" % delta))
+
+
+@pytest.mark.parametrize("start, delta", [
+    (MAX, 1), (MAX - 5, 6), (1, MAX), (MIN, -1), (MIN + 5, -6), (-2, MIN),
+    (-1, MIN)])
+def test_incr_beyond_a_long_is_an_exception(ng, start, delta):
+    """A counter at either end of a long never wraps around to the other
+    sign (the wrap is what a quota check would misread): the incr fails
+    naming the key and the numbers, and the value stays."""
+    assert ok(ng, op="incr", key="c", delta=start) == str(start)
+    r = op(ng, op="incr", key="c", delta=delta)
+    assert r.status == 400, r.text
+    assert r.text == overflows("c", start, delta)
+    assert ok(ng, op="get", key="c") == "N:%d" % start
+    # one step back, and the same delta again: within a long or not
+    back = -1 if delta > 0 else 1
+    assert ok(ng, op="incr", key="c", delta=back) == str(start + back)
+    r = op(ng, port=ng.port, op="incr", key="c", delta=delta)
+    total = start + back + delta
+    if MIN <= total <= MAX:
+        assert (r.status, r.text) == (200, str(total))
+    else:
+        assert (r.status, r.text) == (400, overflows("c", start + back, delta))
+
+
+@pytest.mark.parametrize("init, delta", [(MAX, 1), (MIN, -1), (1, MAX)])
+def test_incr_of_a_new_key_beyond_a_long_creates_nothing(ng, init, delta):
+    r = op(ng, op="incr", key="n", delta=delta, init=init, ttl=60000)
+    assert r.status == 400, r.text
+    assert r.text == overflows("n", init, delta)
+    assert ok(ng, op="get", key="n") == "nil"
+    assert ok(ng, op="size") == "0"
+
+
+def test_incr_to_the_ends_of_a_long(ng):
+    assert ok(ng, op="incr", key="c", delta=MAX, init=0) == str(MAX)
+    assert ok(ng, op="incr", key="c", delta=MIN) == "-1"
+    assert ok(ng, op="incr", key="c", delta=MIN + 1) == str(MIN)
+    assert ok(ng, op="incr", key="c", delta=0) == str(MIN)
+    assert ok(ng, op="incr", key="d", delta=-1, init=MIN + 1) == str(MIN)
+
+
+def test_clojure_incr_beyond_a_long(mode):
+    with Nginx("        location /limits "
+               "{ jvm_content testapp.shared/incr-limits; }\n",
+               http="    jvm_shared_dict d 1m;\n", mode=mode) as n:
+        r = n.get("/limits")
+        assert r.status == 200, r.text
+        res = read_edn(r.text)
+        assert res == {
+            ":to-max": MAX,
+            ":past-max": ["ArithmeticException", overflows("c", MAX, 1)
+                          .split(": ", 1)[1]],
+            ":after-max": MAX, ":back": MAX - 1,
+            ":init-past-min": ["ArithmeticException",
+                               overflows("m", MIN, -1).split(": ", 1)[1]],
+            ":absent": Keyword(":absent"), ":to-min": MIN,
+            ":past-min": ["ArithmeticException", overflows("m", MIN, -1)
+                          .split(": ", 1)[1]],
+            ":after-min": MIN}, res
+
+
 def test_contents_survive_a_reload(tmp_path, mode):
     with Nginx(LOCATIONS, http=HTTP, classpath="java", workers=2,
                mode=mode) as n:

@@ -607,12 +607,16 @@ ngx_http_jvm_shm_name(JNIEnv *env, jbyteArray name, u_char *buf, size_t *len)
 }
 
 
-/* out[0] = n when the call went well; its code either way. */
+/*
+ * out[0] = n when the call went well, or when an incr overflowed (n is then
+ * the number it started from, for the exception's message); its code
+ * either way.
+ */
 
 static jint
 ngx_http_jvm_shm_long_out(JNIEnv *env, ngx_int_t rc, jlongArray out, jlong n)
 {
-    if (rc == NGX_HTTP_JVM_DICT_OK) {
+    if (rc == NGX_HTTP_JVM_DICT_OK || rc == NGX_HTTP_JVM_DICT_OVERFLOW) {
         (*env)->SetLongArrayRegion(env, out, 0, 1, &n);
     }
 

@@ -360,7 +360,7 @@ ngx_http_jvm_dict_debug(ngx_http_jvm_dict_t *dict, const char *op,
 {
     static const char  *results[] = {
         "ok", "not found", "exists", "no memory", "not a number",
-        "too small a buffer", "too large", "not a list"
+        "too small a buffer", "too large", "not a list", "overflow"
     };
 
     if (!ngx_http_jvm_dict_loop) {
@@ -427,6 +427,16 @@ static ngx_inline uint64_t
 ngx_http_jvm_dict_expires(int64_t ttl, uint64_t now)
 {
     return ttl > 0 ? now + (uint64_t) ttl : 0;
+}
+
+
+/* Whether n + delta is beyond an int64_t (computed without overflowing). */
+
+static ngx_inline ngx_uint_t
+ngx_http_jvm_dict_overflows(int64_t n, int64_t delta)
+{
+    return (delta > 0 && n > INT64_MAX - delta)
+           || (delta < 0 && n < INT64_MIN - delta);
 }
 
 
@@ -826,7 +836,10 @@ done:
 /*
  * Adds delta to the number at key, atomically; a missing key counts as
  * init (and then expires after ttl ms, if ttl > 0).  Answers _OK and the
- * new value, _NOT_NUMBER or _NO_MEMORY.
+ * new value, _NOT_NUMBER, _NO_MEMORY, or _OVERFLOW and the number delta
+ * was to be added to, when the sum is beyond an int64_t: a quota or rate
+ * counter must not flip sign, so the entry is left as it was (Redis's
+ * INCRBY answers an error there too).
  */
 
 ngx_int_t
@@ -843,8 +856,13 @@ ngx_http_jvm_dict_incr(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
     dn = ngx_http_jvm_dict_lookup(dict, ctx.hash, key, klen, ctx.now);
 
     if (dn == NULL) {
-        /* wraps around as Java's long does */
-        n = (int64_t) ((uint64_t) init + (uint64_t) delta);
+        if (ngx_http_jvm_dict_overflows(init, delta)) {
+            *result = init;
+            rc = NGX_HTTP_JVM_DICT_OVERFLOW;
+            goto done;
+        }
+
+        n = init + delta;
 
         rc = ngx_http_jvm_dict_insert(dict, ctx.hash, key, klen, (u_char *) &n,
                                       sizeof(int64_t),
@@ -866,7 +884,14 @@ ngx_http_jvm_dict_incr(ngx_http_jvm_dict_t *dict, u_char *key, size_t klen,
     }
 
     ngx_memcpy(&n, dn->data + dn->key_len, sizeof(int64_t));
-    n = (int64_t) ((uint64_t) n + (uint64_t) delta);
+
+    if (ngx_http_jvm_dict_overflows(n, delta)) {
+        *result = n;
+        rc = NGX_HTTP_JVM_DICT_OVERFLOW;
+        goto done;
+    }
+
+    n += delta;
     ngx_memcpy(dn->data + dn->key_len, &n, sizeof(int64_t));
 
     ngx_queue_remove(&dn->queue);

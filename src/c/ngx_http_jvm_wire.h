@@ -122,6 +122,7 @@
 #define NGX_HTTP_JVM_DICT_NOT_NUMBER  4
 #define NGX_HTTP_JVM_DICT_TOO_LARGE   6
 #define NGX_HTTP_JVM_DICT_NOT_LIST    7
+#define NGX_HTTP_JVM_DICT_OVERFLOW    8   /* incr: beyond a long */
 
 /* Shm: limits both sides enforce. */
 #define NGX_HTTP_JVM_DICT_NAME_MAX    128

@@ -2,7 +2,7 @@
   "A Ring app with wrap-session over nginx.jvm.session's two stores: the
   shared dictionary \"sessions\" and the Redis named by the environment
   variable NGINX_JVM_TEST_REDIS (nginx.conf's `env`). Query ?op=get|set|
-  incr|big|delete; answers the session as EDN, with the worker's pid."
+  incr|big|object|deep|delete; answers the session as EDN, with the worker's pid."
   (:require [clojure.string :as str]
             [nginx.jvm.session :as session]
             [ring.middleware.session :refer [wrap-session]]))
@@ -28,6 +28,8 @@
       "big" (assoc (answer :ok) :session
                    (assoc s :big (apply str (repeat (Long/parseLong (get p "n")) "x"))))
       "object" (assoc (answer :ok) :session (assoc s :o (Object.)))
+      "deep" (assoc (answer :ok) :session
+                    (assoc s :deep (nth (iterate vector "x") (Long/parseLong (get p "n")))))
       "delete" (assoc (answer :deleted) :session nil)
       {:status 400 :body "op?"})))
 
@@ -53,3 +55,13 @@
 
 (defn redis-app [req] (@redis-main req))
 (defn redis-short-app [req] (@redis-short req))
+
+(defn forge-deep
+  "Writes, as another program could, a value nested ?n deep (vectors)
+  under the dictionary store's key of ?key, past the store's checks."
+  [req]
+  (let [p (params req)
+        n (Long/parseLong (get p "n"))]
+    (.put (nginx.jvm.SharedDict/named "sessions") (str "session:" (get p "key"))
+          (str "{:a " (apply str (repeat n "[")) (apply str (repeat n "]")) "}"))
+    {:status 200 :headers {"Content-Type" "text/plain"} :body "forged\n"}))

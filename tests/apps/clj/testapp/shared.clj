@@ -93,3 +93,24 @@
     {:status 200
      :headers {"Content-Type" "application/edn"}
      :body (pr-str results)}))
+
+(defn incr-limits
+  "incr! at the ends of a long, step by step: each overflow is the
+  exception's class and message, and the value after it; answers EDN."
+  [_]
+  (let [d (shared/dict "d")
+        _ (shared/clear! d)
+        thrown (fn [f] (try (f) (catch ArithmeticException e
+                                  [(.getSimpleName (class e)) (.getMessage e)])))
+        steps [[:to-max #(shared/incr! d "c" Long/MAX_VALUE)]
+               [:past-max #(thrown (fn [] (shared/incr! d "c")))]
+               [:after-max #(get d "c")]
+               [:back #(shared/incr! d "c" -1)]
+               [:init-past-min #(thrown (fn [] (shared/incr! d "m" -1 {:init Long/MIN_VALUE})))]
+               [:absent #(get d "m" :absent)]
+               [:to-min #(shared/incr! d "m" Long/MIN_VALUE)]
+               [:past-min #(thrown (fn [] (shared/incr! d "m" -1)))]
+               [:after-min #(get d "m")]]]
+    {:status 200
+     :headers {"Content-Type" "application/edn"}
+     :body (pr-str (reduce (fn [m [k f]] (assoc m k (f))) {} steps))}))

@@ -21,7 +21,8 @@ import nginx.jvm.SharedDict;
  * for a value of N bytes), ttl, delta, init, limit; n and threads for
  * "hammer"; prefix, n and threads for "pushpop", n and bytes for
  * "pushmany". Answers text, with the worker's pid in X-Pid; an
- * IllegalArgumentException is a 400 with its message.
+ * IllegalArgumentException, IllegalStateException or ArithmeticException
+ * is a 400 with its class and message.
  */
 public final class Shared implements Handler {
     @Override
@@ -31,7 +32,7 @@ public final class Shared implements Handler {
         String body;
         try {
             body = run(q);
-        } catch (IllegalArgumentException | IllegalStateException e) {
+        } catch (IllegalArgumentException | IllegalStateException | ArithmeticException e) {
             return Response.of(400, "text/plain", e.getClass().getSimpleName() + ": " + e.getMessage())
                     .header("X-Pid", pid);
         }

@@ -198,6 +198,9 @@ public final class SharedDict {
      *
      * @throws IllegalArgumentException when the value at {@code key} is not a number
      * @throws IllegalStateException when a new entry finds no room
+     * @throws ArithmeticException when the sum is beyond a long (a counter
+     *         never wraps around to the other sign); the entry, or its
+     *         absence, is left as it was
      */
     public long incr(String key, long delta, long initial, long ttlMillis) {
         byte[] k = key(key);
@@ -213,9 +216,18 @@ public final class SharedDict {
             case Shm.NO_MEMORY:
                 throw new IllegalStateException("no room for \"" + key
                         + "\" in shared dictionary \"" + name + "\"");
+            case Shm.OVERFLOW:
+                throw overflow(name, key, result[0], delta);
             default:
                 throw failed(rc, key);
         }
+    }
+
+    /** The exception of an incr of {@code from} (the value, or the initial one) by delta. */
+    static ArithmeticException overflow(String dict, String key, long from, long delta) {
+        return new ArithmeticException("incr of \"" + key + "\" in shared dictionary \"" + dict
+                + "\" overflows a long: " + from + (delta < 0 ? " + (" + delta + ")" : " + " + delta)
+                + "; nothing was changed");
     }
 
     /**

@@ -31,6 +31,9 @@ final class Shm {
     /** A list operation met a value that is no list. */
     static final int NOT_LIST = 7;
 
+    /** An incr whose sum is beyond a long: nothing was changed. */
+    static final int OVERFLOW = 8;
+
     /** Limits the C module enforces as well. */
     static final int NAME_MAX = 128, KEY_MAX = 65535;
 

@@ -43,9 +43,98 @@
   [k]
   (when (and (string? k) (re-matches key-shape k)) k))
 
+;; The EDN reader recurses (a few frames) for each level of nesting, so a
+;; value nested 100,000 deep overflows the reading thread's stack: a
+;; StackOverflowError, which no catch of Exception stops: a 500 where a
+;; value that is not a session should be no session. No session of ours nests
+;; so deep (pr-str of one would overflow first), but a value written into
+;; Redis by someone else, or by another program, can. So the text is
+;; measured before it is read, in one pass without recursion.
+
+(defn- token-end
+  "The index after the token (symbol, number, keyword, character name)
+  that goes on at i: the reader's own terminators end it."
+  ^long [^String s ^long i]
+  (let [n (long (.length s))]
+    (loop [i i]
+      (if (>= i n)
+        i
+        (let [c (.charAt s (int i))]
+          (if (or (Character/isWhitespace c)
+                  (case c (\, \" \; \^ \( \) \[ \] \{ \} \\) true false))
+            i
+            (recur (inc i))))))))
+
+(defn- string-end
+  "The index after the string whose opening quote is at i - 1."
+  ^long [^String s ^long i]
+  (let [n (long (.length s))]
+    (loop [i i]
+      (if (>= i n)
+        n
+        (case (.charAt s (int i))
+          \" (inc i)
+          \\ (recur (+ i 2))
+          (recur (inc i)))))))
+
+(defn- within-depth?
+  "Whether text nests at most limit deep as the EDN reader would recurse
+  on it: each open bracket ({ [ ( #{) counts until it closes, each tag
+  (#inst, #uuid, #foo) until its form is read, and each ^ and #_ (which
+  pr-str never writes, and whose chains the reader nests in ways harder
+  to follow) until the enclosing bracket closes. Counts too much rather
+  than too little; text that is not EDN is left to the reader to refuse."
+  [^String s ^long limit]
+  (let [n (long (.length s))
+        tags (long-array (+ limit 2))       ; per level: tags awaiting a form
+        sticky (long-array (+ limit 2))]    ; per level: ^ and #_
+    ;; a form was read at level: the tags waiting at that level are done
+    (loop [i 0 level 0 total 0 form false]
+      (cond
+        form (let [t (aget tags level)]
+               (aset tags level 0)
+               (recur i level (- total t) false))
+        (> total limit) false
+        (>= i n) true
+        :else
+        (let [c (.charAt s (int i))
+              c2 (if (< (inc i) n) (.charAt s (int (inc i))) \space)]
+          (case c
+            (\space \tab \newline \return \,) (recur (inc i) level total false)
+            \; (let [j (.indexOf s "\n" (int i))]
+                 (recur (if (neg? j) n (inc j)) level total false))
+            \" (recur (string-end s (inc i)) level total true)
+            \\ (recur (token-end s (+ i 2)) level total true)
+            (\( \[ \{) (let [l (inc level)]
+                         (aset tags l 0)
+                         (aset sticky l 0)
+                         (recur (inc i) l (inc total) false))
+            (\) \] \}) (if (zero? level)
+                         true               ; unbalanced: the reader says so
+                         (recur (inc i) (dec level)
+                                (- total 1 (aget tags level) (aget sticky level))
+                                true))
+            \^ (do (aset sticky level (inc (aget sticky level)))
+                   (recur (inc i) level (inc total) false))
+            \# (case c2
+                 \{ (let [l (inc level)]
+                      (aset tags l 0)
+                      (aset sticky l 0)
+                      (recur (+ i 2) l (inc total) false))
+                 \_ (do (aset sticky level (inc (aget sticky level)))
+                        (recur (+ i 2) level (inc total) false))
+                 \# (recur (token-end s (+ i 2)) level total true)  ; ##Inf, ##NaN
+                 ;; a tag, then its form
+                 (do (aset tags level (inc (aget tags level)))
+                     (recur (token-end s (inc i)) level (inc total) false)))
+            (if (Character/isWhitespace c)
+              (recur (inc i) level total false)
+              (recur (token-end s (inc i)) level total true))))))))
+
 (defn- encode
-  "A session as EDN text; throws when it is over max-bytes or not data."
-  ^String [data max-bytes]
+  "A session as EDN text; throws when it is over max-bytes, nests deeper
+  than max-depth (it would not be read back) or is not data."
+  ^String [data max-bytes max-depth]
   (let [text (binding [*print-length* nil *print-level* nil *print-meta* false
                        *print-dup* false *print-readably* true]
                (pr-str data))]
@@ -53,6 +142,9 @@
       (throw (IllegalArgumentException.
               (str "a session of " (count text) " characters is over the store's :max-bytes "
                    max-bytes))))
+    (when-not (within-depth? text max-depth)
+      (throw (IllegalArgumentException.
+              (str "a session nests deeper than the store's :max-depth " max-depth))))
     ;; what does not read back (an object, a function: #object[...]) would
     ;; be a lost session later: refuse it now
     (when-not (try (= data (edn/read-string text)) (catch Exception _ false))
@@ -61,15 +153,21 @@
     text))
 
 (defn- decode
-  "The session map in text, or nil for anything else: never code."
-  [^String text]
+  "The session map in text, or nil for anything else: never code. Text
+  nested deeper than max-depth is no session either, said at warn."
+  [^String text max-depth]
   (when text
-    (try
-      (let [v (edn/read-string {:eof nil} text)]
-        (when (map? v) v))
-      (catch Exception _ nil))))
+    (if-not (within-depth? text max-depth)
+      (do (Log/warn "nginx.jvm.session"
+                    (str "a stored session nests deeper than :max-depth " max-depth
+                         ": read as no session"))
+          nil)
+      (try
+        (let [v (edn/read-string {:eof nil} text)]
+          (when (map? v) v))
+        (catch Exception _ nil)))))
 
-(def ^:private defaults {:ttl-ms (* 30 60 1000) :max-bytes 65536})
+(def ^:private defaults {:ttl-ms (* 30 60 1000) :max-bytes 65536 :max-depth 100})
 
 (defn- options [opts prefix]
   (let [o (merge defaults {:prefix prefix} opts)]
@@ -77,22 +175,24 @@
       (throw (IllegalArgumentException. ":ttl-ms must be an integer, 0 or more")))
     (when-not (and (integer? (:max-bytes o)) (pos? (:max-bytes o)))
       (throw (IllegalArgumentException. ":max-bytes must be a positive integer")))
+    (when-not (and (integer? (:max-depth o)) (<= 1 (:max-depth o) 10000))
+      (throw (IllegalArgumentException. ":max-depth must be an integer from 1 to 10000")))
     o))
 
 ;; --- a shared dictionary: every worker of one nginx -------------------------
 
-(deftype SharedStore [dict-name dict prefix ttl max-bytes]   ; dict: a delay, looked up on first use
+(deftype SharedStore [dict-name dict prefix ttl max-bytes max-depth]   ; dict: a delay, looked up on first use
   store/SessionStore
   (read-session [_ k]
     (when-let [k (valid-key k)]
       (let [^SharedDict d @dict
             full (str prefix k)]
-        (when-let [v (decode (.getString d full))]
+        (when-let [v (decode (.getString d full) max-depth)]
           (when (pos? (long ttl)) (.expire d full (long ttl)))   ; sliding expiry
           v))))
   (write-session [_ k data]
     (let [k (or (valid-key k) (new-key))
-          text (encode data max-bytes)]
+          text (encode data max-bytes max-depth)]
       (when-not (.put ^SharedDict @dict (str prefix k) text (long ttl))
         (throw (IllegalStateException.
                 (str "the shared dictionary \"" dict-name "\" has no room for a session"))))
@@ -110,6 +210,10 @@
     :ttl-ms     a session unused for this long expires (30 minutes; 0: never);
                 each read gives it its full time again
     :max-bytes  the largest session, as EDN text (64 KB); a larger one throws
+    :max-depth  the deepest nesting of a session (100: maps, vectors, sets,
+                lists and tags, one level each); a deeper one throws when
+                written, and reads as no session (a [warn] line) when some
+                other writer stored it, rather than overflow the stack
     :prefix     of the dictionary's keys (\"session:\")
   The dictionary's size bounds the sessions: when it is full, the least
   recently used go first (docs/shared.md). Every call is one or two
@@ -118,21 +222,22 @@
   ([dict-name opts]
    (let [o (options opts "session:")]
      (SharedStore. dict-name (delay (SharedDict/named (str dict-name)))
-                   (:prefix o) (long (:ttl-ms o)) (long (:max-bytes o))))))
+                   (:prefix o) (long (:ttl-ms o)) (long (:max-bytes o))
+                   (long (:max-depth o))))))
 
 ;; --- Redis: every host ------------------------------------------------------
 
 (defn- utf8 ^bytes [^String s] (.getBytes s StandardCharsets/UTF_8))
 
-(deftype RedisStore [^Redis redis prefix ttl max-bytes]
+(deftype RedisStore [^Redis redis prefix ttl max-bytes max-depth]
   store/SessionStore
   (read-session [_ k]
     (when-let [k (valid-key k)]
       (when-let [b (.get redis (utf8 (str prefix k)) (long ttl))]
-        (decode (String. ^bytes b StandardCharsets/UTF_8)))))
+        (decode (String. ^bytes b StandardCharsets/UTF_8) max-depth))))
   (write-session [_ k data]
     (let [k (or (valid-key k) (new-key))]
-      (.set redis (utf8 (str prefix k)) (utf8 (encode data max-bytes)) (long ttl))
+      (.set redis (utf8 (str prefix k)) (utf8 (encode data max-bytes max-depth)) (long ttl))
       k))
   (delete-session [_ k]
     (when-let [k (valid-key k)]
@@ -158,7 +263,8 @@
          r (if (instance? Redis redis)
              redis
              (Redis/connect (str redis) (int (:timeout-ms o Redis/DEFAULT_TIMEOUT)) 16))]
-     (RedisStore. r (:prefix o) (long (:ttl-ms o)) (long (:max-bytes o))))))
+     (RedisStore. r (:prefix o) (long (:ttl-ms o)) (long (:max-bytes o))
+                  (long (:max-depth o))))))
 
 ;; --- Redis down: a 503 ------------------------------------------------------
 

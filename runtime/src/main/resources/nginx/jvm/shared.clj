@@ -84,7 +84,9 @@
 (defn incr!
   "Adds delta (default 1) to the number at k, atomically across workers
   and threads, and returns the new value. A missing key counts as
-  (:init opts 0) and then expires after (:ttl opts) ms, if given."
+  (:init opts 0) and then expires after (:ttl opts) ms, if given. A sum
+  beyond a long throws ArithmeticException, as + does, and changes
+  nothing: a counter never wraps around to the other sign."
   ([d k] (incr! d k 1 nil))
   ([d k delta] (incr! d k delta nil))
   ([d k delta opts]

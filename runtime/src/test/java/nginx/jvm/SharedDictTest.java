@@ -52,6 +52,16 @@ class SharedDictTest {
     }
 
     @Test
+    void overflowNamesTheKeyAndTheNumbers() {
+        assertEquals("incr of \"hits\" in shared dictionary \"d\" overflows a long: "
+                + "9223372036854775807 + 1; nothing was changed",
+                SharedDict.overflow("d", "hits", Long.MAX_VALUE, 1).getMessage());
+        assertEquals("incr of \"q\" in shared dictionary \"d\" overflows a long: "
+                + "-9223372036854775808 + (-1); nothing was changed",
+                SharedDict.overflow("d", "q", Long.MIN_VALUE, -1).getMessage());
+    }
+
+    @Test
     void decodesEachType() {
         byte[] s = "héllo".getBytes(StandardCharsets.UTF_8);
         byte[] entry = new byte[s.length + 1];

@@ -1,0 +1,22 @@
+// h2spec, the HTTP/2 conformance tool (scripts/h2spec.sh builds it into
+// build/h2spec/): its version and its dependencies' pinned here, so that
+// every machine builds the same tool. The module proxy serves h2spec's
+// tags up to v2.2.1 (the later ones have a go.mod without a /v2 path).
+module nginx-jvm/h2spec
+
+go 1.26.0
+
+tool github.com/summerwind/h2spec/cmd/h2spec
+
+require (
+	github.com/fatih/color v1.19.0 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/mattn/go-colorable v0.1.14 // indirect
+	github.com/mattn/go-isatty v0.0.20 // indirect
+	github.com/spf13/cobra v1.10.2 // indirect
+	github.com/spf13/pflag v1.0.9 // indirect
+	github.com/summerwind/h2spec v2.2.1+incompatible // indirect
+	golang.org/x/net v0.62.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+)
