@@ -353,6 +353,7 @@ ngx_http_jvm_reload_idle_limit(void *data)
         ngx_http_jvm_reload_idle_over = 1;
 
         /* before the change: seen in the log, it is under way or done */
+        ngx_time_update();
         ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
                       "jvm: reload: the start under SCHED_IDLE passed "
                       "%M ms: on at nice %d until ready",
