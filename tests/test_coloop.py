@@ -317,15 +317,17 @@ def test_spinner_is_named_by_the_watchdog(ng):
     assert len(warns) == 1, log
     assert "[warn]" in warns[0] and "testapp.Coloop$Spin" in warns[0], warns
     assert "at testapp.Coloop$Spin.handle" in log, log
-    time.sleep(1.2)                 # published every second
+    # published every second
+    assert wait_for(lambda: status_value(ng, "nginx_jvm_loop_held_total")
+                    > before, 10)
     assert status_value(ng, "nginx_jvm_loop_held_total") == before + 1
 
 
 def test_status_counts_coloop_responses(ng):
     ng.get("/hello")
-    time.sleep(1.2)
-    assert status_value(
-        ng, 'nginx_jvm_requests_total{mode="coloop",status="2xx"}') > 0
+    # published every second
+    assert wait_for(lambda: status_value(
+        ng, 'nginx_jvm_requests_total{mode="coloop",status="2xx"}') > 0, 10)
 
 
 # --- the fallback ---------------------------------------------------------

@@ -17,7 +17,15 @@ LOCATIONS = """
 """
 
 
-def config(n, timeout="60s", drain=None):
+# How long the old workers wait for the new ones (jvm_reload_timeout), and
+# the tests with them: where the bound is not what a test is about, long
+# enough for the slowest machine (two JVM starts one after the other took
+# over 60 s on a machine held to a share of one busy core); a test waits
+# for the state, not for this.
+READY_WAIT = 600
+
+
+def config(n, timeout="%ds" % READY_WAIT, drain=None):
     return ("    jvm_init testapp.init/slow-start;\n"
             "    jvm_reload_timeout %s;\n"
             "    jvm_options -Dtestapp.start-ms=%s/start-ms;\n" % (timeout, n)
@@ -48,24 +56,32 @@ def gone(pids, seconds):
 
 
 def assert_all_ok(results):
-    assert results and all(ok for _, ok in results), \
-        "%d of %d failed" % (sum(1 for _, ok in results if not ok),
-                             len(results))
+    failed = [(i, r) for i, r in enumerate(results) if not r[1]]
+    assert results and not failed, "%d of %d failed: %s" % (
+        len(failed), len(results), failed[:5])
 
 
 def load(port, stop, results):
-    """Requests on new connections until `stop` is set: (latency, ok)
-    each."""
+    """Requests on new connections until `stop` is set, 5 ms apart: (latency,
+    ok, what failed, when) each.  Back to back they would take a core; on a
+    machine of one core the old workers would then leave the new ones'
+    start no CPU, and it would run out jvm_reload_timeout (as documented at
+    saturation)."""
     while not stop.is_set():
+        time.sleep(0.005)
         start = time.monotonic()
+        what = None
         try:
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
             c.request("GET", "/pid")
-            ok = c.getresponse().status == 200
+            r = c.getresponse()
+            ok = r.status == 200
+            what = r.status
             c.close()
-        except OSError:
+        except (OSError, http.client.HTTPException) as e:
             ok = False
-        results.append((time.monotonic() - start, ok))
+            what = repr(e)
+        results.append((time.monotonic() - start, ok, what, start))
 
 
 def reload_under_load(n, start_ms):
@@ -79,7 +95,7 @@ def reload_under_load(n, start_ms):
     try:
         assert wait_for(lambda: len(results) >= 20, 30)
         assert n.control("reload").returncode == 0
-        assert gone(old, 120), n.log_text()
+        assert gone(old, READY_WAIT), n.log_text()
     finally:
         stop.set()
         t.join()
@@ -102,8 +118,9 @@ def test_reload_keeps_serving_while_the_new_jvms_start(ng):
     """New workers take 2.5 s to start; the old ones serve meanwhile."""
     old, results = reload_under_load(ng, 2500)
     assert_all_ok(results)
-    worst = max(lat for lat, _ in results)
-    assert worst < 1.0, "a request waited %.2f s: nobody accepted" % worst
+    worst = max(r[0] for r in results)
+    assert worst < 1.0, "a request waited %.2f s: nobody accepted: %s" % (
+        worst, [r for r in results if r[0] >= 1.0][:5])
     assert ng.log_lines(r"jvm: reload: serving until the new workers are ready")
     assert ng.log_lines(r"jvm: reload: the new workers are ready")
 
@@ -118,7 +135,7 @@ def test_new_workers_never_ready_old_ones_quit_by_the_bound(tmp_path, mode):
         assert n.control("reload").returncode == 0
         # the bound counts from the quit the old worker takes (once the
         # master's trial start is done), which it says
-        assert n.wait_log(r"serving until the new workers are ready", 0, 60)
+        assert n.wait_log(r"serving until the new workers are ready", 0, READY_WAIT)
         waiting = time.monotonic()
         assert gone(old, 15)
         assert time.monotonic() - start > 0.8
@@ -167,7 +184,11 @@ def keepalive_clients(port, count, stop, results):
 
 
 def test_drain_hands_keepalive_connections_over_one_by_one(mode):
-    with started(mode, drain="3s") as n:
+    n = started(mode, drain="3s")
+    # the clients run until the new workers are ready, seconds on a slow
+    # machine: nginx's own close after keepalive_requests is not the drain's
+    add_to_http(n, "    keepalive_requests 1000000;\n")
+    with n:
         old = next_start(n, 0)
         results = []
         stop = threading.Event()
@@ -182,7 +203,7 @@ def test_drain_hands_keepalive_connections_over_one_by_one(mode):
             # the clients go on until the old workers have quit (the new
             # ones started, the drain over) and every connection has had
             # an answer from a new worker
-            assert gone(old, 120), n.log_text()
+            assert gone(old, READY_WAIT), n.log_text()
             assert wait_for(lambda: all(
                 out[-1][1] is not None and out[-1][1] not in old
                 for out in results), 30), [out[-3:] for out in results]
@@ -224,7 +245,7 @@ def test_drain_stops_accepting_and_ends_with_idle_connections(mode):
         # each old worker stops accepting as it sees the new ones ready (a
         # poll of 50 ms), right after it says so: every one of them
         assert wait_for(lambda: len(n.log_lines(r"handing the connections "
-                                                r"over")) >= len(old), 120)
+                                                r"over")) >= len(old), READY_WAIT)
         start = time.monotonic()                # the drain is under way
         time.sleep(0.1)
         for _ in range(10):
@@ -245,7 +266,7 @@ def test_drain_ends_at_once_without_clients(mode):
     with started(mode, drain="30s") as n:
         old = next_start(n, 0)
         assert n.control("reload").returncode == 0
-        assert n.wait_log(r"handing the connections over", 0, 120)
+        assert n.wait_log(r"handing the connections over", 0, READY_WAIT)
         start = time.monotonic()                # the drain is under way
         assert gone(old, 25)
         assert time.monotonic() - start < 15    # not the drain's 30 s
@@ -259,7 +280,7 @@ def test_drain_off_quits_as_nginx_does(mode):
         idle.request("GET", "/pid")
         idle.getresponse().read()
         assert n.control("reload").returncode == 0
-        assert gone(old, 120)
+        assert gone(old, READY_WAIT)
         assert n.log_lines(r"jvm: reload: the new workers are ready")
         assert not n.log_lines(r"handing the connections over")
         idle.close()
@@ -281,10 +302,10 @@ def test_two_reloads_in_a_row_a_superseded_worker_starts_no_jvm(mode):
             # the first reload's first worker is starting (its 2 s hold
             # ahead of it), the second waits for its turn
             assert n.wait_log(r"jvm: reload: serving until the new workers",
-                              0, 60)
+                              0, READY_WAIT)
             assert n.control("reload").returncode == 0
             # the first workers serve until the newest are ready
-            assert gone(first, 120), n.log_text()
+            assert gone(first, READY_WAIT), n.log_text()
         finally:
             stop.set()
             t.join()
@@ -405,13 +426,13 @@ def test_a_reloads_jvm_starts_at_a_lower_priority(mode, nice):
                 return set(children(n.master_pid)) - first
 
             assert wait_for(lambda: any("C2 Compiler" in thread_nice(p)
-                                        for p in starting()), 60)
+                                        for p in starting()), READY_WAIT)
             assert all(v == {0} for p in starting()
                        for v in thread_nice(p).values())
             assert not n.log_lines(r"SCHED_IDLE", since)
         else:
             # the first new worker says so, with its limit, as it starts
-            line = n.wait_log(IDLE_START, since, 60)
+            line = n.wait_log(IDLE_START, since, READY_WAIT)
             assert line, n.log_text(since)
             pid, limit, last = map(int, re.search(IDLE_START,
                                                   line[0]).groups())
@@ -436,7 +457,7 @@ def test_a_reloads_jvm_starts_at_a_lower_priority(mode, nice):
                                         thread_nice(pid).values()), 10), \
                 thread_nice(pid)
         next_start(n, 0)                        # the start goes on
-        assert gone(first, 120), n.log_text(since)
+        assert gone(first, READY_WAIT), n.log_text(since)
         assert wait_for(lambda: len(n.worker_pids()) == 2, 30)
         # the compilers once they sleep, or 10 s after ready at the most
         assert wait_for(lambda: all(
@@ -468,7 +489,7 @@ def test_a_reloads_compilers_leave_sched_idle_once_ready(mode):
     with n:
         first = next_start(n, 0)
         assert n.control("reload").returncode == 0
-        assert gone(first, 120)
+        assert gone(first, READY_WAIT)
         assert wait_for(lambda: len(n.worker_pids()) == 2, 30)
 
         def settled():
