@@ -424,7 +424,7 @@ def test_reload_and_quit_with_sleepers_in_flight():
             assert [body(r) for r in replies] == ["loop loop"] * 20
             if action == "reload":
                 assert wait_for(lambda: not any(alive(p) for p in old), 15)
-                assert n.wait_ready(timeout=30, exclude=old)
+                assert n.wait_ready(exclude=old)
         assert wait_for(lambda: n.proc.poll() is not None, 15)
 
 

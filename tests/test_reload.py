@@ -135,7 +135,8 @@ def test_new_workers_never_ready_old_ones_quit_by_the_bound(tmp_path, mode):
         assert n.control("reload").returncode == 0
         # the bound counts from the quit the old worker takes (once the
         # master's trial start is done), which it says
-        assert n.wait_log(r"serving until the new workers are ready", 0, READY_WAIT)
+        assert n.wait_log(r"serving until the new workers are ready", 0,
+                          READY_WAIT)
         waiting = time.monotonic()
         assert gone(old, 15)
         assert time.monotonic() - start > 0.8
