@@ -51,9 +51,9 @@
  * The limit is twice what the last start at full priority took on this
  * machine (the first workers' start, in the zone): an idle start that
  * takes longer is starved.  At least 5 s (at 40,000 req/s, half the
- * Compojure example's peak, the start took 3 s, against 1.5 s idle), at
- * most 30 s (half the default jvm_reload_timeout): a machine 2.5 times
- * slower takes 2.5 times longer to start too (ms).
+ * Compojure example's peak, the start took 3 s), at most 30 s (half the
+ * default jvm_reload_timeout): on a machine 2.5 times slower a fixed 5 s
+ * ran out before the JVM had made its threads (ms).
  */
 #define NGX_HTTP_JVM_IDLE_FACTOR  2
 #define NGX_HTTP_JVM_IDLE_FLOOR   5000
