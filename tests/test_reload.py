@@ -55,6 +55,33 @@ def gone(pids, seconds):
     return wait_for(lambda: not any(alive(p) for p in pids), seconds)
 
 
+def listening_inodes(port):
+    """The socket inodes listening on 127.0.0.1:port (/proc/net/tcp)."""
+    out = set()
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if fields[1].endswith(":%04X" % port) and fields[3] == "0A":
+                out.add(fields[9])
+    return out
+
+
+def holds(pid, inodes):
+    """True while the process has one of these sockets open."""
+    try:
+        fds = os.listdir("/proc/%d/fd" % pid)
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if link.startswith("socket:[") and link[8:-1] in inodes:
+            return True
+    return False
+
+
 def assert_all_ok(results):
     failed = [(i, r) for i, r in enumerate(results) if not r[1]]
     assert results and not failed, "%d of %d failed: %s" % (
@@ -248,7 +275,10 @@ def test_drain_stops_accepting_and_ends_with_idle_connections(mode):
         assert wait_for(lambda: len(n.log_lines(r"handing the connections "
                                                 r"over")) >= len(old), READY_WAIT)
         start = time.monotonic()                # the drain is under way
-        time.sleep(0.1)
+        listening = listening_inodes(n.port)
+        assert listening
+        assert wait_for(lambda: not any(holds(p, listening) for p in old),
+                        10), "an old worker still has the listening socket"
         for _ in range(10):
             c = http.client.HTTPConnection("127.0.0.1", n.port, timeout=10)
             c.request("GET", "/pid")
