@@ -73,7 +73,7 @@ def _reload_each(request):
         old = n.worker_pids()
         r = n.control("reload")
         assert r.returncode == 0, r.stdout
-        assert n.wait_ready(timeout=60, exclude=old), \
+        assert n.wait_ready(exclude=old), \
             "no new workers after a reload:\n" + n.log_text()
         # the old workers accept until the new JVMs are ready
         # (jvm_reload_timeout): the test talks to the new ones only

@@ -211,6 +211,12 @@ def in_event_loop(pid):
     return nr in ("232", "281")          # epoll_wait, epoll_pwait (x86_64)
 
 
+# How long the workers' start may take before a test says it failed: two
+# JVM starts one after the other took over 60 s on a machine held to a share
+# of one busy core.  A wait returns as soon as the workers serve.
+START_WAIT = 300
+
+
 def wait_for(predicate, timeout, interval=0.05):
     """Polls predicate until it returns something true; returns it or None."""
     deadline = time.monotonic() + timeout
@@ -433,7 +439,7 @@ class Nginx:
                               stderr=subprocess.PIPE, text=True, timeout=60,
                               env=nginx_env())
 
-    def start(self, timeout=60, wait=True):
+    def start(self, timeout=START_WAIT, wait=True):
         """Starts nginx and, unless wait is false, waits until its workers
         serve and checks the error log of their start."""
         self.stderr = open(self.path("logs", "stderr.log"), "ab")
@@ -480,7 +486,7 @@ class Nginx:
                 pids.append(pid)
         return pids
 
-    def wait_ready(self, timeout=60, exclude=()):
+    def wait_ready(self, timeout=START_WAIT, exclude=()):
         """Waits until `workers` workers (none in exclude) serve requests."""
         def ready():
             if self.proc.poll() is not None:
@@ -631,7 +637,7 @@ class Launcher(Nginx):
             self.env["JAVA_HOME"] = str(Path(COLOOP_LIBJVM).parents[2])
         Nginx.instances.append(self)
 
-    def start(self, timeout=180, wait=True):
+    def start(self, timeout=START_WAIT, wait=True):
         """Starts the launcher and waits until its workers serve (a first
         start builds the class cache: compiling Compojure takes a while on
         a busy machine)."""

@@ -144,14 +144,15 @@ def test_socket_io_parks_and_resumes_on_the_loop(ng):
 
 def slow_line_server(delay):
     """A loopback server that answers each connection's first line after
-    `delay` seconds: answers (port, close)."""
+    `delay` seconds: answers (port, close, the lines it has read)."""
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen(16)
+    lines = []
 
     def serve(c):
         with c:
-            c.recv(16)
+            lines.append(c.recv(16))
             time.sleep(delay)
             c.sendall(b"late\n")
 
@@ -163,7 +164,7 @@ def slow_line_server(delay):
                 return                  # closed
             threading.Thread(target=serve, args=(c,), daemon=True).start()
     threading.Thread(target=accept, daemon=True).start()
-    return srv.getsockname()[1], srv.close
+    return srv.getsockname()[1], srv.close, lines
 
 
 def test_virtual_io_goes_on_while_the_loop_is_held():
@@ -180,7 +181,7 @@ def test_virtual_io_goes_on_while_the_loop_is_held():
         location /spin { jvm_mode coloop; jvm_content testapp.Coloop$Spin; }
 """
     http = "    jvm_path %s;\n    jvm_options -Dnginx.jvm.watchdog=0;" % LIBJVM25
-    port, close = slow_line_server(0.3)
+    port, close, lines = slow_line_server(0.3)
     try:
         with Nginx(locations, http=http, classpath="java") as n:
             # a coloop handler's read parks first: the pollers start from it
@@ -189,7 +190,9 @@ def test_virtual_io_goes_on_while_the_loop_is_held():
             t = threading.Thread(target=lambda: out.update(
                 v=n.get("/virtual?port=%d" % port, timeout=30)))
             t.start()
-            time.sleep(0.1)             # its read is under way: the loop spins 1.2 s
+            # its read is under way (the server has its line): the loop
+            # spins 1.2 s
+            assert wait_for(lambda: len(lines) == 2, 30), lines
             assert n.get("/spin?ms=1200", timeout=30).status == 200
             t.join(30)
             text = body(out["v"])
@@ -317,15 +320,17 @@ def test_spinner_is_named_by_the_watchdog(ng):
     assert len(warns) == 1, log
     assert "[warn]" in warns[0] and "testapp.Coloop$Spin" in warns[0], warns
     assert "at testapp.Coloop$Spin.handle" in log, log
-    time.sleep(1.2)                 # published every second
+    # published every second
+    assert wait_for(lambda: status_value(ng, "nginx_jvm_loop_held_total")
+                    > before, 10)
     assert status_value(ng, "nginx_jvm_loop_held_total") == before + 1
 
 
 def test_status_counts_coloop_responses(ng):
     ng.get("/hello")
-    time.sleep(1.2)
-    assert status_value(
-        ng, 'nginx_jvm_requests_total{mode="coloop",status="2xx"}') > 0
+    # published every second
+    assert wait_for(lambda: status_value(
+        ng, 'nginx_jvm_requests_total{mode="coloop",status="2xx"}') > 0, 10)
 
 
 # --- the fallback ---------------------------------------------------------
@@ -422,7 +427,7 @@ def test_reload_and_quit_with_sleepers_in_flight():
             assert [body(r) for r in replies] == ["loop loop"] * 20
             if action == "reload":
                 assert wait_for(lambda: not any(alive(p) for p in old), 15)
-                assert n.wait_ready(timeout=30, exclude=old)
+                assert n.wait_ready(exclude=old)
         assert wait_for(lambda: n.proc.poll() is not None, 15)
 
 

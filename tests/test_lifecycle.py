@@ -42,7 +42,7 @@ def reload(n):
     assert len(old) == n.workers
     r = n.control("reload")
     assert r.returncode == 0, r.stdout
-    assert n.wait_ready(timeout=60, exclude=old), n.log_text()[-3000:]
+    assert n.wait_ready(exclude=old), n.log_text()[-3000:]
     return old
 
 
@@ -83,7 +83,7 @@ def test_sigquit_to_workers(ng):
     for victim in ng.worker_pids():
         os.kill(victim, signal.SIGQUIT)
         assert wait_gone([victim], 10), "worker ignored SIGQUIT"
-        assert ng.wait_ready(timeout=60, exclude=[victim])
+        assert ng.wait_ready(exclude=[victim])
     new = ng.worker_pids()
     for _ in range(4):
         assert pid_of(ng) in new        # only new workers are left

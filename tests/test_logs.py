@@ -213,7 +213,7 @@ def test_a_reload_sets_the_new_level(mode):
             f.write(text.replace("error.log info;", "error.log warn;"))
         old = n.worker_pids()
         assert n.control("reload").returncode == 0
-        assert n.wait_ready(timeout=60, exclude=old), n.log_text()[-3000:]
+        assert n.wait_ready(exclude=old), n.log_text()[-3000:]
         assert wait_for(lambda: not any(p in n.worker_pids() for p in old), 30)
         since = n.log_size()
         get(n, op="out", msg="hidden-after-reload-marker")

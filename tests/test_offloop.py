@@ -300,7 +300,7 @@ def test_reload_and_quit_with_work_in_flight():
         assert all(r.text.startswith("slept 1500") for r in replies)
         assert wait_for(lambda: not any(alive(p) for p in old), 15)
 
-        assert n.wait_ready(timeout=30, exclude=old)
+        assert n.wait_ready(exclude=old)
         threads, replies = concurrent(n.port, "/pool/slow?ms=1500", 10)
         t2, r2 = concurrent(n.port, "/async/late?ms=1500", 10)
         time.sleep(0.5)

@@ -181,15 +181,16 @@ def test_in_flight_queue_and_503(ng):
     threads = [threading.Thread(target=busy) for _ in range(14)]
     for t in threads:
         t.start()
-    time.sleep(0.6)
-    during = status(ng)
+    # while they are under way (5 x 800 ms a worker)
+    during = wait_for(lambda: (lambda s: s if value(
+        s, "nginx_jvm_requests_in_flight") >= 2 and value(
+        s, "nginx_jvm_queue_depth") >= 1 else None)(status(ng)), 10)
     for t in threads:
         t.join()
     refused = answers.count(503)
     # 14 requests over 2 workers of 1 thread and a queue of 4 each
     assert refused >= 2 and answers.count(200) + refused == 14
-    assert value(during, "nginx_jvm_requests_in_flight") >= 2
-    assert value(during, "nginx_jvm_queue_depth") >= 1
+    assert during, "never 2 in flight and 1 queued"
     assert wait_for(lambda: value(status(ng), "nginx_jvm_rejected_total")
                     - value(before, "nginx_jvm_rejected_total") == refused, 5)
     # the status request itself is in flight while it answers

@@ -72,6 +72,7 @@ typedef struct {
     ngx_atomic_t              ready;        /* its workers that are ready */
     ngx_atomic_t              workers;      /* of it */
     ngx_atomic_t              jvm_failed;   /* the master's trial start */
+    ngx_atomic_t              start_msec;   /* a full-priority start took */
 } ngx_http_jvm_generation_t;
 
 

@@ -48,9 +48,16 @@
  * How long a new worker starts under SCHED_IDLE before it falls back to
  * nice +jvm_reload_nice: with the old workers saturating the CPU an idle
  * thread barely runs, and the reload would wait for jvm_reload_timeout.
- * At 40,000 req/s (half the Compojure example's peak) the start took 3 s.
+ * The limit is twice what the last start at full priority took on this
+ * machine (the first workers' start, in the zone): an idle start that
+ * takes longer is starved.  At least 5 s (at 40,000 req/s, half the
+ * Compojure example's peak, the start took 3 s), at most 30 s (half the
+ * default jvm_reload_timeout): on a machine 2.5 times slower a fixed 5 s
+ * ran out before the JVM had made its threads (ms).
  */
-#define NGX_HTTP_JVM_IDLE_LIMIT   5
+#define NGX_HTTP_JVM_IDLE_FACTOR  2
+#define NGX_HTTP_JVM_IDLE_FLOOR   5000
+#define NGX_HTTP_JVM_IDLE_CAP     30000
 
 /*
  * After the start, how often a compiler thread still under SCHED_IDLE is
@@ -99,6 +106,10 @@ static int                   ngx_http_jvm_reload_nice_base;
 static int                   ngx_http_jvm_reload_nice_low;
 static ngx_uint_t            ngx_http_jvm_reload_nice_known;
 static ngx_uint_t            ngx_http_jvm_reload_start_idle;
+
+/* when this worker's start began, and its limit under SCHED_IDLE (ms) */
+static ngx_msec_t            ngx_http_jvm_reload_start_time;
+static ngx_msec_t            ngx_http_jvm_reload_idle_msec;
 
 /* the start under SCHED_IDLE is over (ready, or past its limit) */
 static pthread_mutex_t       ngx_http_jvm_reload_idle_lock =
@@ -253,11 +264,17 @@ void
 ngx_http_jvm_reload_start_priority(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf)
 {
-    int                 own;
-    pthread_t           limit;
-    struct rlimit       rl;
-    pthread_attr_t      attr;
-    struct sched_param  sp;
+    int                         own;
+    pthread_t                   limit;
+    ngx_msec_t                  last;
+    struct rlimit               rl;
+    pthread_attr_t              attr;
+    struct sched_param          sp;
+    ngx_http_jvm_generation_t  *gen;
+
+    /* the start's duration, for the next reload's limit */
+    ngx_time_update();
+    ngx_http_jvm_reload_start_time = ngx_current_msec;
 
     if (jmcf->generation <= 1 || jmcf->reload_nice == 0
         || ngx_process != NGX_PROCESS_WORKER)
@@ -283,6 +300,12 @@ ngx_http_jvm_reload_start_priority(ngx_cycle_t *cycle,
         return;
     }
 
+    gen = jmcf->zone->data;
+    last = gen->start_msec;
+    ngx_http_jvm_reload_idle_msec = ngx_min(NGX_HTTP_JVM_IDLE_CAP,
+                     ngx_max(NGX_HTTP_JVM_IDLE_FLOOR,
+                             NGX_HTTP_JVM_IDLE_FACTOR * last));
+
     /* its thread made before SCHED_IDLE, which it would inherit */
 
     if (pthread_attr_init(&attr) != 0) {
@@ -301,6 +324,13 @@ ngx_http_jvm_reload_start_priority(ngx_cycle_t *cycle,
         ngx_http_jvm_reload_start_idle =
                             sched_setscheduler(0, SCHED_IDLE, &sp) == 0;
         (void) pthread_mutex_unlock(&ngx_http_jvm_reload_idle_lock);
+
+        if (ngx_http_jvm_reload_start_idle) {
+            ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                          "jvm: reload: the JVM starts under SCHED_IDLE, "
+                          "for %M ms at most (the last start took %M ms)",
+                          ngx_http_jvm_reload_idle_msec, last);
+        }
     }
 
     (void) pthread_attr_destroy(&attr);
@@ -318,8 +348,8 @@ ngx_http_jvm_reload_idle_limit(void *data)
 {
     struct timespec  ts;
 
-    ts.tv_sec = NGX_HTTP_JVM_IDLE_LIMIT;
-    ts.tv_nsec = 0;
+    ts.tv_sec = ngx_http_jvm_reload_idle_msec / 1000;
+    ts.tv_nsec = (ngx_http_jvm_reload_idle_msec % 1000) * 1000000;
 
     while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
         /* void */
@@ -329,6 +359,14 @@ ngx_http_jvm_reload_idle_limit(void *data)
 
     if (ngx_http_jvm_reload_start_idle && !ngx_http_jvm_reload_idle_over) {
         ngx_http_jvm_reload_idle_over = 1;
+
+        /* before the change: seen in the log, it is under way or done */
+        ngx_time_update();
+        ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                      "jvm: reload: the start under SCHED_IDLE passed "
+                      "%M ms: on at nice %d until ready",
+                      ngx_http_jvm_reload_idle_msec,
+                      ngx_http_jvm_reload_nice_low);
         (void) ngx_http_jvm_reload_priorities(ngx_http_jvm_reload_nice_low,
                                               ngx_http_jvm_reload_nice_low, 1);
     }
@@ -549,6 +587,16 @@ ngx_http_jvm_reload_worker_ready(ngx_cycle_t *cycle,
     ngx_http_jvm_generation_t  *gen;
 
     gen = jmcf->zone->data;
+
+    /*
+     * A start at full priority measures the machine (a start under
+     * SCHED_IDLE measures the load): the next reload's limit under it.
+     */
+    ngx_time_update();
+
+    if (!ngx_http_jvm_reload_start_idle && ngx_http_jvm_reload_start_time) {
+        gen->start_msec = ngx_current_msec - ngx_http_jvm_reload_start_time;
+    }
 
     if (gen->generation == jmcf->generation) {
         (void) ngx_atomic_fetch_add(&gen->ready, 1);

@@ -21,8 +21,14 @@
 (defn slow-start
   "A jvm_init that takes as long as an application's start: the number of
   milliseconds in the file named by the system property testapp.start-ms,
-  when it exists."
+  when it exists; \"hold\" there holds it until the file says otherwise
+  (a test that waits for a state of the start, not a time)."
   []
   (when-let [f (System/getProperty "testapp.start-ms")]
-    (when (.exists (java.io.File. ^String f))
-      (Thread/sleep (Long/parseLong (.trim ^String (slurp f)))))))
+    (let [file (java.io.File. ^String f)
+          said #(.trim ^String (slurp file))]
+      (when (.exists file)
+        (loop [s (said)]
+          (if (= s "hold")
+            (do (Thread/sleep 20) (recur (said)))
+            (Thread/sleep (Long/parseLong s))))))))
