@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(nginx nginx-dev openjdk-17-jdk-headless maven gcc make dpkg-dev
           libring-core-clojure libcompojure-clojure libdata-json-clojure curl wrk python3 python3-pytest
           python3-pip
-          libhiccup-clojure)
+          libhiccup-clojure leiningen)
 # PostgreSQL (Debian's), for bench/realapp and the tests of its verifier,
 # which start a private cluster of their own; redis-server, for the tests of
 # the Redis session store and the topic bridge (tests/test_sessions.py,
