@@ -74,10 +74,13 @@ $(API): $(JAR) $(LIBS) $(TESTLIBS) $(REDISLIBS) scripts/build-api.sh runtime/api
 
 install-m2: $(API)
 	for a in nginx-jvm-api nginx-jvm-test; do \
-	    $(MVN) -f runtime/testing/pom.xml install:install-file -Dmaven.repo.local=$(M2_REPO) \
-	        -Dfile=$(BUILD)/api/$$a-$(VERSION).jar -DpomFile=$(BUILD)/api/$$a-$(VERSION).pom \
-	        -Dsources=$(BUILD)/api/$$a-$(VERSION)-sources.jar \
-	        -Djavadoc=$(BUILD)/api/$$a-$(VERSION)-javadoc.jar || exit 1; \
+	    $(MVN) -f runtime/testing/pom.xml \
+	        org.apache.maven.plugins:maven-install-plugin:3.1.1:install-file \
+	        -Dmaven.repo.local=$(abspath $(M2_REPO)) \
+	        -Dfile=$(CURDIR)/$(BUILD)/api/$$a-$(VERSION).jar \
+	        -DpomFile=$(CURDIR)/$(BUILD)/api/$$a-$(VERSION).pom \
+	        -Dsources=$(CURDIR)/$(BUILD)/api/$$a-$(VERSION)-sources.jar \
+	        -Djavadoc=$(CURDIR)/$(BUILD)/api/$$a-$(VERSION)-javadoc.jar || exit 1; \
 	done
 	@echo "install-m2: org.nginx-jvm:nginx-jvm-api:$(VERSION) and org.nginx-jvm:nginx-jvm-test:$(VERSION) in $(M2_REPO)"
 
