@@ -49,7 +49,7 @@ def api_classes():
 
 
 @pytest.fixture(scope="module")
-def env():
+def env(cache):
     """The environment of every build: the artifacts under test installed
     in build/projects/m2, Leiningen's home (its :local-repo) beside it, the
     launcher of this checkout, a class cache of the module's own."""
@@ -62,12 +62,25 @@ def env():
     lein_home = PROJECTS / "lein"
     lein_home.mkdir(exist_ok=True)
     (lein_home / "profiles.clj").write_text('{:user {:local-repo "%s"}}\n' % M2)
-    cache = tempfile.mkdtemp(prefix="nginx-jvm-projects-cache-")
-    os.chmod(cache, 0o755)
-    e = dict(os.environ, LEIN_HOME=str(lein_home), M2_REPO=str(M2),
-             NGINX_JVM_LAUNCHER=LAUNCHER, NGINX_JVM_CACHE=cache + "/cache")
-    yield e
-    shutil.rmtree(cache, ignore_errors=True)
+    return dict(os.environ, LEIN_HOME=str(lein_home), M2_REPO=str(M2),
+                NGINX_JVM_LAUNCHER=LAUNCHER)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cache():
+    """The launcher's class cache (the servers here and those the
+    projects' tests start) in a directory of the module's own, readable by
+    the workers (nobody, when started as root)."""
+    top = tempfile.mkdtemp(prefix="nginx-jvm-projects-cache-")
+    os.chmod(top, 0o755)
+    old = os.environ.get("NGINX_JVM_CACHE")
+    os.environ["NGINX_JVM_CACHE"] = top + "/cache"
+    yield
+    if old is None:
+        del os.environ["NGINX_JVM_CACHE"]
+    else:
+        os.environ["NGINX_JVM_CACHE"] = old
+    shutil.rmtree(top, ignore_errors=True)
 
 
 @pytest.fixture
@@ -107,6 +120,22 @@ def clojure_test_ran(out, at_least):
     assert m.group(3) == "0" and m.group(4) == "0", out[-3000:]
 
 
+# a location nginx answers itself, with the answering worker's pid
+PID_LOCATION = ["--server", "location = /.pid { return 200 $pid; }"]
+
+
+def every_worker_up(port, n):
+    """Waits until n workers have answered (new connections, whichever
+    worker takes each): a worker still starting its JVM cannot stop
+    gracefully, and nginx kills it."""
+    pids = set()
+    deadline = time.monotonic() + 120
+    while len(pids) < n and time.monotonic() < deadline:
+        pids.add(request(port, "GET", "/.pid").body)
+        time.sleep(0.02)
+    assert len(pids) == n, pids
+
+
 def stop(proc):
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=30)
@@ -120,8 +149,9 @@ def served_ring_app(args, greeting, clojure="1.12"):
     over HTTP, the counter shared by two workers, a session kept."""
     with launched(["--handler", "app.core/handler", "--workers", "2",
                    "--shared-dict", "app:1m", "--shared-dict", "sessions:1m"]
-                  + args) as (proc, port, first):
+                  + PID_LOCATION + args) as (proc, port, first):
         assert first.status == 200
+        every_worker_up(port, 2)
         body = first.body.decode()
         assert body.startswith("%s, on Clojure %s" % (greeting, clojure)), body
         # a new connection each time: either worker; one count
@@ -188,7 +218,8 @@ def test_maven_project(env, workdir):
     jar = app / "target" / "app.jar"
     assert "com/example/Hello.class" in zipfile.ZipFile(jar).namelist()
     with launched(["--handler", "com.example.Hello", "--jar", str(jar), "--workers", "2",
-                   "--shared-dict", "app:1m"], path="/") as (proc, port, first):
+                   "--shared-dict", "app:1m"] + PID_LOCATION, path="/") as (proc, port, first):
+        every_worker_up(port, 2)
         assert first.body == b"Hello from a Maven project, GET /\n"
         assert [int(request(port, "GET", "/hits").body) for _ in range(6)] == list(range(1, 7))
         assert request(port, "GET", "/x").status == 404

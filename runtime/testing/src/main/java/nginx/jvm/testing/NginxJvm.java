@@ -2,7 +2,6 @@ package nginx.jvm.testing;
 
 import java.io.File;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -13,7 +12,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
@@ -40,7 +41,8 @@ import java.util.stream.Collectors;
  * that do not exist.
  */
 public final class NginxJvm implements AutoCloseable {
-    /** The location the fixture asks to learn that a worker is up. */
+    /** The location the fixture asks to learn that a worker is up: nginx
+     *  answers it with the worker's pid. */
     static final String READY = "/.nginx-jvm-test-ready";
 
     private final Process process;
@@ -171,14 +173,14 @@ public final class NginxJvm implements AutoCloseable {
                         "--handler", handler, "--classpath", cp,
                         "--port", Integer.toString(port),
                         "--workers", Integer.toString(workers),
-                        "--server", "location = " + READY + " { return 204; }"));
+                        "--server", "location = " + READY + " { return 200 $pid; }"));
                 cmd.addAll(args);
                 Path log = Files.createTempFile("nginx-jvm-test", ".log");
                 Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
                         .redirectOutput(log.toFile()).start();
                 NginxJvm server = new NginxJvm(p, port, log);
                 try {
-                    server.awaitReady(startSeconds);
+                    server.awaitReady(startSeconds, workers);
                     return server;
                 } catch (IOException e) {
                     String text = server.log();
@@ -194,15 +196,26 @@ public final class NginxJvm implements AutoCloseable {
         }
     }
 
-    private void awaitReady(long seconds) throws IOException {
+    /**
+     * Waits until every worker has answered the ready location (new
+     * connections, whichever worker takes each): a worker still starting
+     * its JVM cannot be stopped gracefully, nginx would kill it.
+     */
+    private void awaitReady(long seconds, int workers) throws IOException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        Set<String> pids = new HashSet<>();
         while (System.nanoTime() < deadline) {
             if (!process.isAlive()) {
                 throw new IOException("nginx-jvm exited with status " + process.exitValue()
                         + " before serving; its output:\n" + log());
             }
-            if (probe()) {
-                return;
+            String pid = probe();
+            if (pid != null) {
+                pids.add(pid);
+                if (pids.size() >= workers) {
+                    return;
+                }
+                continue;
             }
             try {
                 Thread.sleep(50);
@@ -214,8 +227,8 @@ public final class NginxJvm implements AutoCloseable {
         throw new IOException("nginx-jvm did not serve within " + seconds + " s; its output:\n" + log());
     }
 
-    /** True once a worker answers the ready location: it has its JVM. */
-    private boolean probe() {
+    /** The pid of the worker that answered the ready location, or null. */
+    private String probe() {
         try (Socket s = new Socket()) {
             s.connect(new InetSocketAddress("127.0.0.1", port), 1000);
             s.setSoTimeout(5000);
@@ -223,11 +236,11 @@ public final class NginxJvm implements AutoCloseable {
             out.write(("GET " + READY + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
                     .getBytes(StandardCharsets.US_ASCII));
             out.flush();
-            InputStream in = s.getInputStream();
-            byte[] head = in.readNBytes(12);
-            return new String(head, StandardCharsets.US_ASCII).startsWith("HTTP/1.1 204");
+            String reply = new String(s.getInputStream().readAllBytes(), StandardCharsets.US_ASCII);
+            int body = reply.indexOf("\r\n\r\n");
+            return reply.startsWith("HTTP/1.1 200") && body > 0 ? reply.substring(body + 4) : null;
         } catch (IOException e) {
-            return false;
+            return null;
         }
     }
 
