@@ -29,7 +29,7 @@ PYTHON    ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest
         bench bench-quick clean asan asan-module soak test-reload test-coloop test-coloop-jdk21 \
         test-cluster-if-root
 
-all: $(MODULE) $(JAR) $(LIBS) $(TESTLIBS) $(REALAPP_LIBS) $(REDISLIBS)
+all: $(MODULE) $(JAR) $(LIBS) $(TESTLIBS) $(REALAPP_LIBS) $(REDISLIBS) $(API)
 
 deps: $(BUILD)/.deps
 
@@ -55,6 +55,34 @@ $(LIBS): $(BUILD)/.deps runtime/pom.xml
 	cd runtime && $(MVN) dependency:copy-dependencies -DincludeScope=provided \
 	    -DexcludeTransitive=false -DoutputDirectory=../$(BUILD)/lib
 	@touch $@
+
+# The artifacts projects compile and test against (docs/projects.md), in
+# build/api: org.nginx-jvm:nginx-jvm-api (the documented API, from the
+# runtime's public classes: runtime/api/classes.txt) and
+# org.nginx-jvm:nginx-jvm-test (the fixtures: runtime/testing), each with
+# its pom, sources and javadoc.  `make install-m2` installs them into
+# Maven's local repository (~/.m2/repository, or M2_REPO=DIR).
+VERSION   := $(shell sed -n 's|^  <version>\(.*\)</version>|\1|p' runtime/pom.xml | head -1)
+API       := $(BUILD)/api/.done
+M2_REPO   ?= $(HOME)/.m2/repository
+.PHONY: api install-m2
+api: $(API)
+$(API): $(JAR) $(LIBS) $(TESTLIBS) $(REDISLIBS) scripts/build-api.sh runtime/api/classes.txt \
+        runtime/api/pom.xml runtime/testing/pom.xml $(shell find runtime/testing/src -type f)
+	scripts/build-api.sh
+	@touch $@
+
+install-m2: $(API)
+	for a in nginx-jvm-api nginx-jvm-test; do \
+	    $(MVN) -f runtime/testing/pom.xml \
+	        org.apache.maven.plugins:maven-install-plugin:3.1.1:install-file \
+	        -Dmaven.repo.local=$(abspath $(M2_REPO)) \
+	        -Dfile=$(CURDIR)/$(BUILD)/api/$$a-$(VERSION).jar \
+	        -DpomFile=$(CURDIR)/$(BUILD)/api/$$a-$(VERSION).pom \
+	        -Dsources=$(CURDIR)/$(BUILD)/api/$$a-$(VERSION)-sources.jar \
+	        -Djavadoc=$(CURDIR)/$(BUILD)/api/$$a-$(VERSION)-javadoc.jar || exit 1; \
+	done
+	@echo "install-m2: org.nginx-jvm:nginx-jvm-api:$(VERSION) and org.nginx-jvm:nginx-jvm-test:$(VERSION) in $(M2_REPO)"
 
 # build/libnginx-mod-http-jvm_VERSION_ARCH.deb, for this machine's nginx:
 # apt-get install ./build/libnginx-mod-http-jvm_*.deb

@@ -15,7 +15,7 @@ build=$top/build
 package=libnginx-mod-http-jvm
 module=$build/ngx_http_jvm_module.so
 
-for f in "$module" "$build/nginx-jvm.jar" "$build/lib/.done"; do
+for f in "$module" "$build/nginx-jvm.jar" "$build/lib/.done" "$build/api/.done"; do
     [ -f "$f" ] || { echo "build-deb: $f is missing: run \"make\" first" >&2; exit 1; }
 done
 
@@ -66,6 +66,24 @@ install -d "$root/usr/share/man/man1"
     echo ".SH SEE ALSO"
     echo "/usr/share/doc/$package/README.md"
 } | gzip -9n > "$root/usr/share/man/man1/nginx-jvm.1.gz"
+# The artifacts projects build against (docs/projects.md), as Debian's Java
+# libraries are installed (maven-repo-helper's layout): the jar in
+# /usr/share/java with an unversioned link, and in /usr/share/maven-repo
+# under its version and under "debian", links to it beside a pom each;
+# the sources and javadoc jars beside the versioned pom.
+for a in nginx-jvm-api nginx-jvm-test; do
+    repo=usr/share/maven-repo/org/nginx-jvm/$a
+    install -d "$root/usr/share/java" "$root/$repo/$upstream" "$root/$repo/debian"
+    install -m 644 "$build/api/$a-$upstream.jar" "$root/usr/share/java/"
+    ln -s "$a-$upstream.jar" "$root/usr/share/java/$a.jar"
+    install -m 644 "$build/api/$a-$upstream.pom" "$root/$repo/$upstream/"
+    install -m 644 "$build/api/$a-$upstream-sources.jar" "$build/api/$a-$upstream-javadoc.jar" \
+        "$root/$repo/$upstream/"
+    ln -s "../../../../../java/$a-$upstream.jar" "$root/$repo/$upstream/$a-$upstream.jar"
+    ln -s "../../../../../java/$a-$upstream.jar" "$root/$repo/debian/$a-debian.jar"
+    sed "0,/<version>$upstream<\/version>/s//<version>debian<\/version>/" \
+        "$build/api/$a-$upstream.pom" > "$root/$repo/debian/$a-debian.pom"
+done
 install -m 644 "$top/README.md" "$doc/"
 cp -r "$top/docs" "$doc/docs"
 for e in "$top"/examples/*/; do

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(nginx nginx-dev openjdk-17-jdk-headless maven gcc make dpkg-dev
           libring-core-clojure libcompojure-clojure libdata-json-clojure curl wrk python3 python3-pytest
           python3-pip
-          libhiccup-clojure
+          libhiccup-clojure leiningen
           clang-14 libclang-rt-14-dev)
 # clang 14 with its libFuzzer and sanitizer runtimes: the fuzzing harnesses
 # (`make fuzz`, and a short run in `make test`; fuzz/README.md).

@@ -31,6 +31,12 @@ SHARE = Path("/usr/share/nginx-jvm")
 LAUNCHER = Path("/usr/bin/nginx-jvm")
 DOC = Path("/usr/share/doc") / PACKAGE
 CACHE = Path("/var/cache/nginx-jvm")   # the launcher's, as root
+# the artifacts projects build against (docs/projects.md), as Debian's Java
+# libraries are installed
+JAVA = Path("/usr/share/java")
+MAVEN_REPO = Path("/usr/share/maven-repo/org/nginx-jvm")
+VERSION = re.search(r"^  <version>(.*)</version>",
+                    (ROOT / "runtime" / "pom.xml").read_text(), re.M).group(1)
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("apt-get")
@@ -73,7 +79,8 @@ def system_config_test():
                           stderr=subprocess.STDOUT, text=True, timeout=60)
 
 
-PACKAGE_PATHS = (MODULE, SNIPPET, LINK, REMOVED_LINK, SHARE, LAUNCHER, DOC)
+PACKAGE_PATHS = (MODULE, SNIPPET, LINK, REMOVED_LINK, SHARE, LAUNCHER, DOC, MAVEN_REPO,
+                 JAVA / "nginx-jvm-api.jar", JAVA / "nginx-jvm-test.jar")
 
 
 @pytest.fixture(scope="module")
@@ -296,6 +303,43 @@ def test_launcher_on_path_serves_a_handler(deb, tmp_path):
     assert CACHE.is_dir()
 
 
+def test_api_installed_into_debians_maven_repository(deb):
+    """nginx-jvm-api and nginx-jvm-test as maven-repo-helper installs a
+    library: the jar in /usr/share/java with an unversioned link; in
+    /usr/share/maven-repo, the version's directory and "debian"'s, each a
+    pom and a relative link to that jar; and Maven resolves the artifact
+    from file:///usr/share/maven-repo."""
+    for a in ("nginx-jvm-api", "nginx-jvm-test"):
+        jar = JAVA / ("%s-%s.jar" % (a, VERSION))
+        assert jar.is_file() and not jar.is_symlink()
+        assert (JAVA / ("%s.jar" % a)).resolve() == jar
+        built = ROOT / "build" / "api" / jar.name
+        assert jar.read_bytes() == built.read_bytes()
+        for version in (VERSION, "debian"):
+            d = MAVEN_REPO / a / version
+            link = d / ("%s-%s.jar" % (a, version))
+            assert link.is_symlink() and not os.readlink(link).startswith("/")
+            assert link.resolve() == jar
+            pom = (d / ("%s-%s.pom" % (a, version))).read_text()
+            assert "<artifactId>%s</artifactId>" % a in pom
+            assert "<version>%s</version>" % version in pom
+        for extra in ("sources", "javadoc"):
+            assert (MAVEN_REPO / a / VERSION / ("%s-%s-%s.jar" % (a, VERSION, extra))).is_file()
+    # Maven's own resolution, into a local repository of its own (the
+    # dependency plugin it needs cached under build/ between runs)
+    local = ROOT / "build" / "projects" / "m2-deb"
+    shutil.rmtree(local / "org" / "nginx-jvm", ignore_errors=True)
+    r = subprocess.run(
+        ["mvn", "-B", "-q", "-Dmaven.repo.local=%s" % local,
+         "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:get",
+         "-Dartifact=org.nginx-jvm:nginx-jvm-api:%s" % VERSION, "-Dtransitive=false",
+         "-DremoteRepositories=debian::default::file:///usr/share/maven-repo"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout
+    got = local / "org/nginx-jvm/nginx-jvm-api" / VERSION / ("nginx-jvm-api-%s.jar" % VERSION)
+    assert got.read_bytes() == (JAVA / got.name).read_bytes()
+
+
 # --- remove and purge (last: the fixture's package goes) ------------------------
 
 def test_remove_then_purge_leaves_nothing(deb):
@@ -304,7 +348,7 @@ def test_remove_then_purge_leaves_nothing(deb):
     # as Debian's module packages: the link is kept aside, renamed, so that
     # a reinstall enables the module again; nginx's configuration stays valid
     assert not LINK.exists() and REMOVED_LINK.is_symlink()
-    assert not present(MODULE, SNIPPET, SHARE, LAUNCHER)
+    assert not present(MODULE, SNIPPET, SHARE, LAUNCHER, MAVEN_REPO)
     n = SystemNginx("")
     try:
         r = n.test_config()

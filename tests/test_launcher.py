@@ -156,7 +156,7 @@ def test_a_classpath_with_clojure_keeps_its_own():
 
 @pytest.mark.parametrize("args, message", [
     ([], r"--handler is required"),
-    (["--handler", "a.b/c"], r"--classpath is required"),
+    (["--handler", "a.b/c"], r"--classpath or --jar is required"),
     (["--handler", "a.b/c", "--classpath", "/nonexistent/x.jar"],
      r"does not exist"),
     (["--handler", "a.b/c", "--classpath", "/tmp", "--port", "http"],

@@ -12,7 +12,7 @@ import java.util.Map;
  * exposition format (version 0.0.4). Request counters are totals over the
  * workers; JVM figures are one series per worker ({@code worker}, {@code pid}).
  */
-public final class Status implements Handler {
+final class Status implements Handler {
     private static final String TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
     @Override
