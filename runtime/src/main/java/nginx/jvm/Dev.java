@@ -14,11 +14,12 @@ import java.util.stream.Stream;
 /**
  * {@code nginx-jvm dev} ({@code -Dnginx.jvm.dev=DIR:DIR...}): a thread of
  * the worker looks at the Clojure sources under the directories every
- * {@value #POLL_MS} ms and notes which changed; before the worker's next
- * request, on the thread that takes it (the event loop, for every
- * {@code jvm_mode}), {@code nginx.jvm.dev/reload} reloads their namespaces
- * and the loaded ones that depend on them, in dependency order. Until a
- * reload succeeds, its error is the answer. A handler's exception answers
+ * {@value #POLL_MS} ms; when some changed, {@code nginx.jvm.dev/reload}
+ * reloads their namespaces and the loaded ones that depend on them, in
+ * dependency order, on that thread at once. A request that arrives
+ * meanwhile waits for the reload's end (on the thread that takes it: the
+ * event loop, for every {@code jvm_mode}). Until a reload succeeds, its
+ * error is the answer. A handler's exception answers
  * a page with its stack trace. Clojure only: a Java class is not reloaded.
  * Off (one constant false test per request) without the property.
  */
@@ -44,6 +45,13 @@ final class Dev {
         if (!ON) {
             return;
         }
+        try {
+            Class.forName("clojure.lang.RT");
+        } catch (ClassNotFoundException e) {
+            Log.notice("nginx.jvm.dev", "no Clojure on the class path: nothing is reloaded (a Java"
+                    + " class changes with a restart); a handler's exception answers its stack trace");
+            return;
+        }
         for (String d : System.getProperty("nginx.jvm.dev").split(":")) {
             if (!d.isEmpty() && Files.isDirectory(Paths.get(d))) {
                 dirs.add(Paths.get(d).toAbsolutePath().normalize());
@@ -52,6 +60,15 @@ final class Dev {
         scan();
         synchronized (LOCK) {
             changed.clear();
+            pending = false;
+        }
+        try {
+            // loaded and run once now, not first by a save's reload
+            Object fn = clojure("nginx.jvm.dev", "reload");
+            Class.forName("clojure.lang.IFn").getMethod("invoke", Object.class, Object.class)
+                    .invoke(fn, roots(), List.of());
+        } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+            Log.error("nginx.jvm.dev", "cannot load nginx.jvm.dev (Clojure on the class path?)", e);
         }
         Thread t = new Thread(Dev::watch, "nginx-jvm dev watcher");
         t.setDaemon(true);
@@ -112,6 +129,9 @@ final class Dev {
                 changed.addAll(found);
                 pending = true;
             }
+            // at once, rather than by the next request: that one then waits
+            // for the end of this reload at most
+            beforeRequest();
         }
     }
 
@@ -135,21 +155,11 @@ final class Dev {
     private static void reload(List<String> files) {
         long started = System.nanoTime();
         try {
-            Class<?> rt = Class.forName("clojure.lang.RT");
-            Object require = rt.getMethod("var", String.class, String.class)
-                    .invoke(null, "clojure.core", "require");
+            Object fn = clojure("nginx.jvm.dev", "reload");
             Class<?> ifn = Class.forName("clojure.lang.IFn");
-            Class<?> symbol = Class.forName("clojure.lang.Symbol");
-            ifn.getMethod("invoke", Object.class)
-                    .invoke(require, symbol.getMethod("intern", String.class).invoke(null, "nginx.jvm.dev"));
-            Object fn = rt.getMethod("var", String.class, String.class).invoke(null, "nginx.jvm.dev", "reload");
-            List<String> roots = new ArrayList<>();
-            for (Path d : dirs) {
-                roots.add(d.toString());
-            }
             // [reloaded-namespaces failed-namespace throwable]
             List<?> result = (List<?>) ifn.getMethod("invoke", Object.class, Object.class)
-                    .invoke(fn, roots, files);
+                    .invoke(fn, roots(), files);
             long ms = (System.nanoTime() - started) / 1_000_000;
             Throwable error = (Throwable) result.get(2);
             if (error == null) {
@@ -171,10 +181,31 @@ final class Dev {
         }
     }
 
+    /**
+     * The var ns/name, its namespace required: by reflection, so that this
+     * class loads without Clojure (a Java handler's dev).
+     */
+    private static Object clojure(String ns, String name) throws ReflectiveOperationException {
+        Class<?> rt = Class.forName("clojure.lang.RT");
+        Object require = rt.getMethod("var", String.class, String.class).invoke(null, "clojure.core", "require");
+        Class<?> symbol = Class.forName("clojure.lang.Symbol");
+        Class.forName("clojure.lang.IFn").getMethod("invoke", Object.class)
+                .invoke(require, symbol.getMethod("intern", String.class).invoke(null, ns));
+        return rt.getMethod("var", String.class, String.class).invoke(null, ns, name);
+    }
+
     /** A handler's failure: logged as without dev, answered with the page. */
     static Response failed(String message, Throwable t) {
         Log.error("nginx.jvm.dev", message, t);
         return page(message, t);
+    }
+
+    private static List<String> roots() {
+        List<String> roots = new ArrayList<>();
+        for (Path d : dirs) {
+            roots.add(d.toString());
+        }
+        return roots;
     }
 
     /** What the request answers while the last reload failed. */

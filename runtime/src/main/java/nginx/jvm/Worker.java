@@ -85,7 +85,8 @@ final class Worker {
     }
 
     // nginx-jvm dev: why each handler that failed to load did
-    private static final Map<Integer, Throwable> loadErrors = new HashMap<>();
+    // (written by the dev watcher's thread too)
+    private static final Map<Integer, Throwable> loadErrors = new java.util.concurrent.ConcurrentHashMap<>();
 
     /** nginx-jvm dev, after a reload: the handlers that failed to load are tried again. */
     static void reloadHandlers() {

@@ -48,7 +48,7 @@
     f))
 
 (defn- loaded? [n]
-  (contains? @#'clojure.core/*loaded-libs* n))
+  (contains? (loaded-libs) n))
 
 (defn- order
   "The namespaces of todo, each after those of them it depends on."
