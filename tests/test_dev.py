@@ -152,10 +152,11 @@ def test_nginx_t_refuses_a_handler_the_cache_build_cannot_load(project):
 
 # --- dev ----------------------------------------------------------------------
 
-def dev(project, *args, workers=2):
-    """`nginx-jvm dev` on the project, started (its workers ready)."""
+def dev(project, *args, workers=2, mode="loop"):
+    """`nginx-jvm dev` on the project (its workers ready once entered)."""
     n = Launcher(["--handler", "devtest.app/handler", "--classpath",
-                  str(project), "--reuseport"] + list(args), workers=workers)
+                  str(project), "--reuseport"] + list(args), workers=workers,
+                 mode=mode)
     n.args[1] = "dev"
     n.args += ["--workers", str(workers)]
     return n
@@ -189,8 +190,8 @@ def answers(port, want, timeout):
     return seen
 
 
-def test_a_save_is_served_by_every_worker_within_a_second(project):
-    with dev(project) as n:
+def test_a_save_is_served_by_every_worker_within_a_second(project, mode):
+    with dev(project, mode=mode) as n:
         pids = n.worker_pids()
         assert len(pids) == 2
         before = answers(n.port, {p: "v1" for p in pids}, 60)
@@ -233,9 +234,9 @@ def test_a_broken_save_answers_its_error_until_fixed(project):
 
 @pytest.mark.log_allows(r"nginx.jvm.dev: the handler threw",
                         r"jvm: (\s+at |\s*\.\.\. \d+ more|Caused by: )")
-def test_an_exception_answers_its_stack_trace(project):
+def test_an_exception_answers_its_stack_trace(project, mode):
     with dev(project, "--server", "location /boom "
-             "{ jvm_content devtest.app/boom; }", workers=1) as n:
+             "{ jvm_content devtest.app/boom; }", workers=1, mode=mode) as n:
         since = n.log_size()
         r = n.get("/boom")
         assert r.status == 500
