@@ -369,7 +369,7 @@ def test_jdb_stops_a_worker_at_a_breakpoint():
                     assert result["r"].status == 200
                     continue
                 hit = True
-                assert re.search(r"testapp.Echo.handle\(\)", jdb.text())
+                jdb.expect(r"Breakpoint hit: .*testapp\.Echo\.handle\(\)")
                 # the worker is stopped: its request waits
                 time.sleep(0.5)
                 assert t.is_alive() and "r" not in result
