@@ -385,3 +385,44 @@ def test_jdb_stops_a_worker_at_a_breakpoint():
             jdb.close()
         # the worker goes on serving
         assert n.get("/after").status == 200
+
+
+# --- the launcher's arguments -------------------------------------------------
+
+def launcher(*args):
+    return subprocess.run([LAUNCHER] + list(args), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=60)
+
+
+def test_dev_config(project):
+    r = launcher("dev", "--handler", "devtest.app/handler", "--classpath",
+                 "%s:%s" % (project, java_classes()), "--repl", "7000",
+                 "--debug", "5005", "--print-config")
+    assert r.returncode == 0, r.stderr
+    conf = r.stdout
+    # both directories watched, one worker, no cache, the REPL, JDWP per worker
+    assert '"-Dnginx.jvm.dev=%s:%s"' % (project, java_classes()) in conf
+    assert "worker_processes 1;" in conf
+    assert 'jvm_cache "off";' in conf
+    assert "jvm_repl 7000;" in conf
+    assert ("-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,"
+            "address=127.0.0.1:%{5005+w}") in conf
+    r = launcher("dev", "--handler", "devtest.app/handler", "--classpath",
+                 str(project), "--workers", "3", "--watch", str(project.parent),
+                 "--print-config")
+    assert "worker_processes 3;" in r.stdout
+    assert '"-Dnginx.jvm.dev=%s"' % project.parent in r.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "--debug", "0"], "--debug must be a port number"),
+    (["run", "--repl", "x"], "--repl must be a port number"),
+    (["run", "--watch", "/tmp"], "--watch is for dev"),
+    (["dev", "--watch", "/nonexistent"], "--watch /nonexistent: not a directory"),
+    (["dev", "--classpath", "/usr/share/java/ring-core.jar"],
+     "dev watches the source directories of --classpath"),
+])
+def test_bad_dev_arguments_are_refused(args, message):
+    cp = [] if "--classpath" in args else ["--classpath", "/tmp"]
+    r = launcher(*(args[:1] + ["--handler", "a.b/c"] + cp + args[1:]))
+    assert r.returncode == 2 and message in r.stderr, r.stderr
