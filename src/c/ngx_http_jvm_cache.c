@@ -62,10 +62,11 @@ static u_char *ngx_http_jvm_cache_path(ngx_cycle_t *cycle,
 /*
  * For each configuration the master loads: the cache entry ready for the
  * workers (jmcf->cache_ready), built now if need be; or, without a cache,
- * the plain trial start.
+ * the plain trial start.  NGX_ERROR: the build found a handler that cannot
+ * be loaded, and the configuration is refused.
  */
 
-void
+ngx_int_t
 ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 {
     u_char           *path, hex[32];
@@ -77,7 +78,7 @@ ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 
     if (jmcf->cache.len == 0) {
         ngx_http_jvm_vm_trial(cycle, jmcf);
-        return;
+        return NGX_OK;
     }
 
     if (ngx_http_jvm_cache_key(cycle, jmcf, hex) != NGX_OK) {
@@ -85,20 +86,20 @@ ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
                       "jvm: the class cache is not used: the class path "
                       "cannot be read");
         ngx_http_jvm_vm_trial(cycle, jmcf);
-        return;
+        return NGX_OK;
     }
 
     jmcf->cache_entry.len = jmcf->cache.len + 1 + 32;
     jmcf->cache_entry.data = ngx_pnalloc(cycle->pool,
                                          jmcf->cache_entry.len + 1);
     if (jmcf->cache_entry.data == NULL) {
-        return;
+        return NGX_OK;
     }
 
     ngx_sprintf(jmcf->cache_entry.data, "%V/%*s%Z", &jmcf->cache, 32, hex);
 
     if (ngx_http_jvm_cache_paths(cycle, jmcf) != NGX_OK) {
-        return;
+        return NGX_OK;
     }
 
     /* a ready entry is a trial start passed with these very files */
@@ -121,7 +122,7 @@ ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
             (void) ngx_set_file_time(path, NGX_INVALID_FILE, ngx_time());
         }
 
-        return;
+        return NGX_OK;
     }
 
     if (rc == NGX_ERROR) {
@@ -159,7 +160,7 @@ ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
                       "jvm: the class cache is not used: mkdir or chown "
                       "\"%V\" failed", &jmcf->cache_entry);
         ngx_http_jvm_vm_trial(cycle, jmcf);
-        return;
+        return NGX_OK;
     }
 
     ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
@@ -171,6 +172,11 @@ ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
                    "jvm: class cache \"%V\": the build JVM answered %i",
                    &jmcf->cache_entry, rc);
 
+    if (rc == NGX_ABORT) {
+        ngx_http_jvm_cache_remove(cycle, &jmcf->cache_entry);
+        return NGX_ERROR;
+    }
+
     if (rc == NGX_OK) {
         ngx_http_jvm_cache_seal(cycle, &jmcf->cache_entry);
         ngx_http_jvm_cache_done(cycle, jmcf);
@@ -178,7 +184,7 @@ ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         if (ngx_http_jvm_cache_valid(cycle, jmcf) == NGX_OK) {
             jmcf->cache_ready = 1;
             ngx_http_jvm_cache_prune(cycle, jmcf);
-            return;
+            return NGX_OK;
         }
     }
 
@@ -187,6 +193,7 @@ ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
                   "above); the workers start without it");
 
     ngx_http_jvm_cache_remove(cycle, &jmcf->cache_entry);
+    return NGX_OK;
 }
 
 

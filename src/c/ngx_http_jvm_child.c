@@ -83,7 +83,8 @@ ngx_http_jvm_vm_build_cache(ngx_cycle_t *cycle,
 /*
  * A JVM in a child process; NGX_OK when it did its job, NGX_DECLINED when
  * it started but failed at the job, NGX_ERROR when it could not start (the
- * workers then do not try).  SIGCHLD stays blocked meanwhile, so that
+ * workers then do not try), NGX_ABORT when a handler could not be loaded
+ * (the configuration is refused).  SIGCHLD stays blocked meanwhile, so that
  * nginx's handler does not reap the child before waitpid() does; a child
  * that runs past the bound (a handler's namespace that never finishes
  * loading) is killed.
@@ -160,6 +161,14 @@ ngx_http_jvm_vm_child(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
         return NGX_DECLINED;
     }
 
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
+                      "jvm: a handler cannot be loaded (the reason is "
+                      "above): the master's JVM loaded the handlers as a "
+                      "worker would, and one failed");
+        return NGX_ABORT;
+    }
+
     gen->jvm_failed = 1;
 
     ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
@@ -203,7 +212,10 @@ ngx_http_jvm_vm_child_user(ngx_cycle_t *cycle)
 }
 
 
-/* In the child: exit status 0 done, 1 the JVM did not start, 2 job failed. */
+/*
+ * In the child: exit status 0 done, 1 the JVM did not start, 2 job failed,
+ * 3 a handler cannot be loaded.
+ */
 
 static int
 ngx_http_jvm_vm_child_job(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
@@ -299,9 +311,15 @@ ngx_http_jvm_vm_child_job(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
 
     name = jmcf->handlers.elts;
 
+    /*
+     * A handler that cannot load here (the class cache's jar, compiled from
+     * these sources, loaded as a worker loads it) cannot in a worker: no
+     * such var or class, or a namespace that fails as it loads.
+     */
+
     for (i = 0; i < jmcf->handlers.nelts; i++) {
         if (ngx_http_jvm_vm_register(cycle, &name[i]) != NGX_OK) {
-            return 2;
+            return 3;
         }
     }
 

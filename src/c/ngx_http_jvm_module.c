@@ -889,6 +889,14 @@ ngx_http_jvm_options(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             return NGX_CONF_ERROR;
         }
 
+        if (ngx_http_jvm_vm_option(&value[i], 0, NULL) == NGX_ERROR) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "jvm_options: \"%V\" has a \"%%{\" that is "
+                               "not \"%%{N+w}\" (N plus the worker's "
+                               "number)", &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
         opt = ngx_array_push(jmcf->options);
         if (opt == NULL) {
             return NGX_CONF_ERROR;
@@ -1124,7 +1132,10 @@ ngx_http_jvm_init_module(ngx_cycle_t *cycle)
         /* "nginx -s": a signal to send, not a configuration to start */
 
         if (ngx_process != NGX_PROCESS_SIGNALLER) {
-            ngx_http_jvm_cache_prepare(cycle, jmcf);
+            if (ngx_http_jvm_cache_prepare(cycle, jmcf) != NGX_OK) {
+                return NGX_ERROR;
+            }
+
             (void) ngx_http_jvm_topics_prepare(cycle, jmcf);
         }
     }

@@ -246,7 +246,7 @@ extern ngx_http_jvm_vm_t  ngx_http_jvm_vm;
 
 
 /* ngx_http_jvm_cache.c */
-void ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle,
+ngx_int_t ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 
 /* ngx_http_jvm_reload.c */
@@ -442,6 +442,8 @@ ngx_int_t ngx_http_jvm_natives_init(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_jvm_vm_start(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_vm_register(ngx_cycle_t *cycle, ngx_str_t *name);
+ngx_int_t ngx_http_jvm_vm_option(ngx_str_t *opt, ngx_int_t worker,
+    u_char *out);
 ngx_int_t ngx_http_jvm_vm_init(ngx_cycle_t *cycle, ngx_str_t *name);
 ngx_int_t ngx_http_jvm_vm_configure(ngx_cycle_t *cycle, ngx_fd_t notify_fd,
     ngx_int_t pool_size, ngx_int_t carriers, ngx_int_t queue,

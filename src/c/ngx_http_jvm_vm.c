@@ -583,6 +583,94 @@ ngx_http_jvm_vm_defaults(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
 }
 
 
+/*
+ * The worker's number in an option of jvm_options: "%w" is the number
+ * (ngx_worker, 0 .. worker_processes - 1), "%{N+w}" N plus it, so that each
+ * worker gets a debug port, a JMX port or a log file of its own.  "%%" and
+ * any other "%" stay as they are: HotSpot's own "%p" and "%t" in file
+ * names, and its "%%", keep their meaning.  Returns how many placeholders
+ * the option has (NGX_ERROR for a "%{" that is not "%{N+w}"); with out, it
+ * writes there the option for the worker, null-terminated.
+ */
+
+ngx_int_t
+ngx_http_jvm_vm_option(ngx_str_t *opt, ngx_int_t worker, u_char *out)
+{
+    u_char      *p, *end, *digits;
+    ngx_int_t    base, found;
+
+    found = 0;
+    end = opt->data + opt->len;
+
+    for (p = opt->data; p < end; p++) {
+
+        if (*p != '%' || p + 1 == end) {
+            goto copy;
+        }
+
+        if (p[1] == '%') {
+            if (out) {
+                *out++ = *p++;
+            } else {
+                p++;
+            }
+
+            goto copy;
+        }
+
+        if (p[1] == 'w') {
+            found++;
+            if (out) {
+                out = ngx_sprintf(out, "%i", worker);
+            }
+
+            p++;
+            continue;
+        }
+
+        if (p[1] != '{') {
+            goto copy;
+        }
+
+        /* %{N+w} */
+
+        digits = p + 2;
+        p = digits;
+
+        while (p < end && *p >= '0' && *p <= '9') {
+            p++;
+        }
+
+        if (p == digits || p - digits > 9 || end - p < 3
+            || ngx_strncmp(p, "+w}", 3) != 0)
+        {
+            return NGX_ERROR;
+        }
+
+        base = ngx_atoi(digits, p - digits);
+        found++;
+        if (out) {
+            out = ngx_sprintf(out, "%i", base + worker);
+        }
+
+        p += 2;
+        continue;
+
+    copy:
+
+        if (out) {
+            *out++ = *p;
+        }
+    }
+
+    if (out) {
+        *out = '\0';
+    }
+
+    return found;
+}
+
+
 /* libjvm.so loaded, and the JVM's options from the configuration. */
 
 ngx_int_t
@@ -678,7 +766,30 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
         opt = jmcf->options->elts;
 
         for (i = 0; i < jmcf->options->nelts; i++) {
-            options[n++].optionString = (char *) opt[i].data;
+            if (ngx_http_jvm_vm_option(&opt[i], -1, NULL) == 0) {
+                options[n++].optionString = (char *) opt[i].data;
+                continue;
+            }
+
+            /*
+             * An option naming the worker's number: a worker's own port
+             * or file.  The master's JVMs (no exit hook: they are not
+             * workers) leave it out, so that they neither bind a worker's
+             * port nor write a worker's file.
+             */
+
+            if (exit_hook == NULL) {
+                continue;
+            }
+
+            p = ngx_pnalloc(cycle->pool,
+                            opt[i].len * (NGX_INT_T_LEN + 1) + 1);
+            if (p == NULL) {
+                return NGX_ERROR;
+            }
+
+            (void) ngx_http_jvm_vm_option(&opt[i], ngx_worker, p);
+            options[n++].optionString = (char *) p;
         }
     }
 

@@ -142,6 +142,9 @@ final class Task implements Responder, Runnable {
 
     /** Encodes the response (or the failure) into the encoder's buffer. */
     int encode(ResponseEncoder encoder) {
+        if (errorMessage != null && Dev.ON && phase == Wire.PHASE_CONTENT) {
+            return encoder.encode(Dev.failed(errorMessage, error), mode);
+        }
         if (errorMessage != null) {
             return encoder.error(500, errorMessage, error);
         }

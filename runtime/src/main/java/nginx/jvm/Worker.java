@@ -77,8 +77,42 @@ final class Worker {
             return null;
         } catch (Throwable t) {
             handlers.add(null);
+            if (Dev.ON) {
+                loadErrors.put(handlers.size() - 1, t);
+            }
             return Failure.describe("cannot load handler \"" + name + "\"", t);
         }
+    }
+
+    // nginx-jvm dev: why each handler that failed to load did
+    // (written by the dev watcher's thread too)
+    private static final Map<Integer, Throwable> loadErrors = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** nginx-jvm dev, after a reload: the handlers that failed to load are tried again. */
+    static void reloadHandlers() {
+        for (int i = 0; i < handlers.size(); i++) {
+            if (handlers.get(i) == null) {
+                try {
+                    handlers.set(i, Handlers.load(names.get(i)));
+                    loadErrors.remove(i);
+                    Log.notice("nginx.jvm.dev", "handler \"" + names.get(i) + "\" loaded");
+                } catch (Throwable t) {
+                    loadErrors.put(i, t);
+                }
+            }
+        }
+    }
+
+    /**
+     * nginx-jvm dev, before a request: what changed is reloaded; while the
+     * last reload failed, a content handler's request answers its page
+     * (the length of the encoded response), otherwise -1.
+     */
+    private static int devBefore(int phase, int mode) {
+        if (Dev.beforeRequest() != null && phase == Wire.PHASE_CONTENT) {
+            return encoder.encode(Dev.reloadPage(), mode);
+        }
+        return -1;
     }
 
     /** Runs the {@code jvm_init} handler; returns null on success, otherwise what went wrong. */
@@ -100,9 +134,15 @@ final class Worker {
      * answered nothing).
      */
     static int handle(int index, int length, long r, int phase) {
+        if (Dev.ON) {
+            int page = devBefore(phase, Wire.LOOP);
+            if (page >= 0) {
+                return page;
+            }
+        }
         Object handler = handlers.get(index);
         if (!(handler instanceof Handler)) {
-            return notLoaded(handler, Handler.class);
+            return notLoaded(index, handler, Handler.class);
         }
         Request request = request(length);
         request.handle = r;
@@ -122,9 +162,13 @@ final class Worker {
                 n = answered ? encoder.encode(response, Wire.LOOP) : encoder.declined();
             }
         } catch (Failure f) {
-            n = encoder.error(500, f.getMessage(), f.getCause());
+            n = Dev.ON && phase == Wire.PHASE_CONTENT
+                    ? encoder.encode(Dev.failed(f.getMessage(), f.getCause()), Wire.LOOP)
+                    : encoder.error(500, f.getMessage(), f.getCause());
         } catch (Throwable t) {
-            n = encoder.error(500, "the handler failed", t);
+            n = Dev.ON && phase == Wire.PHASE_CONTENT
+                    ? encoder.encode(Dev.failed("the handler failed", t), Wire.LOOP)
+                    : encoder.error(500, "the handler failed", t);
         } finally {
             request.handle = 0;
             Metrics.inFlight.decrementAndGet();
@@ -331,6 +375,14 @@ final class Worker {
         return new Request(data);
     }
 
+    private static int notLoaded(int index, Object handler, Class<?> kind) {
+        if (handler == null && Dev.ON) {
+            return encoder.encode(Dev.page("cannot load handler \"" + names.get(index) + "\"",
+                    loadErrors.get(index)), Wire.LOOP);
+        }
+        return notLoaded(handler, kind);
+    }
+
     private static int notLoaded(Object handler, Class<?> kind) {
         if (handler == null) {
             return encoder.error(500, "the handler of this location failed to load"
@@ -360,6 +412,7 @@ final class Worker {
             String error = tasks.configure(poolSize, carriers, queueSize, virtual, coloop);
             Metrics.start(tasks);
             Repl.start();
+            Dev.start();
             return error;
         } catch (Throwable t) {
             return Failure.describe("cannot start the thread pool", t);
@@ -374,12 +427,18 @@ final class Worker {
      * (503 when refused).
      */
     static int submit(int index, int length, long id, int mode, boolean async, long r, int phase) {
+        if (Dev.ON) {
+            int page = devBefore(phase, Wire.LOOP);
+            if (page >= 0) {
+                return page;
+            }
+        }
         Object handler = handlers.get(index);
         if (phase == Wire.PHASE_LOG) {
             return log(handler, length, mode);
         }
         if (!(async ? handler instanceof AsyncHandler : handler instanceof Handler)) {
-            return notLoaded(handler, async ? AsyncHandler.class : Handler.class);
+            return notLoaded(index, handler, async ? AsyncHandler.class : Handler.class);
         }
         Request request = null;
         try {
