@@ -136,6 +136,9 @@ def java_classpath():
 def nginx_env():
     """The environment of the nginx processes the harness runs."""
     env = dict(os.environ)
+    # nginx reads $NGINX as the sockets of a binary upgrade: the harness's
+    # NGINX (the binary to test) is not for it
+    env.pop("NGINX", None)
     if PRELOAD:
         env["LD_PRELOAD"] = PRELOAD
     return env
