@@ -149,7 +149,7 @@ test-integration: all
 # part (about 90 s); tests/test_coloop.py runs with the others.
 COLOOP_TESTS ?= test_ring_request test_ring_response test_java test_framing \
                 test_phases test_variables test_subrequest test_abort \
-                test_streams test_upload_stream
+                test_streams test_upload_stream test_doors
 test-coloop: all
 	NGINX_JVM_MODES=coloop $(PYTHON) -m pytest -q \
 	    $(patsubst %,tests/%.py,$(COLOOP_TESTS))
