@@ -113,7 +113,7 @@ def load(port, stop, results):
 
 def reload_under_load(n, start_ms):
     """A reload while clients keep coming, until the old workers have quit
-    (the new ones ready): the old workers and (latency, ok) per request."""
+    (the new ones ready): the old workers and load()'s results."""
     old = next_start(n, start_ms)
     results = []
     stop = threading.Event()
