@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from harness import (SANITIZED, Nginx, accepted, alive, dechunk, jdk21_libjvm, parse_raw, request,
-                     sanitized_rss, wait_for)
+from harness import (SANITIZED, Nginx, accepted, alive, dechunk, jdk21_libjvm,
+                     parse_raw, request, sanitized_rss, wait_for)
 
 
 JDK21 = jdk21_libjvm()
