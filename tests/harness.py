@@ -214,6 +214,31 @@ def in_event_loop(pid):
     return nr in ("232", "281")          # epoll_wait, epoll_pwait (x86_64)
 
 
+def accepted(pids, port):
+    """How many connections to 127.0.0.1:port these processes have accepted
+    and hold (ESTABLISHED, /proc/net/tcp): requests that a quit or reload
+    now finds in flight."""
+    inodes = set()
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if fields[1].endswith(":%04X" % port) and fields[3] == "01":
+                inodes.add("socket:[%s]" % fields[9])
+    count = 0
+    for pid in pids:
+        try:
+            fds = os.listdir("/proc/%d/fd" % pid)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink("/proc/%d/fd/%s" % (pid, fd)) in inodes:
+                    count += 1
+            except OSError:
+                pass
+    return count
+
+
 # How long the workers' start may take before a test says it failed: two
 # JVM starts one after the other took over 60 s on a machine held to a share
 # of one busy core.  A wait returns as soon as the workers serve.

@@ -406,7 +406,7 @@ def test_class_cache():
 def test_reload_and_quit_with_sleepers_in_flight():
     """Handlers parked on the loop get their whole response across a
     reload and a graceful quit; the old workers then exit."""
-    from harness import alive, wait_for
+    from harness import accepted, alive, wait_for
     with Nginx(LOCATIONS, http=HTTP) as n:
         for action in ("reload", "quit"):
             old = n.worker_pids()
@@ -420,14 +420,17 @@ def test_reload_and_quit_with_sleepers_in_flight():
                        for i in range(20)]
             for th in threads:
                 th.start()
-            time.sleep(0.5)
+            # all of them in flight: the worker holds their connections
+            assert wait_for(lambda: sum(1 for r in replies if r is not None)
+                            + accepted(old, n.port) >= 20, 30)
             assert n.control(action).returncode == 0
             for th in threads:
                 th.join()
             assert [body(r) for r in replies] == ["loop loop"] * 20
             if action == "reload":
-                assert wait_for(lambda: not any(alive(p) for p in old), 15)
+                # the old workers serve until the new ones are ready
                 assert n.wait_ready(exclude=old)
+                assert wait_for(lambda: not any(alive(p) for p in old), 30)
         assert wait_for(lambda: n.proc.poll() is not None, 15)
 
 

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from harness import (SANITIZED, Nginx, alive, dechunk, jdk21_libjvm, parse_raw, request,
-                     sanitized_rss, wait_for)
+from harness import (SANITIZED, Nginx, accepted, alive, dechunk, jdk21_libjvm,
+                     parse_raw, request, sanitized_rss, wait_for)
 
 
 JDK21 = jdk21_libjvm()
@@ -285,6 +285,14 @@ def test_clients_that_leave_leak_nothing():
         assert n.get("/fast").status == 200
 
 
+def in_flight(pids, port, replies):
+    """Every request answered or accepted by one of pids (the answered
+    counted first: one that ends meanwhile is missed, never counted
+    twice)."""
+    done = sum(1 for r in replies if r is not None)
+    return done + accepted(pids, port) >= len(replies)
+
+
 def test_reload_and_quit_with_work_in_flight():
     """Requests in flight on pool threads and async handlers get their whole
     response across a reload and a graceful quit; old workers then exit."""
@@ -292,18 +300,21 @@ def test_reload_and_quit_with_work_in_flight():
         old = n.worker_pids()
         threads, replies = concurrent(n.port, "/pool/slow?ms=1500", 20)
         t2, r2 = concurrent(n.port, "/async/late?ms=1500", 20)
-        time.sleep(0.5)
+        # all of them in flight: the worker holds their connections
+        assert wait_for(lambda: in_flight(old, n.port, replies + r2), 30)
         assert n.control("reload").returncode == 0
         for t in threads + t2:
             t.join()
         assert [getattr(r, "status", r) for r in replies + r2] == [200] * 40
         assert all(r.text.startswith("slept 1500") for r in replies)
-        assert wait_for(lambda: not any(alive(p) for p in old), 15)
-
+        # the old workers serve until the new ones are ready, then drain
         assert n.wait_ready(exclude=old)
+        assert wait_for(lambda: not any(alive(p) for p in old), 30)
+
+        new = n.worker_pids()
         threads, replies = concurrent(n.port, "/pool/slow?ms=1500", 10)
         t2, r2 = concurrent(n.port, "/async/late?ms=1500", 10)
-        time.sleep(0.5)
+        assert wait_for(lambda: in_flight(new, n.port, replies + r2), 30)
         assert n.control("quit").returncode == 0
         for t in threads + t2:
             t.join()
