@@ -325,7 +325,7 @@ cluster-test: all cluster-deps
 # each for FUZZ_SHORT (test-fuzz-short); any crash, leak, sanitizer report
 # or hang fails.  The module's files are compiled unchanged against the
 # configured nginx tree of the module's build (build/nginx-src).
-.PHONY: fuzz fuzz-build test-fuzz-short
+.PHONY: fuzz fuzz-build fuzz-coverage test-fuzz-short
 FUZZ_CC    ?= clang-14
 FUZZ_TIME  ?= 120
 FUZZ_SHORT ?= 15
@@ -368,6 +368,10 @@ fuzz: fuzz-build
 
 test-fuzz-short: fuzz-build
 	fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SHORT) $(FUZZ_NAMES)
+
+# line and branch coverage of src/c by the corpora (clang's source-based)
+fuzz-coverage: $(MODULE)
+	FUZZ_CC=$(FUZZ_CC) fuzz/coverage.sh
 
 # Conformance with tools no one here wrote (issue 34). Autobahn, the whole
 # suite (1-7, 9, 10, 12, 13; kosoku) in every mode, with the limits raised
