@@ -308,6 +308,15 @@ def warming(n, count=20):
     return wait_for(found, 120)
 
 
+def threads(pid):
+    """How many threads a process has: 1 before its JVM."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return int(re.search(r"Threads:\s+(\d+)", f.read()).group(1))
+    except (OSError, AttributeError):
+        return 0
+
+
 def leave_lines(n):
     try:
         with open(n.path("leave.txt")) as f:
@@ -333,6 +342,10 @@ def test_a_quit_or_stop_during_the_warmup_is_obeyed_at_once(mode, sig, word):
         n.start(wait=False)
         first = warming(n)
         assert first, "no warm-up ran:\n" + n.log_text()
+        (other,) = [p for p in children(n.master_pid) if p != first]
+        # still waiting for its turn, unless the first one's start passed
+        # the wait's 10 s (a loaded machine): then it starts its JVM too
+        waiting = threads(other) == 1
         sent = time.time()
         # a stop that the workers miss ends with the master's SIGKILL
         # after 1.5 s: the error log's check sees it ("exited on signal 9")
@@ -343,15 +356,18 @@ def test_a_quit_or_stop_during_the_warmup_is_obeyed_at_once(mode, sig, word):
               "gone after %.3f s" % (word, took, late, stopped))
         assert took < REACTION, took
         # the second worker, waiting for its turn, started no JVM
-        assert list(tallies(n)) == [first]
-        assert n.log_lines(r"\[notice\].* jvm: a %s came before this "
-                           r"worker's start: no JVM, quitting" % word)
+        jvms = [first] if waiting else sorted([first, other])
+        assert not waiting or other not in tallies(n)
+        assert waiting == bool(
+            n.log_lines(r"\[notice\].* jvm: a %s came before this "
+                        r"worker's start: no JVM, quitting" % word))
         assert n.log_lines(r"\[warn\].* jvm: warm-up of /tally\?ms=2 stopped "
                            r"after \d+ ms, \d+ of %d requests served: the "
                            r"worker %s" % (ENDLESS, "stops" if word == "stop"
                                            else "quits"))
         # jvm_exit and the shutdown hook ran in the worker that warmed up
-        assert leave_lines(n) == ["exit %d" % first, "hook %d" % first]
+        assert leave_lines(n) == sorted(["exit %d" % p for p in jvms]
+                                        + ["hook %d" % p for p in jvms])
         assert not n.log_lines(r"exited on signal")
     finally:
         n.stop()
@@ -359,23 +375,23 @@ def test_a_quit_or_stop_during_the_warmup_is_obeyed_at_once(mode, sig, word):
 
 
 def test_a_quit_while_a_worker_waits_for_its_turn_is_obeyed_at_once():
-    # the first worker's jvm_init holds it (a file says so) while the
-    # second waits for its turn; the quit finds the second waiting
+    # the first worker starts its JVM, and its jvm_init holds it (while a
+    # file is there); the second waits for its turn (10 s at most): the
+    # quit comes as soon as the first one's JVM has threads
     n = Nginx(TALLY % 10, workers=2, http=LEAVE % "testapp.warmup/hold-init")
     try:
         open(n.path("hold"), "w").close()
         n.start(wait=False)
 
-        def holding():
-            try:
-                with open(n.path("warmups.txt")) as f:
-                    m = re.search(r"holding (\d+)", f.read())
-            except FileNotFoundError:
+        def starting():
+            pids = children(n.master_pid)
+            if len(pids) != 2:
                 return None
-            return m and int(m.group(1))
+            started = [p for p in pids if threads(p) > 1]
+            return len(started) == 1 and started[0]
 
-        first = wait_for(holding, 120)
-        assert first, "jvm_init never ran:\n" + n.log_text()
+        first = wait_for(starting, 60, interval=0.01)
+        assert first, "no JVM started:\n" + n.log_text()
         (second,) = [p for p in children(n.master_pid) if p != first]
         sent = time.monotonic()
         n.proc.send_signal(signal.SIGQUIT)
@@ -383,7 +399,7 @@ def test_a_quit_while_a_worker_waits_for_its_turn_is_obeyed_at_once():
         took = time.monotonic() - sent
         print("the waiting worker left %.3f s after the quit" % took)
         assert took < REACTION, took
-        assert alive(first)                  # still held in jvm_init
+        assert alive(first)         # still in its JVM's start or jvm_init
         assert n.log_lines(r"\[notice\].* jvm: a quit came before this "
                            r"worker's start: no JVM, quitting")
         os.unlink(n.path("hold"))
@@ -434,6 +450,7 @@ def test_a_newer_reload_during_a_warmup_ends_it(mode):
             warm = warming(n)
             assert warm and warm not in first
             second = set(children(n.master_pid)) - first
+            waiting = all(threads(p) == 1 for p in second - {warm})
             _set_requests(n, 10)
             sent = time.time()
             assert n.control("reload").returncode == 0
@@ -459,8 +476,10 @@ def test_a_newer_reload_during_a_warmup_ends_it(mode):
         # worker had no JVM
         assert "exit %d" % warm in leave_lines(n)
         assert set(tallies(n)) & second == {warm}
-        assert not [l for l in leave_lines(n)
-                    if int(l.split()[1]) in second - {warm}]
+        # (unless the first one's start took more than the wait's 10 s)
+        if waiting:
+            assert not [l for l in leave_lines(n)
+                        if int(l.split()[1]) in second - {warm}]
 
 
 # a trace is logged in pieces, each an [error] line of its own

@@ -81,6 +81,7 @@ static void ngx_http_jvm_warmup_closed(ngx_http_jvm_warmup_run_t *run);
 static void ngx_http_jvm_warmup_timeout(ngx_event_t *ev);
 static void ngx_http_jvm_warmup_end(ngx_http_jvm_warmup_run_t *run,
     const char *why);
+static void ngx_http_jvm_warmup_unquiet(ngx_http_jvm_warmup_run_t *run);
 static void ngx_http_jvm_warmup_accept(ngx_cycle_t *cycle, ngx_uint_t on);
 static void ngx_http_jvm_warmup_stop(ngx_http_jvm_warmup_run_t *runs,
     ngx_uint_t n);
@@ -647,13 +648,14 @@ ngx_http_jvm_warmup_start(ngx_cycle_t *cycle, ngx_http_jvm_warmup_run_t *run)
     run->done = 0;
     run->start = ngx_current_msec;
 
-    run->quiet.next = ngx_http_jvm_vm.quiet;
-    ngx_http_jvm_vm.quiet = &run->quiet;
-
     if (ngx_http_jvm_warmup_connect(run) != NGX_OK) {
         run->done = 1;
         return NGX_ERROR;
     }
+
+    /* nginx reads the first requests on the loop's next turn */
+    run->quiet.next = ngx_http_jvm_vm.quiet;
+    ngx_http_jvm_vm.quiet = &run->quiet;
 
     run->limit.data = run;
     run->limit.handler = ngx_http_jvm_warmup_timeout;
@@ -872,6 +874,10 @@ ngx_http_jvm_warmup_server_closed(void *data)
     run->served += run->server->requests;
     run->server = NULL;
     run->quiet.log = NULL;
+
+    if (run->done) {
+        ngx_http_jvm_warmup_unquiet(run);
+    }
 }
 
 
@@ -1052,6 +1058,10 @@ ngx_http_jvm_warmup_end(ngx_http_jvm_warmup_run_t *run, const char *why)
         run->client = NULL;
     }
 
+    if (run->server == NULL) {
+        ngx_http_jvm_warmup_unquiet(run);
+    }
+
     served = run->served + (run->server ? run->server->requests : 0);
     took = ngx_current_msec - run->start;
 
@@ -1091,6 +1101,25 @@ ngx_http_jvm_warmup_end(ngx_http_jvm_warmup_run_t *run, const char *why)
     ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
                   "jvm: warm-up of %V: %ui requests in %M ms",
                   &run->conf->uri, served, took);
+}
+
+
+/*
+ * A run over, its server end closed: off the quiet list, which outlives
+ * the cycle whose pool holds the run (master_process off and a reload).
+ */
+
+static void
+ngx_http_jvm_warmup_unquiet(ngx_http_jvm_warmup_run_t *run)
+{
+    ngx_http_jvm_quiet_t  **q;
+
+    for (q = &ngx_http_jvm_vm.quiet; *q; q = &(*q)->next) {
+        if (*q == &run->quiet) {
+            *q = run->quiet.next;
+            return;
+        }
+    }
 }
 
 
