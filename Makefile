@@ -90,7 +90,7 @@ run: all
 	bin/nginx-jvm run --handler hello.core/app --port 8080 \
 	    --classpath examples/hello/src:$(RING_JARS)
 
-test: test-java test-clojure test-bench test-integration test-cluster-if-root
+test: test-java test-clojure test-bench test-integration test-nginx-other test-cluster-if-root
 
 # The cluster's tests (cluster-test, below: about 2 minutes) need root for
 # the network namespaces; CI runs as root and so runs them.
@@ -289,3 +289,20 @@ cluster-down:
 cluster-test: all cluster-deps
 	NGINX_JVM_CLUSTER_TEST=1 $(PYTHON) -m pytest -q -s tests/cluster || { \
 	    status=$$?; [ "$$NJC_KEEP" = 1 ] || scripts/cluster.sh down; exit $$status; }
+
+# Every nginx a team runs: Debian's nginx 1.22 (bookworm), 1.26 (trixie)
+# and 1.30 (sid), each with the module built for it in build/nginx-VERSION
+# (scripts/nginx-version.sh: a private apt configuration in build/apt), under
+# the core of the integration suite in every mode (scripts/nginx-matrix.sh,
+# one count line per version).  `make test` runs the core on the newest
+# (MATRIX_IN_TEST) besides the full suite on the system's nginx.
+MATRIX_SUITES  ?= bookworm trixie sid
+MATRIX_IN_TEST ?= sid
+MATRIX_TESTS   ?= test_ring_request test_ring_response test_java test_phases \
+                  test_websocket test_upload_stream test_reload test_launcher_tls
+export MATRIX_TESTS
+.PHONY: test-nginx-matrix test-nginx-other
+test-nginx-matrix: all
+	NGX_JVM_JAVA_HOME=$(JAVA_HOME) PYTHON=$(PYTHON) scripts/nginx-matrix.sh $(MATRIX_SUITES)
+test-nginx-other: all
+	NGX_JVM_JAVA_HOME=$(JAVA_HOME) PYTHON=$(PYTHON) scripts/nginx-matrix.sh $(MATRIX_IN_TEST)
