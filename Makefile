@@ -118,7 +118,7 @@ run: all
 	bin/nginx-jvm run --handler hello.core/app --port 8080 \
 	    --classpath examples/hello/src:$(RING_JARS)
 
-test: test-java test-clojure test-bench test-fuzz-short test-integration test-cluster-if-root
+test: test-java test-clojure test-bench test-fuzz-short test-integration test-nginx-other test-cluster-if-root
 
 # The cluster's tests (cluster-test, below: about 2 minutes) need root for
 # the network namespaces; CI runs as root and so runs them.
@@ -388,3 +388,20 @@ autobahn: all
 h2spec: all
 	scripts/h2spec.sh > /dev/null
 	$(PYTHON) bench/h2spec.py $(H2SPEC_ARGS)
+
+# Every nginx a team runs: Debian's nginx 1.22 (bookworm), 1.26 (trixie)
+# and 1.30 (sid), each with the module built for it in build/nginx-VERSION
+# (scripts/nginx-version.sh: a private apt configuration in build/apt), under
+# the core of the integration suite in every mode (scripts/nginx-matrix.sh,
+# one count line per version).  `make test` runs the core on the newest
+# (MATRIX_IN_TEST) besides the full suite on the system's nginx.
+MATRIX_SUITES  ?= bookworm trixie sid
+MATRIX_IN_TEST ?= sid
+MATRIX_TESTS   ?= test_ring_request test_ring_response test_java test_phases \
+                  test_websocket test_upload_stream test_reload test_launcher_tls
+export MATRIX_TESTS
+.PHONY: test-nginx-matrix test-nginx-other
+test-nginx-matrix: all
+	NGX_JVM_JAVA_HOME=$(JAVA_HOME) PYTHON=$(PYTHON) scripts/nginx-matrix.sh $(MATRIX_SUITES)
+test-nginx-other: all
+	NGX_JVM_JAVA_HOME=$(JAVA_HOME) PYTHON=$(PYTHON) scripts/nginx-matrix.sh $(MATRIX_IN_TEST)

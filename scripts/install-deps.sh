@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(nginx nginx-dev openjdk-17-jdk-headless maven gcc make dpkg-dev
           libring-core-clojure libcompojure-clojure libdata-json-clojure curl wrk python3 python3-pytest
           python3-pip
-          libhiccup-clojure leiningen
+          libhiccup-clojure leiningen patchelf
           clang-14 libclang-rt-14-dev)
 # clang 14 with its libFuzzer and sanitizer runtimes: the fuzzing harnesses
 # (`make fuzz`, and a short run in `make test`; fuzz/README.md).
@@ -66,15 +66,16 @@ if [ ${#quiet_missing[@]} -gt 0 ]; then
     quiet_install "${quiet_missing[@]}"
 fi
 
-# Python test clients: websockets (WebSocket tests) and kosoku (Autobahn's
-# RFC 6455 cases on Python 3), from PyPI, for the Python that has pytest.
+# Python test clients: websockets (WebSocket tests), kosoku (Autobahn's
+# RFC 6455 cases on Python 3) and aioquic (the HTTP/3 client of
+# tests/h3client.py), from PyPI, for the Python that has pytest.
 for py in python3 /usr/bin/python3; do
     if "$py" -c 'import pytest' 2>/dev/null; then
-        if ! "$py" -c 'import websockets, kosoku' 2>/dev/null; then
-            echo "install-deps: pip install websockets kosoku for $py"
-            "$py" -m pip install -q "websockets==17.4" "kosoku==0.1.0" 2>/dev/null \
+        if ! "$py" -c 'import websockets, kosoku, aioquic' 2>/dev/null; then
+            echo "install-deps: pip install websockets kosoku aioquic for $py"
+            "$py" -m pip install -q "websockets==17.4" "kosoku==0.1.0" "aioquic==1.7.2" 2>/dev/null \
                 || "$py" -m pip install -q --break-system-packages \
-                       "websockets==17.4" "kosoku==0.1.0"
+                       "websockets==17.4" "kosoku==0.1.0" "aioquic==1.7.2"
         fi
         break
     fi

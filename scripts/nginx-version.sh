@@ -82,8 +82,6 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$version" ] \
     echo "$out"
     exit 0
 fi
-mkdir -p "$out"
-
 # module TREE: builds ngx_http_jvm_module.so in the configured nginx tree
 # TREE (objs/Makefile) and copies it to $out
 module() {
@@ -93,6 +91,17 @@ module() {
     cp "$1/objs/ngx_http_jvm_module.so" "$out/ngx_http_jvm_module.so.new"
     mv -f "$out/ngx_http_jvm_module.so.new" "$out/ngx_http_jvm_module.so"
 }
+
+mkdir -p "$out"
+# Only the module changed: rebuilt in the configured tree, nginx kept
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$version" ] \
+   && [ -f "$out/src/objs/Makefile" ] && [ -x "$out/sbin/nginx" ] \
+   && [ ! "$top/src/c/config" -nt "$out/src/objs/Makefile" ]; then
+    say "the module, for nginx $version"
+    module "$out/src"
+    echo "$out"
+    exit 0
+fi
 
 # rules_flags DIR: the configure flags debian/rules gives the nginx binary
 # (make evaluates the rules' own variables: dpkg-buildflags' CFLAGS too)

@@ -77,7 +77,10 @@ def quic_nginx():
 QUIC_NGINX = quic_nginx()
 NO_QUIC = ("no nginx built --with-http_v3_module: `make test-nginx-matrix` "
            "builds them (build/nginx-VERSION), NGINX_JVM_H3_NGINX names one")
-NGINXES = [NGINX] + ([QUIC_NGINX] if QUIC_NGINX else [])
+# $NGINX (the system's, or the matrix's), and the one with QUIC
+NGINXES = [NGINX] + ([QUIC_NGINX] if QUIC_NGINX and
+                     os.path.realpath(QUIC_NGINX) != os.path.realpath(NGINX)
+                     else [])
 
 
 @pytest.fixture(scope="module")
@@ -117,11 +120,12 @@ def launch(nginx, mode, cache, tls_args):
 
 
 @pytest.fixture(scope="module", params=NGINXES,
-                ids=["system-nginx", "quic-nginx"][:len(NGINXES)])
+                ids=[re.sub(r".*/", "", nginx_v(n).split("\n")[0])
+                     for n in NGINXES])
 def tls(request, mode, certs, cache):
     """The launcher with --tls (and --http3 on an nginx that has it)."""
     nginx = request.param
-    h3 = nginx == QUIC_NGINX
+    h3 = "--with-http_v3_module" in nginx_v(nginx)
     args = ["--tls", "%s:%s" % certs] + (["--http3"] if h3 else [])
     with launch(nginx, mode, cache, args) as n:
         n.h3 = h3
@@ -257,7 +261,8 @@ def test_alt_svc_names_the_quic_port(tls, certs):
 @pytest.fixture
 def quic(tls):
     if not tls.h3:
-        pytest.skip("HTTP/3 is tested on the nginx with QUIC")
+        pytest.skip(NO_QUIC if QUIC_NGINX is None
+                    else "HTTP/3 is tested on " + QUIC_NGINX)
     return tls
 
 
@@ -349,9 +354,9 @@ def run(*args):
 
 
 def test_http3_refused_without_the_module(certs):
-    plain = [n for n in (NGINX,) if "--with-http_v3_module" not in nginx_v(n)]
+    plain = [n for n in NGINXES if "--with-http_v3_module" not in nginx_v(n)]
     if not plain:
-        pytest.skip("the system nginx has http_v3_module")
+        pytest.skip("every nginx tested has http_v3_module")
     r = run("--nginx", plain[0], "--tls", "%s:%s" % certs, "--http3")
     assert r.returncode == 2
     assert "without the HTTP/3 module" in r.stderr

@@ -63,6 +63,20 @@
 #include <ngx_http.h>
 
 
+/*
+ * nginx versions: built and tested against Debian's 1.22.1, 1.26.3 and
+ * 1.30.6 (make test-nginx-matrix).  The one change of nginx's API between
+ * them the module meets is 1.23.0's: header fields of one name became a
+ * list (ngx_table_elt_t's "next"), and headers_in's multi-valued fields
+ * (Cookie, X-Forwarded-For) one ngx_table_elt_t * instead of an array;
+ * the "#if (nginx_version >= 1023000)" guards in headers_in.c,
+ * response.c, subrequest.c and websocket.c are that change.
+ */
+#if (nginx_version < 1022000)
+#error "ngx_http_jvm_module needs nginx 1.22 or newer"
+#endif
+
+
 #include "ngx_http_jvm_wire.h"
 
 
