@@ -394,14 +394,19 @@ h2spec: all
 # (scripts/nginx-version.sh: a private apt configuration in build/apt), under
 # the core of the integration suite in every mode (scripts/nginx-matrix.sh,
 # one count line per version).  `make test` runs the core on the newest
-# (MATRIX_IN_TEST) besides the full suite on the system's nginx.
+# (MATRIX_IN_TEST) besides the full suite on the system's nginx: a smaller
+# core there (MATRIX_IN_TEST_TESTS, loop and pool), to keep make test within
+# CI's time; the whole core in every mode is make test-nginx-matrix.
 MATRIX_SUITES  ?= bookworm trixie sid
 MATRIX_IN_TEST ?= sid
 MATRIX_TESTS   ?= test_ring_request test_ring_response test_java test_phases \
                   test_websocket test_upload_stream test_reload test_launcher_tls
+MATRIX_IN_TEST_TESTS ?= test_ring_request test_java test_websocket \
+                        test_upload_stream test_launcher_tls
 export MATRIX_TESTS
 .PHONY: test-nginx-matrix test-nginx-other
 test-nginx-matrix: all
 	NGX_JVM_JAVA_HOME=$(JAVA_HOME) PYTHON=$(PYTHON) scripts/nginx-matrix.sh $(MATRIX_SUITES)
 test-nginx-other: all
+	MATRIX_TESTS="$(MATRIX_IN_TEST_TESTS)" NGINX_JVM_MODES=loop,pool \
 	NGX_JVM_JAVA_HOME=$(JAVA_HOME) PYTHON=$(PYTHON) scripts/nginx-matrix.sh $(MATRIX_IN_TEST)
