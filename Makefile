@@ -18,6 +18,10 @@ REALAPP_LIBS := $(BUILD)/realapp-lib/.done
 # Jedis and what it needs (runtime/redis/pom.xml), for applications that use
 # Redis (sessions, the topic bridge) and for their tests: optional.
 REDISLIBS := $(BUILD)/redis-lib/.done
+# The API and test artifacts (`make api`, below).  Defined before `all`:
+# make expands a rule's prerequisites when it reads the rule.
+VERSION   := $(shell sed -n 's|^  <version>\(.*\)</version>|\1|p' runtime/pom.xml | head -1)
+API       := $(BUILD)/api/.done
 CSRC      := $(wildcard src/c/*.c src/c/*.h) src/c/config
 JSRC      := $(shell find runtime/src/main -type f) runtime/pom.xml
 # Ring and Compojure from Debian: the one list is scripts/ring-jars.txt.
@@ -62,8 +66,6 @@ $(LIBS): $(BUILD)/.deps runtime/pom.xml
 # org.nginx-jvm:nginx-jvm-test (the fixtures: runtime/testing), each with
 # its pom, sources and javadoc.  `make install-m2` installs them into
 # Maven's local repository (~/.m2/repository, or M2_REPO=DIR).
-VERSION   := $(shell sed -n 's|^  <version>\(.*\)</version>|\1|p' runtime/pom.xml | head -1)
-API       := $(BUILD)/api/.done
 M2_REPO   ?= $(HOME)/.m2/repository
 .PHONY: api install-m2
 api: $(API)
