@@ -264,6 +264,105 @@ def test_module_h_lists_every_file_in_layer_order():
     assert not wrong, "module.h's list is out of layer order: %s" % wrong
 
 
+# ------------------------------------------------- a WebSocket frame's route
+
+# A message in and the frames that answer it, as the static call graph
+# draws them: each leg from the event handler that starts it to the JNI
+# calls that end it (a method id of nginx.jvm.Worker used in a function's
+# body).  The stops of a leg: every function on a call path from its start
+# to one of its ends, and every function those ends call (the call-down
+# layer's own steps: buffers, failures).  The "back" leg starts where Java
+# wakes the loop: the function that asks Worker.wsPoll() for a socket.
+ROUTE = [("in", "ngx_http_jvm_ws_read_handler",
+          {"ngx_http_jvm_ws_message_mid"}),
+         ("back", "ngx_http_jvm_vm_ws_poll",
+          {"ngx_http_jvm_ws_poll_mid", "ngx_http_jvm_ws_take_mid"})]
+ROUTE_MAX_FILES = 3
+ROUTE_MAX_FUNCTIONS = 12
+
+
+def function_graph():
+    """({(file, function): {(file, function) it uses}}, {(file, function):
+    its body}), static functions resolved within their own file."""
+    files = sources()
+    extern, static, bodies = {}, {}, {}
+    for name, text in files.items():
+        lines = strip(text).split("\n")
+        for fn, is_static, first, last in functions(text):
+            if is_static:
+                static.setdefault(name, {})[fn] = name
+            else:
+                extern[fn] = name
+            bodies[(name, fn)] = "\n".join(lines[first:last])
+    calls = {}
+    for (name, fn), body in bodies.items():
+        out = set()
+        for used in set(re.findall(r"\b([A-Za-z_]\w*)\b", body)):
+            if used in static.get(name, {}):
+                out.add((name, used))
+            elif used in extern:
+                out.add((extern[used], used))
+        out.discard((name, fn))
+        calls[(name, fn)] = out
+    return calls, bodies
+
+
+def reach(starts, calls):
+    seen, todo = set(starts), list(starts)
+    while todo:
+        for m in calls.get(todo.pop(), ()):
+            if m not in seen:
+                seen.add(m)
+                todo.append(m)
+    return seen
+
+
+def frame_route():
+    """[(leg, [(file, function), ...] sorted)] of ROUTE."""
+    calls, bodies = function_graph()
+    callers = {}
+    for a, bs in calls.items():
+        for b in bs:
+            callers.setdefault(b, set()).add(a)
+    legs = []
+    for leg, start, ids in ROUTE:
+        if leg == "back":
+            # the function that calls it, not the call itself
+            first = {n for n in calls
+                     if any(fn == start for _, fn in calls[n])}
+        else:
+            first = {n for n in calls if n[1] == start}
+        ends = {n for n, body in bodies.items()
+                if set(re.findall(r"\b\w+_mid\b", body)) & ids}
+        assert first and ends, "the route's %s leg: no %s or no %s" \
+            % (leg, start, sorted(ids))
+        stops = (reach(first, calls) & reach(ends, callers)) \
+            | reach(ends, calls)
+        legs.append((leg, sorted(stops)))
+    return legs
+
+
+def test_a_frames_route_is_short():
+    """A WebSocket message in and its answer out cross few files (pytest -s
+    prints the route; docs/internals.md, "A frame's route", has the
+    figures)."""
+    legs = frame_route()
+    every = set()
+    for leg, stops in legs:
+        every.update(stops)
+        print("%-4s %d functions in %d files" % (
+            leg, len(stops), len({f for f, _ in stops})))
+        for f, fn in stops:
+            print("       %-16s %s" % (short(f), fn))
+    files = sorted({short(f) for f, _ in every})
+    print("the route: %d functions in %d files (%s)"
+          % (len(every), len(files), " ".join(files)))
+    assert len(files) <= ROUTE_MAX_FILES and \
+        len(every) <= ROUTE_MAX_FUNCTIONS, \
+        "a frame's route grew: %d functions in %d files (%s)" \
+        % (len(every), len(files), " ".join(files))
+
+
 # ---------------------------------------------------------------- Java
 
 JAR = Path(os.environ.get("NGINX_JVM_JAR", ROOT / "build" / "nginx-jvm.jar"))
