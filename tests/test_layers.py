@@ -33,7 +33,7 @@ HOOK_FILE = "ngx_http_jvm_module.c"
 
 # the files that may include jni.h: the JVM (and the WebSocket's calls down
 # into it), the natives, the master's child JVMs and the header they share
-JNI_FILES = {"ngx_http_jvm_vm.c", "ngx_http_jvm_vm_websocket.c",
+JNI_FILES = {"ngx_http_jvm_vm_create.c", "ngx_http_jvm_vm.c",
              "ngx_http_jvm_natives.c", "ngx_http_jvm_child.c",
              "ngx_http_jvm_jni.h"}
 
@@ -278,7 +278,7 @@ ROUTE = [("in", "ngx_http_jvm_ws_read_handler",
          ("back", "ngx_http_jvm_vm_ws_poll",
           {"ngx_http_jvm_ws_poll_mid", "ngx_http_jvm_ws_take_mid"})]
 ROUTE_MAX_FILES = 3
-ROUTE_MAX_FUNCTIONS = 12
+ROUTE_MAX_FUNCTIONS = 16
 
 
 def function_graph():

@@ -39,12 +39,13 @@
  *   ngx_http_jvm_deflate.c   WebSocket compression: permessage-deflate
  *                            (RFC 7692), the worker's zlib streams
  *   ngx_http_jvm_stream.c    the request's context; bodies sent in pieces
- *   ngx_http_jvm_vm_websocket.c the WebSocket's calls down into the JVM
- *   ngx_http_jvm_vm.c        the worker's JVM and every call down into it
+ *   ngx_http_jvm_vm_create.c the worker's JVM created: libjvm.so, options
+ *   ngx_http_jvm_vm.c        every call down into the JVM, the WebSocket's
+ *                            too
  *   ngx_http_jvm_gate.c      the one check of every string from Java on
  *                            its way to a wire (docs/security.md, "Doors")
  *
- * Only vm.c, vm_websocket.c, natives.c and child.c include jni.h (through
+ * Only vm_create.c, vm.c, natives.c and child.c include jni.h (through
  * ngx_http_jvm_jni.h, the JNI state they share).
  *
  * The bytes that cross between C and Java, and the codes Java answers with,
@@ -449,15 +450,14 @@ ngx_int_t ngx_http_jvm_vm_build_cache(ngx_cycle_t *cycle,
 /* ngx_http_jvm_natives.c: what Java calls up, registered at worker start */
 ngx_int_t ngx_http_jvm_natives_init(ngx_cycle_t *cycle);
 
-/*
- * ngx_http_jvm_vm.c: one function per nginx.jvm.Worker entry point (those
- * of the WebSocket, ngx_http_jvm_vm_ws_*, in ngx_http_jvm_vm_websocket.c)
- */
+/* ngx_http_jvm_vm_create.c: the worker's JVM created */
 ngx_int_t ngx_http_jvm_vm_start(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
-ngx_int_t ngx_http_jvm_vm_register(ngx_cycle_t *cycle, ngx_str_t *name);
 ngx_int_t ngx_http_jvm_vm_option(ngx_str_t *opt, ngx_int_t worker,
     u_char *out);
+
+/* ngx_http_jvm_vm.c: one function per nginx.jvm.Worker entry point */
+ngx_int_t ngx_http_jvm_vm_register(ngx_cycle_t *cycle, ngx_str_t *name);
 ngx_int_t ngx_http_jvm_vm_init(ngx_cycle_t *cycle, ngx_str_t *name);
 ngx_int_t ngx_http_jvm_vm_configure(ngx_cycle_t *cycle, ngx_fd_t notify_fd,
     ngx_int_t pool_size, ngx_int_t carriers, ngx_int_t queue,
