@@ -35,7 +35,9 @@
  *   ngx_http_jvm_shared.c    shared dictionaries (jvm_shared_dict), from
  *                            any thread
  *   ngx_http_jvm_wire.c      a response's header fields encoded for Java
- *   ngx_http_jvm_websocket.c WebSocket handshake, frames, close (RFC 6455)
+ *   ngx_http_jvm_ws_handshake.c the WebSocket's opening handshake (101),
+ *                            the request freed
+ *   ngx_http_jvm_websocket.c WebSocket frames and close (RFC 6455)
  *   ngx_http_jvm_deflate.c   WebSocket compression: permessage-deflate
  *                            (RFC 7692), the worker's zlib streams
  *   ngx_http_jvm_stream.c    the request's context; bodies sent in pieces
@@ -423,9 +425,11 @@ ngx_uint_t ngx_http_jvm_response_declined(size_t len);
 void ngx_http_jvm_response_log(ngx_http_request_t *r, size_t len);
 ngx_int_t ngx_http_jvm_edit_headers(ngx_http_request_t *r, size_t len);
 
-/* ngx_http_jvm_websocket.c */
+/* ngx_http_jvm_ws_handshake.c */
 ngx_uint_t ngx_http_jvm_ws_request(ngx_http_request_t *r);
 ngx_int_t ngx_http_jvm_ws_upgrade(ngx_http_request_t *r, ngx_int_t id);
+
+/* ngx_http_jvm_websocket.c */
 void ngx_http_jvm_ws_ready(ngx_int_t id, ngx_uint_t resume);
 
 /* ngx_http_jvm_deflate.c: the event loop only */

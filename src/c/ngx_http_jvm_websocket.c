@@ -1,15 +1,12 @@
 
 /*
- * nginx-jvm: WebSocket connections (RFC 6455).
+ * nginx-jvm: WebSocket connections (RFC 6455), once their 101 has left.
  *
- * A handler answers an upgrade request with a listener; Java keeps the
- * listener under a socket id, and the response names that id.  Here the
- * handshake is checked and answered (101), then the connection leaves
- * HTTP: the request is freed, as nginx frees a keep-alive connection's, and
- * the connection keeps only a small ngx_http_jvm_ws_t, so that an idle
- * WebSocket holds no buffer.  Frames are parsed, unmasked and checked here
- * (UTF-8 of text, control frames, close codes, the message size), on the
- * event loop; Java gets whole messages, and gives whole frames to send
+ * The handshake (ngx_http_jvm_ws_handshake.c) frees the request, and the
+ * connection keeps only a small ngx_http_jvm_ws_t, made here, so that an
+ * idle WebSocket holds no buffer.  Frames are parsed, unmasked and checked
+ * here (UTF-8 of text, control frames, close codes, the message size), on
+ * the event loop; Java gets whole messages, and gives whole frames to send
  * (Worker.wsTake), one at a time, each only once the one before has left,
  * so a slow client fills the socket's bounded queue in Java, not memory.
  * With permessage-deflate (jvm_websocket_deflate), messages are inflated
@@ -18,11 +15,8 @@
 
 
 #include "ngx_http_jvm_module.h"
+#include "ngx_http_jvm_websocket.h"
 
-#include <ngx_sha1.h>
-
-
-#define NGX_HTTP_JVM_UPGRADE_REQUIRED  426
 
 #define NGX_HTTP_JVM_WS_CONT      0x0
 #define NGX_HTTP_JVM_WS_TEXT      0x1
@@ -41,8 +35,6 @@
 #define NGX_HTTP_JVM_WS_BUDGET      (128 * 1024)
 #define NGX_HTTP_JVM_WS_FRAME_COST  1024
 
-
-typedef struct ngx_http_jvm_ws_s  ngx_http_jvm_ws_t;
 
 struct ngx_http_jvm_ws_s {
     ngx_connection_t         *connection;
@@ -92,19 +84,8 @@ struct ngx_http_jvm_ws_s {
 };
 
 
-static ngx_int_t ngx_http_jvm_ws_handshake(ngx_http_request_t *r,
-    ngx_str_t *key);
-static ngx_table_elt_t *ngx_http_jvm_ws_header(ngx_http_request_t *r,
-    char *name, size_t len);
-static ngx_int_t ngx_http_jvm_ws_token(ngx_str_t *value, char *token,
-    size_t len);
-static ngx_int_t ngx_http_jvm_ws_add_header(ngx_http_request_t *r,
-    char *name, u_char *value, size_t len);
-static void ngx_http_jvm_ws_handshake_handler(ngx_event_t *wev);
-static void ngx_http_jvm_ws_empty_handler(ngx_event_t *ev);
+static ngx_int_t ngx_http_jvm_ws_hash_add(ngx_http_jvm_ws_t *ws);
 static void ngx_http_jvm_ws_close_handler(ngx_event_t *ev);
-static void ngx_http_jvm_ws_abort(ngx_http_request_t *r);
-static void ngx_http_jvm_ws_detach(ngx_http_request_t *r);
 static void ngx_http_jvm_ws_read_handler(ngx_event_t *rev);
 static void ngx_http_jvm_ws_write_handler(ngx_event_t *wev);
 static ngx_int_t ngx_http_jvm_ws_parse(ngx_http_jvm_ws_t *ws, u_char *p,
@@ -136,409 +117,30 @@ static ngx_uint_t           ngx_http_jvm_ws_hash_mask;
 static u_char               ngx_http_jvm_ws_buffer[NGX_HTTP_JVM_WS_READ];
 
 
-/*
- * Whether the request is a valid opening handshake (RFC 6455 4.2.1); told
- * to Java in the request's flags, so that Ring's :websocket? is true.
- */
-
-ngx_uint_t
-ngx_http_jvm_ws_request(ngx_http_request_t *r)
-{
-    ngx_str_t  key;
-
-    if (ngx_http_jvm_ws_header(r, "Upgrade", 7) == NULL) {
-        return 0;
-    }
-
-    return ngx_http_jvm_ws_handshake(r, &key) == NGX_OK;
-}
-
 
 /*
- * NGX_OK with the client's key, or the status that refuses the handshake:
- * 426 (with Sec-WebSocket-Version) for a version other than 13, else 400.
+ * The WebSocket of a request whose 101 has left, made before the request
+ * is freed (ngx_http_jvm_ws_handshake.c): what it needs of the request is
+ * taken now.
  */
 
-static ngx_int_t
-ngx_http_jvm_ws_handshake(ngx_http_request_t *r, ngx_str_t *key)
-{
-    ngx_table_elt_t  *h;
-
-    h = ngx_http_jvm_ws_header(r, "Sec-WebSocket-Version", 21);
-
-    if (h == NULL || h->value.len != 2
-        || ngx_strncmp(h->value.data, "13", 2) != 0)
-    {
-        return NGX_HTTP_JVM_UPGRADE_REQUIRED;
-    }
-
-    if (r != r->main
-        || r->method != NGX_HTTP_GET
-        || r->http_version != NGX_HTTP_VERSION_11)
-    {
-        return NGX_HTTP_BAD_REQUEST;
-    }
-
-    /* nginx 1.22 keeps no Upgrade field of its own: the list is searched */
-
-    h = ngx_http_jvm_ws_header(r, "Upgrade", 7);
-
-    if (h == NULL
-        || ngx_http_jvm_ws_token(&h->value, "websocket", 9) != NGX_OK)
-    {
-        return NGX_HTTP_BAD_REQUEST;
-    }
-
-    h = ngx_http_jvm_ws_header(r, "Connection", 10);
-
-    if (h == NULL
-        || ngx_http_jvm_ws_token(&h->value, "upgrade", 7) != NGX_OK)
-    {
-        return NGX_HTTP_BAD_REQUEST;
-    }
-
-    h = ngx_http_jvm_ws_header(r, "Sec-WebSocket-Key", 17);
-
-    /* base64 of 16 bytes: 22 characters and "==" */
-
-    if (h == NULL || h->value.len != 24
-        || h->value.data[22] != '=' || h->value.data[23] != '=')
-    {
-        return NGX_HTTP_BAD_REQUEST;
-    }
-
-    *key = h->value;
-
-    return NGX_OK;
-}
-
-
-static ngx_table_elt_t *
-ngx_http_jvm_ws_header(ngx_http_request_t *r, char *name, size_t len)
-{
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
-
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return NULL;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len == len
-            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
-        {
-            return &h[i];
-        }
-    }
-}
-
-
-/* A comma-separated list of tokens holds token, in any case. */
-
-static ngx_int_t
-ngx_http_jvm_ws_token(ngx_str_t *value, char *token, size_t len)
-{
-    u_char  *p, *last, *start, *end;
-
-    p = value->data;
-    last = p + value->len;
-
-    while (p < last) {
-        while (p < last && (*p == ' ' || *p == '\t' || *p == ',')) {
-            p++;
-        }
-
-        start = p;
-
-        while (p < last && *p != ',') {
-            p++;
-        }
-
-        end = p;
-
-        while (end > start && (end[-1] == ' ' || end[-1] == '\t')) {
-            end--;
-        }
-
-        if ((size_t) (end - start) == len
-            && ngx_strncasecmp(start, (u_char *) token, len) == 0)
-        {
-            return NGX_OK;
-        }
-    }
-
-    return NGX_DECLINED;
-}
-
-
-/*
- * The handler answered with a listener, kept by Java as socket id: the
- * handshake is answered, and once the 101 has left, the connection is a
- * WebSocket.  Returns what the request is finalized with.
- */
-
-ngx_int_t
-ngx_http_jvm_ws_upgrade(ngx_http_request_t *r, ngx_int_t id)
-{
-    u_char                   *accept;
-    ngx_int_t                 rc;
-    ngx_str_t                 key, encoded, digest, extensions;
-    ngx_uint_t                bits;
-    ngx_sha1_t                sha1;
-    ngx_connection_t         *c;
-    ngx_http_jvm_ctx_t       *ctx;
-    ngx_http_jvm_loc_conf_t  *jlcf;
-    u_char                    hash[20];
-
-    c = r->connection;
-
-    rc = ngx_http_jvm_ws_handshake(r, &key);
-
-    if (rc != NGX_OK) {
-        ngx_http_jvm_vm_ws_abandon(id);
-
-        ngx_log_error(NGX_LOG_INFO, c->log, 0,
-                      "jvm: the handler answered a WebSocket listener to a "
-                      "request that is not a valid WebSocket handshake");
-
-        ngx_http_clean_header(r);
-
-        if (rc == NGX_HTTP_JVM_UPGRADE_REQUIRED
-            && ngx_http_jvm_ws_add_header(r, "Sec-WebSocket-Version",
-                                          (u_char *) "13", 2)
-               != NGX_OK)
-        {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        return rc;
-    }
-
-    ctx = ngx_http_jvm_get_ctx(r);
-    if (ctx == NULL) {
-        ngx_http_jvm_vm_ws_abandon(id);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    /* the request's cleanup abandons the socket until the 101 has left */
-    ctx->ws = id;
-
-    ngx_sha1_init(&sha1);
-    ngx_sha1_update(&sha1, key.data, key.len);
-    ngx_sha1_update(&sha1, "258EAFA5-E914-47DA-95CA-C5AB0DC85B11", 36);
-    ngx_sha1_final(hash, &sha1);
-
-    accept = ngx_pnalloc(r->pool, ngx_base64_encoded_length(20));
-    if (accept == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    digest.data = hash;
-    digest.len = 20;
-    encoded.data = accept;
-    ngx_encode_base64(&encoded, &digest);
-
-    r->headers_out.status = NGX_HTTP_SWITCHING_PROTOCOLS;
-    ngx_str_set(&r->headers_out.status_line, "101 Switching Protocols");
-    r->headers_out.content_length_n = -1;
-    r->headers_out.content_type.len = 0;
-    r->headers_out.content_type_len = 0;
-    r->keepalive = 0;
-
-    if (ngx_http_jvm_ws_add_header(r, "Upgrade", (u_char *) "websocket", 9)
-        != NGX_OK
-        || ngx_http_jvm_ws_add_header(r, "Sec-WebSocket-Accept",
-                                      encoded.data, encoded.len)
-           != NGX_OK)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    jlcf = ngx_http_get_module_loc_conf(r, ngx_http_jvm_module);
-
-    if (jlcf->ws_deflate) {
-        rc = ngx_http_jvm_deflate_negotiate(r, &extensions, &bits);
-
-        if (rc == NGX_ERROR
-            || (rc == NGX_OK
-                && ngx_http_jvm_ws_add_header(r, "Sec-WebSocket-Extensions",
-                                              extensions.data,
-                                              extensions.len)
-                   != NGX_OK))
-        {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-    }
-
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, c->log, 0,
-                   "jvm: websocket %i: 101 to the handshake", id);
-
-    rc = ngx_http_send_header(r);
-
-    if (rc == NGX_ERROR || rc > NGX_OK) {
-        return rc;
-    }
-
-    if (ngx_http_send_special(r, NGX_HTTP_FLUSH) == NGX_ERROR) {
-        return NGX_ERROR;
-    }
-
-    /*
-     * The request is freed once the 101 has left, from the connection's
-     * own write event, outside the request's call chain.
-     */
-
-    r->main->count++;
-    ctx->read_handler = c->read->handler;
-    ctx->write_handler = c->write->handler;
-    c->read->handler = ngx_http_jvm_ws_empty_handler;
-    c->write->handler = ngx_http_jvm_ws_handshake_handler;
-
-    ngx_post_event(c->write, &ngx_posted_events);
-
-    return NGX_DONE;
-}
-
-
-static ngx_int_t
-ngx_http_jvm_ws_add_header(ngx_http_request_t *r, char *name, u_char *value,
-    size_t len)
-{
-    ngx_table_elt_t  *h;
-
-    h = ngx_list_push(&r->headers_out.headers);
-    if (h == NULL) {
-        return NGX_ERROR;
-    }
-
-    h->hash = 1;
-    h->key.data = (u_char *) name;
-    h->key.len = ngx_strlen(name);
-    h->value.data = value;
-    h->value.len = len;
-    h->lowcase_key = NULL;
-#if (nginx_version >= 1023000)
-    h->next = NULL;
-#endif
-
-    return NGX_OK;
-}
-
-
-static void
-ngx_http_jvm_ws_empty_handler(ngx_event_t *ev)
-{
-    /* a read event while the 101 is sent: the frames wait */
-}
-
-
-static void
-ngx_http_jvm_ws_handshake_handler(ngx_event_t *wev)
-{
-    ngx_connection_t          *c;
-    ngx_http_request_t        *r;
-    ngx_http_core_loc_conf_t  *clcf;
-
-    c = wev->data;
-    r = c->data;
-
-    if (wev->timedout) {
-        c->timedout = 1;
-        goto failed;
-    }
-
-    if (c->buffered) {
-        /* the 101 has not all left yet */
-
-        if (ngx_http_output_filter(r, NULL) == NGX_ERROR) {
-            goto failed;
-        }
-
-        if (c->buffered) {
-            clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
-
-            ngx_add_timer(wev, clcf->send_timeout);
-
-            if (ngx_handle_write_event(wev, clcf->send_lowat) != NGX_OK) {
-                goto failed;
-            }
-
-            return;
-        }
-    }
-
-    if (wev->timer_set) {
-        ngx_del_timer(wev);
-    }
-
-    ngx_http_jvm_ws_detach(r);
-    return;
-
-failed:
-
-    ngx_http_jvm_ws_abort(r);
-}
-
-
-/* The 101 could not be sent: the request ends, its cleanup abandons it. */
-
-static void
-ngx_http_jvm_ws_abort(ngx_http_request_t *r)
-{
-    ngx_connection_t    *c;
-    ngx_http_jvm_ctx_t  *ctx;
-
-    c = r->connection;
-    ctx = ngx_http_get_module_ctx(r, ngx_http_jvm_module);
-
-    c->read->handler = ctx->read_handler;
-    c->write->handler = ctx->write_handler;
-
-    ngx_http_finalize_request(r, NGX_ERROR);
-    ngx_http_run_posted_requests(c);
-}
-
-
-/* The request is freed; the connection is the WebSocket's. */
-
-static void
-ngx_http_jvm_ws_detach(ngx_http_request_t *r)
+ngx_http_jvm_ws_t *
+ngx_http_jvm_ws_create(ngx_http_request_t *r, ngx_int_t id)
 {
     size_t                     n;
-    ngx_int_t                  id, rc;
     ngx_buf_t                 *b;
-    ngx_uint_t                 size, bits;
-    ngx_chain_t               *cl, *ln;
+    ngx_uint_t                 bits;
     ngx_connection_t          *c;
-    ngx_http_jvm_ws_t         *ws, **slot;
-    ngx_http_jvm_ctx_t        *ctx;
-    ngx_http_connection_t     *hc;
+    ngx_http_jvm_ws_t         *ws;
     ngx_http_core_loc_conf_t  *clcf;
 
     c = r->connection;
-    ctx = ngx_http_get_module_ctx(r, ngx_http_jvm_module);
     clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
-
-    id = ctx->ws;
 
     ws = ngx_pcalloc(c->pool, sizeof(ngx_http_jvm_ws_t));
     if (ws == NULL) {
-        ngx_http_jvm_ws_abort(r);
-        return;
+        return NULL;
     }
-
-    ctx->ws = -1;
 
     ws->connection = c;
     ws->conf = ngx_http_get_module_loc_conf(r, ngx_http_jvm_module);
@@ -566,53 +168,84 @@ ngx_http_jvm_ws_detach(ngx_http_request_t *r)
         }
     }
 
-    /* as for a keep-alive connection: the request and its buffers go */
+    return ws;
+}
 
-    hc = r->http_connection;
 
-    r->keepalive = 0;
-    r->count = 1;
-    ngx_http_free_request(r, 0);
+/*
+ * The connection, freed of its request, is the WebSocket's: it is found by
+ * its id, reads and writes frames, and Java is told it is open.
+ */
 
-    c->destroyed = 0;
+void
+ngx_http_jvm_ws_open(ngx_http_jvm_ws_t *ws, ngx_uint_t nodelay)
+{
+    ngx_int_t          rc;
+    ngx_connection_t  *c;
+
+    c = ws->connection;
+
     c->data = ws;
     c->log->action = "in a WebSocket";
 
-    b = c->buffer;
-
-    if (b && b->start && ngx_pfree(c->pool, b->start) == NGX_OK) {
-        b->pos = NULL;
-    }
-
-    for (cl = hc->free; cl; /* void */) {
-        ln = cl;
-        cl = cl->next;
-        ngx_pfree(c->pool, ln->buf->start);
-        ngx_free_chain(c->pool, ln);
-    }
-
-    hc->free = NULL;
-
-    for (cl = hc->busy; cl; /* void */) {
-        ln = cl;
-        cl = cl->next;
-        ngx_pfree(c->pool, ln->buf->start);
-        ngx_free_chain(c->pool, ln);
-    }
-
-    hc->busy = NULL;
-    hc->nbusy = 0;
-
-#if (NGX_HTTP_SSL)
-    if (c->ssl) {
-        ngx_ssl_free_buffer(c);
-    }
-#endif
-
-    if (clcf->tcp_nodelay && ngx_tcp_nodelay(c) != NGX_OK) {
-        ngx_http_jvm_ws_finish(ws, 1006);
+    if (nodelay && ngx_tcp_nodelay(c) != NGX_OK) {
+        ngx_http_jvm_ws_finish(ws, NGX_HTTP_JVM_CLOSE_ABNORMAL);
         return;
     }
+
+    if (ngx_http_jvm_ws_hash_add(ws) != NGX_OK) {
+        ngx_http_jvm_ws_finish(ws, NGX_HTTP_JVM_CLOSE_INTERNAL_ERROR);
+        return;
+    }
+
+    c->read->handler = ngx_http_jvm_ws_read_handler;
+    c->write->handler = ngx_http_jvm_ws_write_handler;
+
+    /* a quitting worker closes it, as an idle keep-alive connection */
+    c->idle = 1;
+
+    rc = ngx_http_jvm_vm_ws_open(c->log, ws->id);
+
+    if (rc == NGX_ERROR) {
+        ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_INTERNAL_ERROR, "");
+        return;
+    }
+
+    ws->java_pings = (rc == NGX_OK) ? 0 : 1;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, c->log, 0,
+                   "jvm: websocket %i open", ws->id);
+
+    if (ngx_exiting || ngx_terminate) {
+        ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_GOING_AWAY, "");
+        return;
+    }
+
+    ngx_http_jvm_ws_set_timer(ws);
+
+    /* what came with the handshake, then what waits in the socket */
+    ngx_post_event(c->read, &ngx_posted_events);
+}
+
+
+/*
+ * For an event the connection waits out: a read while the 101 is sent (the
+ * frames wait), a write once the connection is closing.
+ */
+
+void
+ngx_http_jvm_ws_empty_handler(ngx_event_t *ev)
+{
+}
+
+
+/* The socket in the table of open sockets by id, made at the first. */
+
+static ngx_int_t
+ngx_http_jvm_ws_hash_add(ngx_http_jvm_ws_t *ws)
+{
+    ngx_uint_t           size;
+    ngx_http_jvm_ws_t  **slot;
 
     if (ngx_http_jvm_ws_hash == NULL) {
         size = 1;
@@ -624,45 +257,20 @@ ngx_http_jvm_ws_detach(ngx_http_request_t *r)
         ngx_http_jvm_ws_hash = ngx_calloc(size * sizeof(ngx_http_jvm_ws_t *),
                                           ngx_cycle->log);
         if (ngx_http_jvm_ws_hash == NULL) {
-            ngx_http_jvm_ws_finish(ws, 1011);
-            return;
+            return NGX_ERROR;
         }
 
         ngx_http_jvm_ws_hash_mask = size - 1;
     }
 
-    slot = &ngx_http_jvm_ws_hash[id & ngx_http_jvm_ws_hash_mask];
+    slot = &ngx_http_jvm_ws_hash[ws->id & ngx_http_jvm_ws_hash_mask];
     ws->next = *slot;
     *slot = ws;
 
-    c->read->handler = ngx_http_jvm_ws_read_handler;
-    c->write->handler = ngx_http_jvm_ws_write_handler;
-
-    /* a quitting worker closes it, as an idle keep-alive connection */
-    c->idle = 1;
-
-    rc = ngx_http_jvm_vm_ws_open(c->log, id);
-
-    if (rc == NGX_ERROR) {
-        ngx_http_jvm_ws_fail(ws, 1011, "");
-        return;
-    }
-
-    ws->java_pings = (rc == NGX_OK) ? 0 : 1;
-
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, c->log, 0,
-                   "jvm: websocket %i open", id);
-
-    if (ngx_exiting || ngx_terminate) {
-        ngx_http_jvm_ws_fail(ws, 1001, "");
-        return;
-    }
-
-    ngx_http_jvm_ws_set_timer(ws);
-
-    /* what came with the handshake, then what waits in the socket */
-    ngx_post_event(c->read, &ngx_posted_events);
+    return NGX_OK;
 }
+
+
 
 
 static void
@@ -693,7 +301,7 @@ ngx_http_jvm_ws_read_handler(ngx_event_t *rev)
         c->idle = 0;
 
         if (!ws->closing) {
-            ngx_http_jvm_ws_fail(ws, 1001, "");
+            ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_GOING_AWAY, "");
         }
 
         return;
@@ -720,7 +328,7 @@ ngx_http_jvm_ws_read_handler(ngx_event_t *rev)
 
         if (n == NGX_AGAIN) {
             if (ngx_handle_read_event(rev, 0) != NGX_OK) {
-                ngx_http_jvm_ws_finish(ws, 1006);
+                ngx_http_jvm_ws_finish(ws, NGX_HTTP_JVM_CLOSE_ABNORMAL);
             }
 
             return;
@@ -728,7 +336,7 @@ ngx_http_jvm_ws_read_handler(ngx_event_t *rev)
 
         if (n == 0 || n == NGX_ERROR) {
             /* gone: after its close frame, or without one (1006) */
-            ngx_http_jvm_ws_finish(ws, 1006);
+            ngx_http_jvm_ws_finish(ws, NGX_HTTP_JVM_CLOSE_ABNORMAL);
             return;
         }
 
@@ -743,7 +351,8 @@ ngx_http_jvm_ws_read_handler(ngx_event_t *rev)
             if ((size_t) n > used) {
                 ws->in = ngx_alloc(n - used, c->log);
                 if (ws->in == NULL) {
-                    ngx_http_jvm_ws_finish(ws, 1011);
+                    ngx_http_jvm_ws_finish(ws,
+                                           NGX_HTTP_JVM_CLOSE_INTERNAL_ERROR);
                     return;
                 }
 
@@ -890,7 +499,8 @@ ngx_http_jvm_ws_parse(ngx_http_jvm_ws_t *ws, u_char *p, u_char *last,
                != NGX_OK)
         {
             /* failing fast, before the message ends */
-            ngx_http_jvm_ws_fail(ws, 1007, "invalid UTF-8 in a text message");
+            ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_INVALID_DATA,
+                                 "invalid UTF-8 in a text message");
             *used = p - start;
             return NGX_DECLINED;
         }
@@ -952,12 +562,14 @@ ngx_http_jvm_ws_frame_head(ngx_http_jvm_ws_t *ws)
                 || (opcode != NGX_HTTP_JVM_WS_TEXT
                     && opcode != NGX_HTTP_JVM_WS_BINARY))))
     {
-        ngx_http_jvm_ws_fail(ws, 1002, "reserved bits set");
+        ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_PROTOCOL_ERROR,
+                             "reserved bits set");
         return NGX_DECLINED;
     }
 
     if (!(h[1] & 0x80)) {
-        ngx_http_jvm_ws_fail(ws, 1002, "unmasked frame");
+        ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_PROTOCOL_ERROR,
+                             "unmasked frame");
         return NGX_DECLINED;
     }
 
@@ -971,14 +583,15 @@ ngx_http_jvm_ws_frame_head(ngx_http_jvm_ws_t *ws)
     case NGX_HTTP_JVM_WS_PONG:
 
         if (!ws->fin || len > 125) {
-            ngx_http_jvm_ws_fail(ws, 1002, "invalid control frame");
+            ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_PROTOCOL_ERROR,
+                                 "invalid control frame");
             return NGX_DECLINED;
         }
 
         if (ws->ctl == NULL) {
             ws->ctl = ngx_alloc(125, ws->connection->log);
             if (ws->ctl == NULL) {
-                ngx_http_jvm_ws_finish(ws, 1011);
+                ngx_http_jvm_ws_finish(ws, NGX_HTTP_JVM_CLOSE_INTERNAL_ERROR);
                 return NGX_DONE;
             }
         }
@@ -990,8 +603,9 @@ ngx_http_jvm_ws_frame_head(ngx_http_jvm_ws_t *ws)
     case NGX_HTTP_JVM_WS_BINARY:
 
         if (ws->message) {
-            ngx_http_jvm_ws_fail(ws, 1002, "a new message before the end "
-                                           "of the last");
+            ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_PROTOCOL_ERROR,
+                                 "a new message before the end "
+                                 "of the last");
             return NGX_DECLINED;
         }
 
@@ -1005,15 +619,17 @@ ngx_http_jvm_ws_frame_head(ngx_http_jvm_ws_t *ws)
     case NGX_HTTP_JVM_WS_CONT:
 
         if (!ws->message) {
-            ngx_http_jvm_ws_fail(ws, 1002, "a continuation frame without "
-                                           "a message");
+            ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_PROTOCOL_ERROR,
+                                 "a continuation frame without "
+                                 "a message");
             return NGX_DECLINED;
         }
 
         break;
 
     default:
-        ngx_http_jvm_ws_fail(ws, 1002, "reserved opcode");
+        ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_PROTOCOL_ERROR,
+                             "reserved opcode");
         return NGX_DECLINED;
     }
 
@@ -1026,7 +642,8 @@ ngx_http_jvm_ws_frame_head(ngx_http_jvm_ws_t *ws)
             || ws->msg_len + len > (uint64_t) ws->conf->ws_max_message)
         {
             /* refused before a byte of it is kept */
-            ngx_http_jvm_ws_fail(ws, 1009, "message too big");
+            ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_TOO_BIG,
+                                 "message too big");
             return NGX_DECLINED;
         }
 
@@ -1037,7 +654,7 @@ ngx_http_jvm_ws_frame_head(ngx_http_jvm_ws_t *ws)
 
             msg = ngx_alloc(size, ws->connection->log);
             if (msg == NULL) {
-                ngx_http_jvm_ws_finish(ws, 1011);
+                ngx_http_jvm_ws_finish(ws, NGX_HTTP_JVM_CLOSE_INTERNAL_ERROR);
                 return NGX_DONE;
             }
 
@@ -1082,7 +699,7 @@ ngx_http_jvm_ws_frame_done(ngx_http_jvm_ws_t *ws)
                                       ws->ctl_len)
                 != NGX_OK)
             {
-                ngx_http_jvm_ws_finish(ws, 1011);
+                ngx_http_jvm_ws_finish(ws, NGX_HTTP_JVM_CLOSE_INTERNAL_ERROR);
                 return NGX_DONE;
             }
 
@@ -1119,7 +736,8 @@ ngx_http_jvm_ws_frame_done(ngx_http_jvm_ws_t *ws)
 
         if (ws->message == NGX_HTTP_JVM_WS_TEXT && ws->utf8_need)
         {
-            ngx_http_jvm_ws_fail(ws, 1007, "invalid UTF-8 in a text message");
+            ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_INVALID_DATA,
+                                 "invalid UTF-8 in a text message");
             return NGX_DECLINED;
         }
 
@@ -1147,7 +765,7 @@ ngx_http_jvm_ws_frame_done(ngx_http_jvm_ws_t *ws)
     }
 
     if (rc == NGX_ERROR) {
-        ngx_http_jvm_ws_fail(ws, 1011, "");
+        ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_INTERNAL_ERROR, "");
         return NGX_DECLINED;
     }
 
@@ -1184,15 +802,17 @@ ngx_http_jvm_ws_inflate(ngx_http_jvm_ws_t *ws)
         break;
 
     case NGX_DECLINED:
-        ngx_http_jvm_ws_fail(ws, 1009, "message too big once inflated");
+        ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_TOO_BIG,
+                             "message too big once inflated");
         return NGX_DECLINED;
 
     case NGX_ERROR:
-        ngx_http_jvm_ws_fail(ws, 1007, "invalid compressed data");
+        ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_INVALID_DATA,
+                             "invalid compressed data");
         return NGX_DECLINED;
 
     default:
-        ngx_http_jvm_ws_finish(ws, 1011);
+        ngx_http_jvm_ws_finish(ws, NGX_HTTP_JVM_CLOSE_INTERNAL_ERROR);
         return NGX_DONE;
     }
 
@@ -1205,7 +825,8 @@ ngx_http_jvm_ws_inflate(ngx_http_jvm_ws_t *ws)
         && ngx_http_jvm_utf8(&ws->utf8_need, &ws->utf8_first, out, len)
            != NGX_OK)
     {
-        ngx_http_jvm_ws_fail(ws, 1007, "invalid UTF-8 in a text message");
+        ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_INVALID_DATA,
+                             "invalid UTF-8 in a text message");
         return NGX_DECLINED;
     }
 
@@ -1224,11 +845,12 @@ ngx_http_jvm_ws_closed_by_peer(ngx_http_jvm_ws_t *ws)
     ngx_uint_t   code;
 
     if (ws->ctl_len == 1) {
-        ngx_http_jvm_ws_fail(ws, 1002, "close frame of one byte");
+        ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_PROTOCOL_ERROR,
+                             "close frame of one byte");
         return NGX_DECLINED;
     }
 
-    code = 1005;
+    code = NGX_HTTP_JVM_CLOSE_NO_STATUS;
     reason = NULL;
     len = 0;
 
@@ -1238,7 +860,8 @@ ngx_http_jvm_ws_closed_by_peer(ngx_http_jvm_ws_t *ws)
         len = ws->ctl_len - 2;
 
         if (!ngx_http_jvm_ws_valid_close_code(code)) {
-            ngx_http_jvm_ws_fail(ws, 1002, "invalid close code");
+            ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_PROTOCOL_ERROR,
+                                 "invalid close code");
             return NGX_DECLINED;
         }
 
@@ -1248,7 +871,8 @@ ngx_http_jvm_ws_closed_by_peer(ngx_http_jvm_ws_t *ws)
         if (ngx_http_jvm_utf8(&need, &first, reason, len) != NGX_OK
             || need)
         {
-            ngx_http_jvm_ws_fail(ws, 1007, "invalid UTF-8 in a close reason");
+            ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_INVALID_DATA,
+                                 "invalid UTF-8 in a close reason");
             return NGX_DECLINED;
         }
     }
@@ -1278,7 +902,7 @@ ngx_http_jvm_ws_closed_by_peer(ngx_http_jvm_ws_t *ws)
         ws->close_code = code;
 
         if (ngx_http_jvm_ws_queue(ws, NGX_HTTP_JVM_WS_CLOSE, ws->ctl,
-                                  code == 1005 ? 0 : 2)
+                                  code == NGX_HTTP_JVM_CLOSE_NO_STATUS ? 0 : 2)
             != NGX_OK)
         {
             ngx_http_jvm_ws_finish(ws, code);
@@ -1295,9 +919,12 @@ ngx_http_jvm_ws_closed_by_peer(ngx_http_jvm_ws_t *ws)
 static ngx_int_t
 ngx_http_jvm_ws_valid_close_code(ngx_uint_t code)
 {
-    return (code >= 1000 && code <= 1003)
-           || (code >= 1007 && code <= 1014)
-           || (code >= 3000 && code <= 4999);
+    return (code >= NGX_HTTP_JVM_CLOSE_NORMAL
+            && code <= NGX_HTTP_JVM_CLOSE_UNSUPPORTED_DATA)
+           || (code >= NGX_HTTP_JVM_CLOSE_INVALID_DATA
+               && code <= NGX_HTTP_JVM_CLOSE_BAD_GATEWAY)
+           || (code >= NGX_HTTP_JVM_CLOSE_APP_FIRST
+               && code <= NGX_HTTP_JVM_CLOSE_APP_LAST);
 }
 
 
@@ -1427,14 +1054,14 @@ ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws)
                 ngx_add_timer(wev, ws->send_timeout);
 
                 if (ngx_handle_write_event(wev, 0) != NGX_OK) {
-                    ngx_http_jvm_ws_finish(ws, 1006);
+                    ngx_http_jvm_ws_finish(ws, NGX_HTTP_JVM_CLOSE_ABNORMAL);
                 }
 
                 return;
             }
 
             if (n == NGX_ERROR) {
-                ngx_http_jvm_ws_finish(ws, 1006);
+                ngx_http_jvm_ws_finish(ws, NGX_HTTP_JVM_CLOSE_ABNORMAL);
                 return;
             }
 
@@ -1476,7 +1103,7 @@ ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws)
         }
 
         if (rc == NGX_ERROR) {
-            ngx_http_jvm_ws_fail(ws, 1011, "");
+            ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_INTERNAL_ERROR, "");
             return;
         }
 
@@ -1485,7 +1112,7 @@ ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws)
         ngx_http_jvm_reader_init(&rd, ngx_http_jvm_vm.resp_addr, len);
 
         if (ngx_http_jvm_get_int(&rd, &opcode) != NGX_OK) {
-            ngx_http_jvm_ws_fail(ws, 1011, "");
+            ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_INTERNAL_ERROR, "");
             return;
         }
 
@@ -1495,7 +1122,8 @@ ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws)
         if (opcode == NGX_HTTP_JVM_WS_CLOSE) {
             ws->closing = 1;
             ws->close_sent = 1;
-            ws->close_code = len >= 2 ? (p[0] << 8 | p[1]) : 1005;
+            ws->close_code = len >= 2 ? (p[0] << 8 | p[1])
+                                      : NGX_HTTP_JVM_CLOSE_NO_STATUS;
         }
 
         /* the frame is copied out: the response buffer is Java's again */
@@ -1506,7 +1134,7 @@ ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws)
                                              &ws->out_pos, &ws->out_len,
                                              c->log);
         if (ws->out == NULL) {
-            ngx_http_jvm_ws_finish(ws, 1011);
+            ngx_http_jvm_ws_finish(ws, NGX_HTTP_JVM_CLOSE_INTERNAL_ERROR);
             return;
         }
 
@@ -1534,7 +1162,7 @@ ngx_http_jvm_ws_write_handler(ngx_event_t *wev)
         ngx_log_error(NGX_LOG_INFO, c->log, NGX_ETIMEDOUT,
                       "jvm: websocket %i: client timed out", ws->id);
         c->timedout = 1;
-        ngx_http_jvm_ws_finish(ws, 1006);
+        ngx_http_jvm_ws_finish(ws, NGX_HTTP_JVM_CLOSE_ABNORMAL);
         return;
     }
 
@@ -1633,7 +1261,7 @@ ngx_http_jvm_ws_timer(ngx_http_jvm_ws_t *ws)
     idle = ws->conf->ws_idle_timeout;
 
     if (idle && ngx_current_msec - ws->active >= idle) {
-        ngx_http_jvm_ws_fail(ws, 1001, "idle");
+        ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_GOING_AWAY, "idle");
         return;
     }
 
@@ -1643,7 +1271,7 @@ ngx_http_jvm_ws_timer(ngx_http_jvm_ws_t *ws)
         if (ngx_http_jvm_ws_queue(ws, NGX_HTTP_JVM_WS_PING, NULL, 0)
             != NGX_OK)
         {
-            ngx_http_jvm_ws_finish(ws, 1011);
+            ngx_http_jvm_ws_finish(ws, NGX_HTTP_JVM_CLOSE_INTERNAL_ERROR);
             return;
         }
 
