@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SRC = Path(os.environ.get("NGINX_JVM_SRC", ROOT / "src" / "c"))
 
-MAX_FILE = 2000
-MAX_FUNCTION = 150
+MAX_FILE = 1500
+MAX_FUNCTION = 140
 
 # module.c's process hooks: the worker's start and exit, the master's
 # start of a configuration.  They drive every layer in turn.

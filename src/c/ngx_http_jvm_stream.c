@@ -39,6 +39,8 @@
 
 static ngx_int_t ngx_http_jvm_stream(ngx_http_request_t *r,
     ngx_http_jvm_ctx_t *ctx);
+static ngx_int_t ngx_http_jvm_stream_piece(ngx_http_request_t *r,
+    ngx_http_jvm_ctx_t *ctx, size_t n);
 static void ngx_http_jvm_stream_writer(ngx_http_request_t *r);
 static void ngx_http_jvm_stream_close(ngx_http_jvm_ctx_t *ctx);
 static void ngx_http_jvm_cleanup(void *data);
@@ -204,8 +206,6 @@ ngx_http_jvm_stream(ngx_http_request_t *r, ngx_http_jvm_ctx_t *ctx)
     size_t                     n;
     ssize_t                    budget;
     ngx_int_t                  rc;
-    ngx_buf_t                 *b;
-    ngx_chain_t               *cl;
     ngx_connection_t          *c;
     ngx_http_core_loc_conf_t  *clcf;
 
@@ -298,34 +298,7 @@ ngx_http_jvm_stream(ngx_http_request_t *r, ngx_http_jvm_ctx_t *ctx)
         ctx->sent += n;
         budget -= ngx_max(n, NGX_HTTP_JVM_STREAM_PIECE);
 
-        cl = ngx_chain_get_free_buf(r->pool, &ctx->free);
-        if (cl == NULL) {
-            return NGX_ERROR;
-        }
-
-        b = cl->buf;
-
-        if (b->start == NULL || (size_t) (b->end - b->start) < n) {
-            b->start = ngx_palloc(r->pool, ngx_http_jvm_vm.resp_cap);
-            if (b->start == NULL) {
-                return NGX_ERROR;
-            }
-
-            b->end = b->start + ngx_http_jvm_vm.resp_cap;
-        }
-
-        b->pos = b->start;
-        b->last = ngx_cpymem(b->start, ngx_http_jvm_vm.resp_addr, n);
-        b->temporary = 1;
-        b->flush = 1;
-        b->tag = (ngx_buf_tag_t) &ngx_http_jvm_module;
-
-        rc = ngx_http_output_filter(r, cl);
-
-        ngx_chain_update_chains(r->pool, &ctx->free, &ctx->busy, &cl,
-                                (ngx_buf_tag_t) &ngx_http_jvm_module);
-
-        if (rc == NGX_ERROR) {
+        if (ngx_http_jvm_stream_piece(r, ctx, n) == NGX_ERROR) {
             return NGX_ERROR;
         }
     }
@@ -341,6 +314,51 @@ ngx_http_jvm_stream(ngx_http_request_t *r, ngx_http_jvm_ctx_t *ctx)
     }
 
     return NGX_AGAIN;
+}
+
+
+/*
+ * The piece of n bytes Java left in the response buffer, copied into a
+ * buffer of the request's (the response buffer is Java's again at once)
+ * and sent.
+ */
+
+static ngx_int_t
+ngx_http_jvm_stream_piece(ngx_http_request_t *r, ngx_http_jvm_ctx_t *ctx,
+    size_t n)
+{
+    ngx_int_t     rc;
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    cl = ngx_chain_get_free_buf(r->pool, &ctx->free);
+    if (cl == NULL) {
+        return NGX_ERROR;
+    }
+
+    b = cl->buf;
+
+    if (b->start == NULL || (size_t) (b->end - b->start) < n) {
+        b->start = ngx_palloc(r->pool, ngx_http_jvm_vm.resp_cap);
+        if (b->start == NULL) {
+            return NGX_ERROR;
+        }
+
+        b->end = b->start + ngx_http_jvm_vm.resp_cap;
+    }
+
+    b->pos = b->start;
+    b->last = ngx_cpymem(b->start, ngx_http_jvm_vm.resp_addr, n);
+    b->temporary = 1;
+    b->flush = 1;
+    b->tag = (ngx_buf_tag_t) &ngx_http_jvm_module;
+
+    rc = ngx_http_output_filter(r, cl);
+
+    ngx_chain_update_chains(r->pool, &ctx->free, &ctx->busy, &cl,
+                            (ngx_buf_tag_t) &ngx_http_jvm_module);
+
+    return rc == NGX_ERROR ? NGX_ERROR : NGX_OK;
 }
 
 

@@ -29,6 +29,8 @@ static char *ngx_http_jvm_vm_classpath(ngx_cycle_t *cycle,
     ngx_array_t *classpath);
 static ngx_int_t ngx_http_jvm_vm_defaults(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf, JavaVMOption *options, ngx_uint_t *np);
+static ngx_int_t ngx_http_jvm_vm_thread_defaults(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf, JavaVMOption *options, ngx_uint_t *np);
 static ngx_uint_t ngx_http_jvm_vm_chooses_gc(ngx_http_jvm_main_conf_t *jmcf);
 static void ngx_http_jvm_check_readable(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
@@ -327,8 +329,6 @@ ngx_http_jvm_vm_defaults(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     static char  *trim[] = { "-XX:TrimNativeHeapInterval", NULL };
     static char  *attach[] = { "-XX:+DisableAttachMechanism",
                                "-XX:-DisableAttachMechanism", NULL };
-    static char  *carriers[] = { "-Djdk.virtualThreadScheduler.parallelism",
-                                 NULL };
 
     n = *np;
 
@@ -402,6 +402,30 @@ ngx_http_jvm_vm_defaults(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     if (!ngx_http_jvm_vm_has_option(jmcf, attach)) {
         options[n++].optionString = "-XX:+DisableAttachMechanism";
     }
+
+    *np = n;
+
+    return ngx_http_jvm_vm_thread_defaults(cycle, jmcf, options, np);
+}
+
+
+/*
+ * The defaults of the threads the JDK starts for virtual threads, when a
+ * location runs its handlers on them (jvm_mode virtual or coloop).
+ */
+
+static ngx_int_t
+ngx_http_jvm_vm_thread_defaults(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf, JavaVMOption *options, ngx_uint_t *np)
+{
+    u_char           *p;
+    ngx_uint_t        n, workers;
+    ngx_core_conf_t  *ccf;
+
+    static char  *carriers[] = { "-Djdk.virtualThreadScheduler.parallelism",
+                                 NULL };
+
+    n = *np;
 
     /*
      * Where a location is jvm_mode coloop, unless a later -D says otherwise:

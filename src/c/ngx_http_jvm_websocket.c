@@ -91,6 +91,8 @@ static void ngx_http_jvm_ws_write_handler(ngx_event_t *wev);
 static ngx_int_t ngx_http_jvm_ws_parse(ngx_http_jvm_ws_t *ws, u_char *p,
     u_char *last, size_t *used);
 static ngx_int_t ngx_http_jvm_ws_frame_head(ngx_http_jvm_ws_t *ws);
+static ngx_int_t ngx_http_jvm_ws_message_room(ngx_http_jvm_ws_t *ws,
+    uint64_t len);
 static ngx_int_t ngx_http_jvm_ws_frame_done(ngx_http_jvm_ws_t *ws);
 static ngx_int_t ngx_http_jvm_ws_closed_by_peer(ngx_http_jvm_ws_t *ws);
 static ngx_int_t ngx_http_jvm_ws_inflate(ngx_http_jvm_ws_t *ws);
@@ -526,9 +528,9 @@ ngx_http_jvm_ws_parse(ngx_http_jvm_ws_t *ws, u_char *p, u_char *last,
 static ngx_int_t
 ngx_http_jvm_ws_frame_head(ngx_http_jvm_ws_t *ws)
 {
-    u_char      *h, *msg;
-    size_t       size;
+    u_char      *h;
     uint64_t     len;
+    ngx_int_t    rc;
     ngx_uint_t   i, at, opcode;
 
     h = ws->head;
@@ -637,38 +639,64 @@ ngx_http_jvm_ws_frame_head(ngx_http_jvm_ws_t *ws)
     ws->left = len;
 
     if (opcode < NGX_HTTP_JVM_WS_CLOSE) {
+        rc = ngx_http_jvm_ws_message_room(ws, len);
 
-        if (len > (uint64_t) ws->conf->ws_max_message
-            || ws->msg_len + len > (uint64_t) ws->conf->ws_max_message)
-        {
-            /* refused before a byte of it is kept */
-            ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_TOO_BIG,
-                                 "message too big");
-            return NGX_DECLINED;
-        }
-
-        if (ws->msg_len + len > ws->msg_cap) {
-            size = ngx_max(ws->msg_len + len, 2 * ws->msg_cap);
-            size = ngx_min(size, (size_t) ws->conf->ws_max_message);
-            size = ngx_max(size, 64);
-
-            msg = ngx_alloc(size, ws->connection->log);
-            if (msg == NULL) {
-                ngx_http_jvm_ws_finish(ws, NGX_HTTP_JVM_CLOSE_INTERNAL_ERROR);
-                return NGX_DONE;
-            }
-
-            if (ws->msg) {
-                ngx_memcpy(msg, ws->msg, ws->msg_len);
-                ngx_free(ws->msg);
-            }
-
-            ws->msg = msg;
-            ws->msg_cap = size;
+        if (rc != NGX_OK) {
+            return rc;
         }
     }
 
     ws->in_payload = (len > 0);
+
+    return NGX_OK;
+}
+
+
+/*
+ * A data frame's payload of len bytes will join the message: refused when
+ * the message would pass jvm_websocket_max_message, else room made for it.
+ */
+
+static ngx_int_t
+ngx_http_jvm_ws_message_room(ngx_http_jvm_ws_t *ws, uint64_t len)
+{
+    u_char  *msg;
+    size_t   size;
+
+    if (len > (uint64_t) ws->conf->ws_max_message
+        || ws->msg_len + len > (uint64_t) ws->conf->ws_max_message)
+    {
+        /* refused before a byte of it is kept */
+        ngx_http_jvm_ws_fail(ws, NGX_HTTP_JVM_CLOSE_TOO_BIG,
+                             "message too big");
+        return NGX_DECLINED;
+    }
+
+    if (ws->msg_len + len <= ws->msg_cap) {
+        return NGX_OK;
+    }
+
+    size = ngx_max(ws->msg_len + len, 2 * ws->msg_cap);
+    size = ngx_min(size, (size_t) ws->conf->ws_max_message);
+    size = ngx_max(size, 64);
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ws->connection->log, 0,
+                   "jvm: websocket %i: message buffer grows to %uz bytes",
+                   ws->id, size);
+
+    msg = ngx_alloc(size, ws->connection->log);
+    if (msg == NULL) {
+        ngx_http_jvm_ws_finish(ws, NGX_HTTP_JVM_CLOSE_INTERNAL_ERROR);
+        return NGX_DONE;
+    }
+
+    if (ws->msg) {
+        ngx_memcpy(msg, ws->msg, ws->msg_len);
+        ngx_free(ws->msg);
+    }
+
+    ws->msg = msg;
+    ws->msg_cap = size;
 
     return NGX_OK;
 }
