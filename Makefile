@@ -341,8 +341,8 @@ FUZZ_INCS  := $(addprefix -I $(BUILD)/nginx-src/,src/core src/event \
 FUZZ_FLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
               -fno-sanitize-recover=undefined -W -Wall -Werror \
               -Wno-unused-parameter -Wpointer-arith
-FUZZ_WS    := ws_world.o ngx_fuzz_nginx.o ngx_http_jvm_websocket.o \
-              ngx_http_jvm_deflate.o
+FUZZ_WS    := ws_world.o ngx_fuzz_nginx.o ngx_http_jvm_ws_handshake.o \
+              ngx_http_jvm_websocket.o ngx_http_jvm_deflate.o
 
 fuzz-build: $(FUZZ_BINS)
 

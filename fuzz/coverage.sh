@@ -29,8 +29,8 @@ build() {   # NAME SOURCES...
     "$cc" "${flags[@]}" "${incs[@]}" "$@" -lz -lcrypto -o "$out/$name"
 }
 
-ws=(fuzz/ws_world.c fuzz/ngx_fuzz_nginx.c src/c/ngx_http_jvm_websocket.c
-    src/c/ngx_http_jvm_deflate.c)
+ws=(fuzz/ws_world.c fuzz/ngx_fuzz_nginx.c src/c/ngx_http_jvm_ws_handshake.c
+    src/c/ngx_http_jvm_websocket.c src/c/ngx_http_jvm_deflate.c)
 build fuzz_ws_frames fuzz/fuzz_ws_frames.c "${ws[@]}"
 build fuzz_ws_handshake fuzz/fuzz_ws_handshake.c "${ws[@]}"
 build fuzz_inflate fuzz/fuzz_inflate.c fuzz/ngx_fuzz_nginx.c \
@@ -56,6 +56,6 @@ done
 
 llvm-profdata-14 merge -sparse "$out"/*.profraw -o "$out/all.profdata"
 llvm-cov-14 report -instr-profile="$out/all.profdata" "${objects[@]}" \
-    src/c/ngx_http_jvm_websocket.c src/c/ngx_http_jvm_deflate.c \
-    src/c/ngx_http_jvm_upload.c src/c/ngx_http_jvm_request.c \
+    src/c/ngx_http_jvm_ws_handshake.c src/c/ngx_http_jvm_websocket.c \
+    src/c/ngx_http_jvm_deflate.c src/c/ngx_http_jvm_upload.c src/c/ngx_http_jvm_request.c \
     src/c/ngx_http_jvm_wire.c

@@ -1,7 +1,7 @@
 
 /*
  * nginx-jvm fuzzing: the opening handshake's fields
- * (ngx_http_jvm_websocket.c: Upgrade and Connection token lists, the
+ * (ngx_http_jvm_ws_handshake.c: Upgrade and Connection token lists, the
  * version, the key; ngx_http_jvm_deflate.c: Sec-WebSocket-Extensions
  * offers, their parameters, quoted strings).  The input is header lines,
  * "name: value" each ending with a newline, up to an empty line; after it

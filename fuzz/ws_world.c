@@ -1,7 +1,8 @@
 
 /*
  * nginx-jvm fuzzing: a WebSocket connection's life through
- * ngx_http_jvm_websocket.c and ngx_http_jvm_deflate.c, as nginx and the
+ * ngx_http_jvm_ws_handshake.c, ngx_http_jvm_websocket.c and
+ * ngx_http_jvm_deflate.c, as nginx and the
  * JVM would drive it: the handshake answered (ngx_http_jvm_ws_upgrade),
  * the 101 sent and the request freed (its write event), then read events
  * whose reads end where the fuzzer says (a frame header may be cut
@@ -209,7 +210,7 @@ ngx_http_jvm_vm_ws_message(ngx_log_t *log, ngx_int_t id, ngx_uint_t opcode,
         ngx_fuzz_fail("wsMessage: an opcode not of a message");
     }
 
-    /* as vm_websocket.c does: copied where Java reads it */
+    /* as vm.c does: copied where Java reads it */
     if (len) {
         if (len <= sizeof(ngx_fuzz_req)) {
             ngx_memcpy(ngx_fuzz_req, data, len);

@@ -1073,7 +1073,8 @@ ngx_http_jvm_vm_close(ngx_int_t stream)
 
 
 /*
- * The WebSocket's calls, from ngx_http_jvm_websocket.c on the event loop:
+ * The WebSocket's calls, from its two files on the event loop (and from
+ * a request's cleanup, for a socket abandoned before its 101):
  * a socket opened, abandoned or closed, a message in, the next socket and
  * frame Java has to send.
  */
