@@ -238,6 +238,8 @@ ngx_http_jvm_ws_open(ngx_http_jvm_ws_t *ws, ngx_uint_t nodelay)
 void
 ngx_http_jvm_ws_empty_handler(ngx_event_t *ev)
 {
+    ngx_log_debug0(NGX_LOG_DEBUG_EVENT, ev->log, 0,
+                   "jvm: websocket event waited out");
 }
 
 
