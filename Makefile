@@ -88,8 +88,11 @@ install-m2: $(API)
 
 # build/libnginx-mod-http-jvm_VERSION_ARCH.deb, for this machine's nginx:
 # apt-get install ./build/libnginx-mod-http-jvm_*.deb
+# `make deb DIST=trixie`: the Debian 13 package, built in a Debian 13 root
+# made with mmdebstrap (scripts/build-deb.sh), into build/trixie/.
+DIST ?=
 deb: all
-	scripts/build-deb.sh
+	DIST="$(DIST)" scripts/build-deb.sh
 
 # slf4j-api and clojure.tools.logging from Maven Central, for the tests of
 # logging into the error log (an application brings its own).
