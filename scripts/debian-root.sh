@@ -4,13 +4,15 @@
 #   scripts/debian-root.sh build    build/roots/trixie-build: Debian 13 with
 #                                   its nginx-dev (1.26.3), OpenJDK 21 and a
 #                                   compiler, where `make deb DIST=trixie`
-#                                   builds the module and the package
+#                                   builds the module and the package; with
+#                                   the Ring libraries the package suggests,
+#                                   tests/test_deb_trixie.py installs the
+#                                   package into a copy of it
 #   scripts/debian-root.sh run      build/roots/trixie: Debian 13 with its
 #                                   nginx and a JRE 21, nothing else: the
-#                                   package's test installs into a copy of
-#                                   it, and it is the image's base
+#                                   image's base (scripts/build-image.sh)
 #
-# A root is remade when this script changes (its package list is here).
+# A root is remade when its package list (in ROOT.done) changes.
 # mmdebstrap runs under the heavy lock (/tmp/nginx-jvm-heavy.lock): it
 # downloads and unpacks some hundred packages.  It needs root.
 #
@@ -23,7 +25,8 @@ suite=trixie
 mirror=${NGINX_JVM_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 case $kind in
     build) name=$suite-build
-           packages=nginx,nginx-dev,openjdk-21-jdk-headless,gcc,make,dpkg-dev,libpcre2-dev,libssl-dev,zlib1g-dev ;;
+           packages=nginx,nginx-dev,openjdk-21-jdk-headless,gcc,make,dpkg-dev,libpcre2-dev,libssl-dev,zlib1g-dev
+           packages=$packages,libring-core-clojure,libcompojure-clojure,libdata-json-clojure ;;
     # ca-certificates: a handler calling out over TLS; openssl: the
     # launcher's --tls-self-signed
     run)   name=$suite
@@ -36,7 +39,7 @@ stamp=$root.done
 [ "$(id -u)" = 0 ] || { echo "debian-root.sh: mmdebstrap needs root here" >&2; exit 1; }
 command -v mmdebstrap >/dev/null || "$top/scripts/install-deps.sh" roots >&2
 
-if [ ! -f "$stamp" ] || [ "$0" -nt "$stamp" ]; then
+if [ "$(cat "$stamp" 2>/dev/null)" != "$packages" ]; then
     echo "debian-root: mmdebstrap $suite into $root (about 2 minutes)" >&2
     rm -rf "$root" "$stamp"
     mkdir -p "$(dirname "$root")"
@@ -45,6 +48,6 @@ if [ ! -f "$stamp" ] || [ "$0" -nt "$stamp" ]; then
     flock /tmp/nginx-jvm-heavy.lock \
         mmdebstrap --quiet --variant=minbase --skip=cleanup/apt/lists \
             --include="$packages" "$suite" "$root" "$mirror" >&2
-    touch "$stamp"
+    echo "$packages" > "$stamp"
 fi
 echo "$root"
