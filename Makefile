@@ -408,6 +408,18 @@ MATRIX_TESTS   ?= test_ring_request test_ring_response test_java test_phases \
 MATRIX_IN_TEST_TESTS ?= test_ring_request test_java test_websocket \
                         test_upload_stream test_launcher_tls
 export MATRIX_TESTS
+# The Debian 13 package in a Debian 13 root (`make deb DIST=trixie`,
+# tests/test_deb_trixie.py), and the container image (`make image`:
+# scripts/build-image.sh, tests/test_image.py).  Their roots are made once
+# with mmdebstrap (scripts/debian-root.sh, build/roots); not in `make test`.
+.PHONY: image test-deb-trixie test-image
+image: all
+	scripts/build-image.sh
+test-deb-trixie: all
+	$(PYTHON) -m pytest -q tests/test_deb_trixie.py
+test-image: all
+	$(PYTHON) -m pytest -q -s tests/test_image.py
+
 .PHONY: test-nginx-matrix test-nginx-other
 test-nginx-matrix: all
 	NGX_JVM_JAVA_HOME=$(JAVA_HOME) PYTHON=$(PYTHON) scripts/nginx-matrix.sh $(MATRIX_SUITES)
