@@ -123,11 +123,18 @@ def test_image_serves_a_mounted_ring_handler(image, tmp_path):
         assert body is not None, logs
         assert body.startswith("hello from the image: :get /hello on Java 21."), body
         assert body.endswith(" as www-data"), body
-        # nginx's master and its workers, none of them root
-        top = podman("top", cid, "user", "args").stdout.splitlines()[1:]
-        nginx = [l.split(None, 1) for l in top if "nginx:" in l]
-        assert len([u for u, a in nginx if "worker process" in a]) == 2, top
-        assert all(u == "www-data" for u, a in nginx), top
+        # nginx's master and its workers, none of them root (a worker has
+        # its title once its JVM has started: the second may be starting)
+        def processes():
+            top = podman("top", cid, "user", "args").stdout.splitlines()[1:]
+            return [l.split(None, 1) for l in top]
+        deadline = time.monotonic() + 60
+        while len([a for u, a in processes() if a.startswith("nginx: worker process")]) < 2:
+            assert time.monotonic() < deadline, processes()
+            time.sleep(0.5)
+        top = processes()
+        assert [a for u, a in top if a.startswith("nginx: master process")], top
+        assert all(u == "www-data" for u, a in top), top
         assert not [l for l in logs.splitlines() if PROBLEM.search(l)], logs
     finally:
         podman("stop", "-t", "10", cid, check=False)
