@@ -31,9 +31,14 @@ deb=$(DIST=trixie "$top/scripts/build-deb.sh" | tail -1)
 
 # the base, imported again when the root was remade
 mkdir -p "$dir"
-if ! "$podman" image exists "$base" || [ "$root.done" -nt "$dir/base.done" ]; then
+if ! "$podman" image exists "$base" || [ "$root.done" -nt "$dir/base.done" ] \
+   || [ "$0" -nt "$dir/base.done" ]; then
     echo "build-image: importing $root as $base" >&2
-    tar -C "$root" --numeric-owner -c . | "$podman" import -q - "$base" >/dev/null
+    # less what a server needs not: apt's lists (the root keeps them for
+    # the package's test), manual pages and message catalogues
+    tar -C "$root" --numeric-owner --exclude='./var/lib/apt/lists/*' \
+        --exclude='./usr/share/man/*' --exclude='./usr/share/locale/*' -c . \
+        | "$podman" import -q - "$base" >/dev/null
     touch "$dir/base.done"
 fi
 
@@ -42,11 +47,10 @@ cp "$deb" "$dir/"
 cat > "$dir/Containerfile" <<EOF
 FROM $base
 COPY $(basename "$deb") /tmp/
-# the package as apt would install it (its Depends are in the base), the
-# apt lists the base kept for that dropped; the class cache www-data's
+# the package (its Depends are in the base: dpkg says if one is not);
+# the class cache www-data's
 RUN dpkg -i /tmp/$(basename "$deb") \\
  && rm -f /tmp/*.deb \\
- && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin \\
  && mkdir -p /app /var/cache/nginx-jvm \\
  && chown www-data:www-data /var/cache/nginx-jvm
 ENV NGINX_JVM_CACHE=/var/cache/nginx-jvm
@@ -56,5 +60,7 @@ EXPOSE 8080
 ENTRYPOINT ["/usr/bin/nginx-jvm", "run", "--listen", "0.0.0.0", "--port", "8080"]
 EOF
 "$podman" build -q --network=none --pull=never -t "$image" -f "$dir/Containerfile" "$dir" >&2
+# the images this one replaced
+"$podman" image prune -f >/dev/null
 size=$("$podman" image inspect --format '{{.Size}}' "$image")
 echo "$image $((size / 1000000)) MB"
