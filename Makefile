@@ -143,8 +143,11 @@ test-clojure: all
 NGINX_JVM_MODES ?= loop,pool,virtual
 export NGINX_JVM_MODES
 
+# The Debian 13 package's and the image's tests make Debian 13 roots first
+# (minutes): `make test-deb-trixie` and `make test-image` run them.
+INTEGRATION_OWN_TARGETS = tests/test_deb_trixie.py tests/test_image.py
 test-integration: all
-	$(PYTHON) -m pytest -q tests
+	$(PYTHON) -m pytest -q tests $(patsubst %,--ignore=%,$(INTEGRATION_OWN_TARGETS))
 	$(MAKE) test-reload
 	$(MAKE) test-coloop
 	$(MAKE) test-coloop-jdk21
