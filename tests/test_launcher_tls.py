@@ -146,9 +146,9 @@ def curl(port, path, *args, cafile, proto="--http2", timeout=60, **kw):
     return body, version.decode()
 
 
-def h3(port, requests, cafile):
+def h3(port, requests, cafile, **kw):
     import h3client
-    return h3client.fetch(port, requests, cafile=cafile)
+    return h3client.fetch(port, requests, cafile=cafile, **kw)
 
 
 def pattern(n):
@@ -342,6 +342,23 @@ def test_the_request_map_is_the_same_over_every_protocol(quic, certs):
         j = json.loads(maps[version, "/java?q=1"])
         assert j["headers"] == dict(headers, **{"content-length": "4",
                                                 "host": "localhost:%d" % quic.port})
+
+
+def test_http3_host_is_the_authority_as_sent(quic, certs):
+    """The Host a handler sees over HTTP/3 is :authority as the client sent
+    it (as Host is over HTTP/1.1); the server name is nginx's reading of it,
+    lowercased and without the port."""
+    authority = "LocalHost.:%d" % quic.port
+    ring, java = h3(quic.port, [("GET", "/ring", [], None),
+                                ("GET", "/java", [], None)],
+                    certs[0], authority=authority)
+    assert ring.status == 200 and java.status == 200
+    m = read_edn(ring.body.decode())
+    assert m[":headers"]["host"] == authority
+    assert m[":server-name"] == "localhost"
+    j = json.loads(bytes(java.body))
+    assert j["headers"]["host"] == j["hostAnyCase"] == authority
+    assert [n.lower() for n in j["headerNames"]].count("host") == 1
 
 
 # --- the launcher's options ---------------------------------------------------
