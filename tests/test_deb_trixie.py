@@ -2,8 +2,9 @@
 Debian 13 root (scripts/debian-root.sh build, made with mmdebstrap) against
 its nginx 1.26.3 and OpenJDK 21, installed with apt into a copy of that root,
 serving the notes example through the root's own nginx (Debian's prefix,
-modules-enabled, workers as www-data) to a client here over loopback, then
-removed and purged without a trace.
+modules-enabled, workers as www-data) and the hello example through its
+/usr/bin/nginx-jvm, to a client here over loopback, then removed and purged
+without a trace.
 
 The copy is an overlay (the root below, a temporary directory above) in a
 mount namespace of its own, with /proc and /dev bound into it, held by one
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import ROOT, Nginx, free_port
+from harness import ROOT, Launcher, Nginx, free_port
 
 PACKAGE = "libnginx-mod-http-jvm"
 DOC = "/usr/share/doc/" + PACKAGE
@@ -238,12 +239,7 @@ def uid(pid):
 
 
 def test_root_nginx_serves_the_notes_example(trixie):
-    # Debian 13's Ring and Compojure, as the package suggests them
-    ring = ["/usr/share/java/%s.jar" % line.strip()
-            for line in (ROOT / "scripts" / "ring-jars.txt").read_text().splitlines()
-            if line.strip() and not line.startswith("#")]
-    missing = [j for j in ring if not trixie.exists(j)]
-    assert not missing, missing
+    ring = ring_jars(trixie)
     www = int(trixie.run("id", "-u", "www-data").stdout)
     with RootNginx(trixie, ring) as n:
         workers = n.worker_pids()
@@ -265,6 +261,36 @@ def test_root_nginx_serves_the_notes_example(trixie):
                                "Cookie": cookie})
         assert r.status == 201, r
         assert '"text":"from Debian 13"' in n.get("/api/notes").text
+
+
+def ring_jars(root):
+    """Debian 13's Ring and Compojure, as the package suggests them."""
+    ring = ["/usr/share/java/%s.jar" % line.strip()
+            for line in (ROOT / "scripts" / "ring-jars.txt").read_text().splitlines()
+            if line.strip() and not line.startswith("#")]
+    missing = [j for j in ring if not root.exists(j)]
+    assert not missing, missing
+    return ring
+
+
+class RootLauncher(Launcher):
+    """The root's /usr/bin/nginx-jvm run as root in it (so its class
+    cache is /var/cache/nginx-jvm, which purge removes)."""
+
+    def __init__(self, root, args):
+        Launcher.__init__(self, args)
+        self.args = root.command(*(["/usr/bin/nginx-jvm"] + self.args[1:]))
+
+
+def test_launcher_in_the_root_serves_a_handler(trixie):
+    hello = DOC + "/examples/hello"
+    cp = ":".join([hello + "/src"] + ring_jars(trixie))
+    with RootLauncher(trixie, ["--handler", "hello.core/app", "--classpath", cp,
+                               "--jvm-option", "-Dhello.root=" + hello]) as n:
+        assert n.get("/hello").text == "Hello, Clojure!"
+        with open("/proc/%d/maps" % n.worker_pids()[0]) as f:
+            assert "/usr/lib/jvm/java-21-openjdk-amd64/" in f.read()
+    assert trixie.exists("/var/cache/nginx-jvm")
 
 
 def changed(root):
