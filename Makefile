@@ -88,8 +88,11 @@ install-m2: $(API)
 
 # build/libnginx-mod-http-jvm_VERSION_ARCH.deb, for this machine's nginx:
 # apt-get install ./build/libnginx-mod-http-jvm_*.deb
+# `make deb DIST=trixie`: the Debian 13 package, built in a Debian 13 root
+# made with mmdebstrap (scripts/build-deb.sh), into build/trixie/.
+DIST ?=
 deb: all
-	scripts/build-deb.sh
+	DIST="$(DIST)" scripts/build-deb.sh
 
 # slf4j-api and clojure.tools.logging from Maven Central, for the tests of
 # logging into the error log (an application brings its own).
@@ -140,8 +143,11 @@ test-clojure: all
 NGINX_JVM_MODES ?= loop,pool,virtual
 export NGINX_JVM_MODES
 
+# The Debian 13 package's and the image's tests make Debian 13 roots first
+# (minutes): `make test-deb-trixie` and `make test-image` run them.
+INTEGRATION_OWN_TARGETS = tests/test_deb_trixie.py tests/test_image.py
 test-integration: all
-	$(PYTHON) -m pytest -q tests
+	$(PYTHON) -m pytest -q tests $(patsubst %,--ignore=%,$(INTEGRATION_OWN_TARGETS))
 	$(MAKE) test-reload
 	$(MAKE) test-coloop
 	$(MAKE) test-coloop-jdk21
@@ -405,6 +411,18 @@ MATRIX_TESTS   ?= test_ring_request test_ring_response test_java test_phases \
 MATRIX_IN_TEST_TESTS ?= test_ring_request test_java test_websocket \
                         test_upload_stream test_launcher_tls
 export MATRIX_TESTS
+# The Debian 13 package in a Debian 13 root (`make deb DIST=trixie`,
+# tests/test_deb_trixie.py), and the container image (`make image`:
+# scripts/build-image.sh, tests/test_image.py).  Their roots are made once
+# with mmdebstrap (scripts/debian-root.sh, build/roots); not in `make test`.
+.PHONY: image test-deb-trixie test-image
+image: all
+	scripts/build-image.sh
+test-deb-trixie: all
+	$(PYTHON) -m pytest -q tests/test_deb_trixie.py
+test-image: all
+	$(PYTHON) -m pytest -q -s tests/test_image.py
+
 .PHONY: test-nginx-matrix test-nginx-other
 test-nginx-matrix: all
 	NGX_JVM_JAVA_HOME=$(JAVA_HOME) PYTHON=$(PYTHON) scripts/nginx-matrix.sh $(MATRIX_SUITES)

@@ -8,12 +8,53 @@
 # it: the runtime jar and Clojure in /usr/share/nginx-jvm, the launcher as
 # /usr/bin/nginx-jvm, the docs and examples in /usr/share/doc.
 # Prints the package's path last.
+#
+# DIST=trixie (`make deb DIST=trixie`): the Debian 13 package, built in a
+# Debian 13 root (scripts/debian-root.sh build: mmdebstrap, made once)
+# against its nginx-dev (1.26.3) with its OpenJDK 21's headers, into
+# build/trixie/.  The jars are this machine's (Java 17 bytecode, which
+# Java 21 runs); the module and the package's Depends are the root's.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
 package=libnginx-mod-http-jvm
-module=$build/ngx_http_jvm_module.so
+
+# the Debian this runs on (the root's, inside it)
+here=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+if [ -n "${DIST:-}" ] && [ "$DIST" != "$here" ]; then
+    case $DIST in
+        trixie) ;;
+        *) echo "build-deb: DIST is trixie (or this machine's, $here)" >&2; exit 2 ;;
+    esac
+    for f in "$build/nginx-jvm.jar" "$build/lib/.done" "$build/api/.done"; do
+        [ -f "$f" ] || { echo "build-deb: $f is missing: run \"make\" first" >&2; exit 1; }
+    done
+    root=$("$top/scripts/debian-root.sh" build)
+    mkdir -p "$root/src" "$build/$DIST"
+    epoch=${SOURCE_DATE_EPOCH:-$(git -C "$top" log -1 --format=%ct 2>/dev/null || date +%s)}
+    commit=${DEB_COMMIT:-$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)}
+    # the checkout at /src, /proc and /dev bound, in a mount namespace of
+    # its own: the mounts go when the build ends, however it ends
+    deb=$(unshare --mount --propagation private -- /bin/sh -ec '
+        root=$1; top=$2; shift 2
+        mount --bind "$top" "$root/src"
+        mount -t proc proc "$root/proc"
+        mount --rbind /dev "$root/dev"
+        exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+            HOME=/root LC_ALL=C.UTF-8 "$@"' sh "$root" "$top" /bin/sh -ec '
+        NGX_JVM_JAVA_HOME=/usr/lib/jvm/java-21-openjdk-amd64 \
+            NGX_JVM_OUT=/src/build/'"$DIST"' /src/scripts/build-module.sh >&2
+        DEB_OUT=/src/build/'"$DIST"' DEB_COMMIT='"$commit"' \
+            SOURCE_DATE_EPOCH='"$epoch"' /src/scripts/build-deb.sh' | tail -1)
+    # its path here
+    echo "$top${deb#/src}"
+    exit
+fi
+
+# DEB_OUT: where the package goes (build/, or build/DIST in a root)
+out=${DEB_OUT:-$build}
+module=$out/ngx_http_jvm_module.so
 
 for f in "$module" "$build/nginx-jvm.jar" "$build/lib/.done" "$build/api/.done"; do
     [ -f "$f" ] || { echo "build-deb: $f is missing: run \"make\" first" >&2; exit 1; }
@@ -25,6 +66,13 @@ abi=$(dpkg-query -W -f='${Provides}\n' nginx 2>/dev/null \
       | tr ',' '\n' | sed -n 's/^ *\(nginx-abi-[^ ]*\).*/\1/p' | head -1)
 [ -n "$abi" ] || { echo "build-deb: the installed nginx provides no nginx-abi-*" >&2; exit 1; }
 
+# the JRE: the Debian's own OpenJDK (Debian 12's 17, Debian 13's 21)
+case $here in
+    bookworm) jre=17 ;;
+    trixie)   jre=21 ;;
+    *) echo "build-deb: Debian 12 (bookworm) or 13 (trixie), not \"$here\"" >&2; exit 1 ;;
+esac
+
 upstream=$(sed -n 's|^  <version>\(.*\)</version>|\1|p' "$top/runtime/pom.xml" | head -1)
 [ -n "$upstream" ] || { echo "build-deb: no <version> in runtime/pom.xml" >&2; exit 1; }
 # the project's version, and the package's revision of it
@@ -34,9 +82,9 @@ arch=$(dpkg --print-architecture)
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$top" log -1 --format=%ct 2>/dev/null || date +%s)}
 maintainer="${DEBFULLNAME:-nginx-jvm} <${DEBEMAIL:-nginx-jvm@localhost}>"
 
-root=$build/deb/root
+root=$out/deb/root
 # one package in build/, for "apt-get install ./build/libnginx-mod-http-jvm_*.deb"
-rm -rf "$build/deb" "$build/${package}"_*.deb
+rm -rf "$out/deb" "$out/${package}"_*.deb
 mkdir -p "$root/DEBIAN"
 
 # -- files --
@@ -105,7 +153,7 @@ License: EPL-1.0
  Central, under the Eclipse Public License 1.0:
  https://www.eclipse.org/legal/epl-v10.html
 EOF
-commit=$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)
+commit=${DEB_COMMIT:-$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 {
     echo "$package ($version) unstable; urgency=medium"
     echo
@@ -119,10 +167,10 @@ find "$root" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 
 # -- control --
 # libc6 and the other shared libraries the module links against
-mkdir -p "$build/deb/shlibs/debian"
+mkdir -p "$out/deb/shlibs/debian"
 printf 'Source: %s\n\nPackage: %s\nArchitecture: any\n' "$package" "$package" \
-    > "$build/deb/shlibs/debian/control"
-shlibs=$(cd "$build/deb/shlibs" && dpkg-shlibdeps -O \
+    > "$out/deb/shlibs/debian/control"
+shlibs=$(cd "$out/deb/shlibs" && dpkg-shlibdeps -O \
          "$root/usr/lib/nginx/modules/ngx_http_jvm_module.so" 2>/dev/null \
          | sed -n 's/^shlibs:Depends=//p')
 cat > "$root/DEBIAN/control" <<EOF
@@ -131,7 +179,7 @@ Version: $version
 Architecture: $arch
 Maintainer: $maintainer
 Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
-Depends: $abi, ${shlibs:+$shlibs, }openjdk-17-jre-headless | java17-runtime-headless
+Depends: $abi, ${shlibs:+$shlibs, }openjdk-$jre-jre-headless | java$jre-runtime-headless
 Recommends: nginx
 Suggests: libring-core-clojure, libcompojure-clojure, libdata-json-clojure
 Section: httpd
@@ -199,6 +247,6 @@ chmod 755 "$root/DEBIAN/postinst" "$root/DEBIAN/prerm" "$root/DEBIAN/postrm"
     | sort -z | xargs -0 md5sum) > "$root/DEBIAN/md5sums"
 chmod 644 "$root/DEBIAN/control" "$root/DEBIAN/md5sums"
 
-deb=$build/${package}_${version}_$arch.deb
+deb=$out/${package}_${version}_$arch.deb
 dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
 echo "$deb"

@@ -98,6 +98,24 @@ if [ "${1:-}" = cluster ]; then
     fi
 fi
 
+# "install-deps.sh roots", for `make deb DIST=trixie`, `make image` and their
+# tests (scripts/debian-root.sh, scripts/build-image.sh): Debian's mmdebstrap
+# makes the Debian 13 roots, podman (with runc as its runtime: crun refuses
+# hybrid cgroups; scripts/podman.sh gives it its configuration) builds and
+# runs the image; uidmap and slirp4netns are what podman needs rootless.
+if [ "${1:-}" = roots ]; then
+    roots_missing=()
+    for p in mmdebstrap podman runc uidmap slirp4netns; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \
+            || roots_missing+=("$p")
+    done
+    if [ ${#roots_missing[@]} -gt 0 ]; then
+        echo "install-deps: installing ${roots_missing[*]}"
+        [ "$(id -u)" -ne 0 ] || apt-get update -qq
+        quiet_install "${roots_missing[@]}"
+    fi
+fi
+
 # "install-deps.sh bench", for `make bench-realapp`: Ring's Jetty adapter, matplotlib for
 # Debian's python3 (the report's plots), and oha (crates.io, built by cargo; pinned), the
 # fixed-rate load generator (-q RATE --latency-correction: wrk2's open

@@ -78,6 +78,7 @@ ln -sfn "nginx-$upstream" "$top/build/nginx-$suite"
 # Already built, for this version and this module's sources?
 stamp=$out/.built
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$version" ] \
+   && [ -f "$out/ngx_http_jvm_module.so" ] \
    && [ -z "$(find "$top/src/c" -newer "$out/ngx_http_jvm_module.so" -print -quit)" ]; then
     echo "$out"
     exit 0

@@ -71,7 +71,8 @@ class _Protocol(QuicConnectionProtocol):
         return await done
 
 
-async def _fetch(host, port, requests, cafile, server_name, timeout):
+async def _fetch(host, port, requests, cafile, server_name, timeout,
+                 authority=None):
     config = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN,
                                server_name=server_name,
                                max_stream_data=16 << 20, max_data=64 << 20)
@@ -82,7 +83,7 @@ async def _fetch(host, port, requests, cafile, server_name, timeout):
     async with connect(host, port, configuration=config,
                        create_protocol=_Protocol,
                        wait_connected=True) as client:
-        authority = "%s:%d" % (server_name, port)
+        authority = authority or "%s:%d" % (server_name, port)
         out = []
         for method, path, headers, body in requests:
             out.append(await asyncio.wait_for(
@@ -92,11 +93,12 @@ async def _fetch(host, port, requests, cafile, server_name, timeout):
 
 
 def fetch(port, requests, host="127.0.0.1", cafile=None,
-          server_name="localhost", timeout=60):
+          server_name="localhost", timeout=60, authority=None):
     """requests: (method, path, headers, body or None) each, sent one after
-    the other over one connection; their Responses."""
+    the other over one connection; their Responses.  authority: the
+    requests' :authority (default SERVER_NAME:PORT)."""
     return asyncio.run(asyncio.wait_for(
-        _fetch(host, port, requests, cafile, server_name, timeout),
+        _fetch(host, port, requests, cafile, server_name, timeout, authority),
         timeout * (len(requests) + 1)))
 
 

@@ -23,6 +23,7 @@ typedef struct {
     ngx_str_t   server;
     ngx_str_t   addr;
     ngx_str_t   cert;
+    ngx_str_t   authority;
     ngx_uint_t  flags;
     ngx_uint_t  port;
 } ngx_http_jvm_request_t;
@@ -211,6 +212,28 @@ protocol:
         jr->server = cscf->server_name;
     }
 
+    ngx_str_null(&jr->authority);
+
+#if (NGX_HTTP_V3)
+
+    /*
+     * An HTTP/3 client names the host in :authority and sends no Host, and
+     * nginx's HTTP/3 (1.25 to 1.30 at least), unlike its HTTP/2, makes no
+     * Host field of it: the handler gets one, as over HTTP/1.1 and HTTP/2,
+     * from the raw value nginx keeps in host_start (its server name is
+     * that value validated: lowercased, without the port).
+     */
+
+    if (r->http_version == NGX_HTTP_VERSION_30
+        && r->headers_in.host == NULL
+        && r->host_start && r->host_end > r->host_start)
+    {
+        jr->authority.data = r->host_start;
+        jr->authority.len = r->host_end - r->host_start;
+    }
+
+#endif
+
     if (ngx_connection_local_sockaddr(c, NULL, 0) != NGX_OK) {
         return NGX_ERROR;
     }
@@ -249,7 +272,8 @@ ngx_http_jvm_encoded_size(ngx_http_request_t *r, ngx_http_jvm_request_t *jr)
     len = 4 * 4 + 4 + 8 + 7 * 4
           + jr->method.len + jr->path.len + jr->query.len + jr->protocol.len
           + jr->server.len + jr->addr.len + jr->cert.len
-          + ngx_http_jvm_header_list_size(&r->headers_in.headers);
+          + ngx_http_jvm_header_list_size(&r->headers_in.headers)
+          + 2 * 4 + sizeof("host") - 1 + jr->authority.len;
 
     /* a body still arriving goes to Java in pieces (ngx_http_jvm_upload.c) */
 
@@ -304,6 +328,14 @@ ngx_http_jvm_encode(ngx_http_request_t *r, ngx_http_jvm_request_t *jr,
     n = 0;
 
     p = ngx_http_jvm_put_header_list(p, &r->headers_in.headers, 0, &n);
+
+    /* last, where nginx's HTTP/2 puts the Host it makes of :authority */
+
+    if (jr->authority.len) {
+        p = ngx_http_jvm_put_str(p, (u_char *) "host", sizeof("host") - 1);
+        p = ngx_http_jvm_put_str(p, jr->authority.data, jr->authority.len);
+        n++;
+    }
 
     (void) ngx_http_jvm_put_int(count, n);
 

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Builds the OCI image nginx-jvm (`make image`), with podman
+# (scripts/podman.sh: the project's configuration, its storage in
+# build/podman), from nothing pulled from a registry:
+#
+# - the base: build/roots/trixie (scripts/debian-root.sh run: Debian 13
+#   made with mmdebstrap, its nginx 1.26.3 and OpenJDK 21's JRE), imported
+#   as localhost/nginx-jvm-base:trixie;
+# - on it, the Debian 13 package (`make deb DIST=trixie`: the module, the
+#   runtime, Clojure, the launcher), installed by dpkg;
+# - the launcher as the entry point, run as www-data (so nginx's master and
+#   its workers are not root), listening on 0.0.0.0:8080, the application
+#   mounted at /app:
+#
+#     podman run -p 8080:8080 -v ./app:/app localhost/nginx-jvm \
+#         --handler my.app/handler --classpath /app/src
+#
+# Prints the image's name and size last.  IMAGE names it (default
+# localhost/nginx-jvm:latest).
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+image=${IMAGE:-localhost/nginx-jvm:latest}
+base=localhost/nginx-jvm-base:trixie
+podman=$top/scripts/podman.sh
+dir=$top/build/image
+
+root=$("$top/scripts/debian-root.sh" run)
+deb=$(DIST=trixie "$top/scripts/build-deb.sh" | tail -1)
+[ -f "$deb" ] || { echo "build-image: no package: $deb" >&2; exit 1; }
+
+# the base, imported again when the root was remade
+mkdir -p "$dir"
+if ! "$podman" image exists "$base" || [ "$root.done" -nt "$dir/base.done" ] \
+   || [ "$0" -nt "$dir/base.done" ]; then
+    echo "build-image: importing $root as $base" >&2
+    # less what a server needs not: apt's lists (the root keeps them for
+    # the package's test), manual pages and message catalogues
+    tar -C "$root" --numeric-owner --exclude='./var/lib/apt/lists/*' \
+        --exclude='./usr/share/man/*' --exclude='./usr/share/locale/*' -c . \
+        | "$podman" import -q - "$base" >/dev/null
+    touch "$dir/base.done"
+fi
+
+rm -f "$dir"/*.deb
+cp "$deb" "$dir/"
+cat > "$dir/Containerfile" <<EOF
+FROM $base
+COPY $(basename "$deb") /tmp/
+# the package (its Depends are in the base: dpkg says if one is not);
+# the class cache www-data's
+RUN dpkg -i /tmp/$(basename "$deb") \\
+ && rm -f /tmp/*.deb \\
+ && mkdir -p /app /var/cache/nginx-jvm \\
+ && chown www-data:www-data /var/cache/nginx-jvm
+ENV NGINX_JVM_CACHE=/var/cache/nginx-jvm
+USER www-data
+WORKDIR /app
+EXPOSE 8080
+ENTRYPOINT ["/usr/bin/nginx-jvm", "run", "--listen", "0.0.0.0", "--port", "8080"]
+EOF
+"$podman" build -q --network=none --pull=never -t "$image" -f "$dir/Containerfile" "$dir" >&2
+# the images this one replaced
+"$podman" image prune -f >/dev/null
+size=$("$podman" image inspect --format '{{.Size}}' "$image")
+echo "$image $((size / 1000000)) MB"

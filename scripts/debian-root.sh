@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Makes a Debian root with Debian's mmdebstrap, once, and prints its path:
+#
+#   scripts/debian-root.sh build    build/roots/trixie-build: Debian 13 with
+#                                   its nginx-dev (1.26.3), OpenJDK 21 and a
+#                                   compiler, where `make deb DIST=trixie`
+#                                   builds the module and the package; with
+#                                   the Ring libraries the package suggests,
+#                                   tests/test_deb_trixie.py installs the
+#                                   package into a copy of it
+#   scripts/debian-root.sh run      build/roots/trixie: Debian 13 with its
+#                                   nginx and a JRE 21, nothing else: the
+#                                   image's base (scripts/build-image.sh)
+#
+# A root is remade when its package list (in ROOT.done) changes.
+# mmdebstrap runs under the heavy lock (/tmp/nginx-jvm-heavy.lock): it
+# downloads and unpacks some hundred packages.  It needs root.
+#
+# NGINX_JVM_DEBIAN_MIRROR: the archive (http://deb.debian.org/debian).
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+kind=${1:?usage: debian-root.sh build|run}
+suite=trixie
+mirror=${NGINX_JVM_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+case $kind in
+    build) name=$suite-build
+           packages=nginx,nginx-dev,openjdk-21-jdk-headless,gcc,make,dpkg-dev,libpcre2-dev,libssl-dev,zlib1g-dev
+           packages=$packages,libring-core-clojure,libcompojure-clojure,libdata-json-clojure ;;
+    # ca-certificates: a handler calling out over TLS; openssl: the
+    # launcher's --tls-self-signed
+    run)   name=$suite
+           packages=nginx,openjdk-21-jre-headless,ca-certificates,openssl ;;
+    *) echo "debian-root.sh: build or run" >&2; exit 2 ;;
+esac
+root=$top/build/roots/$name
+stamp=$root.done
+
+[ "$(id -u)" = 0 ] || { echo "debian-root.sh: mmdebstrap needs root here" >&2; exit 1; }
+command -v mmdebstrap >/dev/null || "$top/scripts/install-deps.sh" roots >&2
+
+if [ "$(cat "$stamp" 2>/dev/null)" != "$packages" ]; then
+    echo "debian-root: mmdebstrap $suite into $root (about 2 minutes)" >&2
+    rm -rf "$root" "$stamp"
+    mkdir -p "$(dirname "$root")"
+    # --skip=cleanup/apt/lists: apt in the root can then install a local
+    # .deb (and resolve its Depends) without going to the network
+    flock /tmp/nginx-jvm-heavy.lock \
+        mmdebstrap --quiet --variant=minbase --skip=cleanup/apt/lists \
+            --include="$packages" "$suite" "$root" "$mirror" >&2
+    echo "$packages" > "$stamp"
+fi
+echo "$root"
