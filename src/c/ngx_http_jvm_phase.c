@@ -339,10 +339,14 @@ ngx_http_jvm_phase_resume(ngx_http_request_t *r)
 {
     size_t               len;
     ngx_int_t            rc;
-    ngx_uint_t           done;
     ngx_http_jvm_ctx_t  *ctx;
 
-    rc = ngx_http_jvm_task_take(r, &len, &done);
+    /*
+     * Whether Java is done with the task does not matter here: the task is
+     * forgotten below when it lets the request go on, and by the request's
+     * cleanup otherwise.
+     */
+    rc = ngx_http_jvm_task_take(r, &len, NULL);
 
     if (rc == NGX_AGAIN) {
         return;

@@ -295,12 +295,14 @@ ngx_http_jvm_task_notified(ngx_event_t *ev)
  * handler's (ngx_http_jvm_phase.c): NGX_AGAIN while the task has not
  * answered (a write event of the connection came first); else the task's
  * timer and the write handler are put back and Java's answer is taken, its
- * length in *len, *done set when Java is through with the task.
+ * length in *len, and *done (when asked for) set when Java is through with
+ * the task.
  */
 
 ngx_int_t
 ngx_http_jvm_task_take(ngx_http_request_t *r, size_t *len, ngx_uint_t *done)
 {
+    ngx_uint_t           ignored;
     ngx_http_jvm_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_jvm_module);
@@ -317,7 +319,8 @@ ngx_http_jvm_task_take(ngx_http_request_t *r, size_t *len, ngx_uint_t *done)
 
     r->write_event_handler = ngx_http_request_empty_handler;
 
-    return ngx_http_jvm_vm_take(r->connection->log, ctx, len, done);
+    return ngx_http_jvm_vm_take(r->connection->log, ctx, len,
+                                done ? done : &ignored);
 }
 
 
