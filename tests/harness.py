@@ -17,6 +17,7 @@ import struct
 import subprocess
 import tempfile
 import time
+import urllib.parse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -333,6 +334,154 @@ def read_ws_frame(s):
     elif n == 127:
         n = struct.unpack("!Q", exactly(8))[0]
     return b0, exactly(n)
+
+
+# A server of the second port with TLS, its certificate and key in the
+# prefix (server_cert()), its configuration to follow before a "}".
+TLS_SERVER = """
+    server {
+        listen 127.0.0.1:@PORT2@ ssl;
+        server_name localhost;
+        ssl_certificate @PREFIX@/server.pem;
+        ssl_certificate_key @PREFIX@/server.key;
+"""
+
+
+def server_cert(d):
+    """A self-signed certificate (EC P-256) for localhost in directory d:
+    server.pem, and its key server.key."""
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+                    "server.key", "-out", "server.pem", "-days", "2", "-subj",
+                    "/CN=localhost"], cwd=d, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def open_get(port, path, timeout=10):
+    """A GET of path sent on a new socket, its answer left to read (a
+    stream, an event stream): the socket."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.sendall(("GET %s HTTP/1.1\r\nHost: localhost\r\n\r\n" % path).encode())
+    return s
+
+
+def read_until(s, marker, timeout=10):
+    """What socket s gives until marker is in it, or the peer closes."""
+    s.settimeout(timeout)
+    data = b""
+    while marker not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+WS_KEY = b"dGhlIHNhbXBsZSBub25jZQ=="     # RFC 6455's example key
+
+
+def ws_handshake(port, path, extra=b"", version=b"13", key=WS_KEY):
+    """A WebSocket upgrade of path on a new socket, extra header lines
+    (each ending in CRLF) added: (the socket, the answer's head).  The head
+    is read a byte at a time, so that no frame after it is taken."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: localhost\r\n"
+              b"Upgrade: websocket\r\nConnection: Upgrade\r\n"
+              b"Sec-WebSocket-Key: " + key + b"\r\n"
+              b"Sec-WebSocket-Version: " + version + b"\r\n" + extra + b"\r\n")
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(1)
+        if not chunk:
+            break
+        head += chunk
+    return s, head
+
+
+def ws_frame(opcode, payload=b"", fin=True, mask=True, rsv=0):
+    """A client's WebSocket frame; rsv: the RSV1-3 bits as a number (4 is
+    RSV1, a compressed message).  Clients mask, unless told not to."""
+    b0 = (0x80 if fin else 0) | (rsv << 4) | opcode
+    m = 0x80 if mask else 0
+    n = len(payload)
+    if n < 126:
+        head = struct.pack("!BB", b0, m | n)
+    elif n < 65536:
+        head = struct.pack("!BBH", b0, m | 126, n)
+    else:
+        head = struct.pack("!BBQ", b0, m | 127, n)
+    if not mask or not n:
+        return head + (os.urandom(4) if mask else b"") + payload
+    key = os.urandom(4)
+    k = int.from_bytes((key * (n // 4 + 1))[:n], "big")
+    return head + key + (int.from_bytes(payload, "big") ^ k).to_bytes(n, "big")
+
+
+def ws_close_code(payload):
+    """The code of a close frame's payload, or None."""
+    return struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else None
+
+
+def ws_expect_close(s, code):
+    """The server sends a close frame with code (frames before it are
+    skipped), then closes the connection once the client answers it."""
+    while True:
+        b0, payload = read_ws_frame(s)
+        assert not b0 & 0x30, "RSV2 and RSV3 stay clear"
+        if b0 & 0x0F == 8:
+            break
+    assert ws_close_code(payload) == code, payload
+    s.sendall(ws_frame(8, struct.pack("!H", code)))
+    s.settimeout(5)
+    assert s.recv(10) == b"", "the server closes the connection"
+
+
+def config_test(*args, **kwargs):
+    """`nginx -t` of a configuration (Nginx's arguments), its prefix removed
+    after: the CompletedProcess."""
+    n = Nginx(*args, **kwargs)
+    try:
+        return n.test_config()
+    finally:
+        n.cleanup()
+
+
+def dict_config(small):
+    """(locations, http) of a configuration for testapp.Shared: its location
+    in the first server and in a second one (reuseport: new connections
+    spread over the workers), the dictionaries d (1m) and small (its size
+    given)."""
+    location = "        location /dict { jvm_content testapp.Shared; }\n"
+    return location, """
+    jvm_shared_dict d 1m;
+    jvm_shared_dict small %s;
+    server {
+        listen 127.0.0.1:@PORT2@ reuseport;
+%s    }
+""" % (small, location)
+
+
+def dict_op(ng_, port=None, timeout=120, **params):
+    """One operation of the test app's /dict location (testapp.Shared) on
+    a new connection, on the second server's port unless told: the Reply."""
+    return request(port or ng_.port2, "GET",
+                   "/dict?" + urllib.parse.urlencode(params), timeout=timeout)
+
+
+def dict_ok(ng_, **params):
+    """dict_op that must answer 200: the answer's text."""
+    r = dict_op(ng_, **params)
+    assert r.status == 200, r.text
+    return r.text
+
+
+def clear_dicts(request):
+    """For an autouse fixture: a test that uses the module's nginx (ng)
+    starts with the test app's dictionaries empty."""
+    if "ng" in request.fixturenames:
+        n = request.getfixturevalue("ng")
+        dict_ok(n, op="clear")
+        dict_ok(n, op="clear", dict="small")
 
 
 def parse_raw(data):

@@ -21,7 +21,7 @@ import pytest
 websockets = pytest.importorskip("websockets")
 from websockets.sync.client import connect  # noqa: E402
 
-from harness import wait_for  # noqa: E402
+from harness import open_get, read_until, wait_for  # noqa: E402
 from test_websocket import frame, handshake, read_frame  # noqa: E402
 
 LOCATIONS = """
@@ -139,20 +139,7 @@ def test_a_topic_burst_reaches_every_websocket_client_that_reads(ng):
 
 
 def sse(ng):
-    s = socket.create_connection(("127.0.0.1", ng.port), timeout=20)
-    s.sendall(b"GET /fan/sse HTTP/1.1\r\nHost: localhost\r\n\r\n")
-    return s
-
-
-def read_until(s, marker, timeout=20):
-    s.settimeout(timeout)
-    data = b""
-    while marker not in data:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    return data
+    return open_get(ng.port, "/fan/sse", timeout=20)
 
 
 def test_a_topic_burst_reaches_every_event_stream_that_reads(ng):
@@ -160,12 +147,12 @@ def test_a_topic_burst_reaches_every_event_stream_that_reads(ng):
     streams = [sse(ng) for _ in range(3)]
     try:
         for s in streams:
-            assert b": subscribed" in read_until(s, b": subscribed")
+            assert b": subscribed" in read_until(s, b": subscribed", timeout=20)
         assert wait_for(lambda: subscribers(ng) == base + 3, 10)
         before = failures(ng)
         publish(ng, 300)
         for s in streams:
-            data = read_until(s, b"data: m299\n\n")
+            data = read_until(s, b"data: m299\n\n", timeout=20)
             events = [line for line in data.split(b"\n")
                       if line.startswith(b"data: ")]
             assert events == [b"data: m%d" % i for i in range(300)]
@@ -201,10 +188,10 @@ def test_a_subscriber_that_does_not_read_is_closed_and_costs_the_others_nothing(
                             b"Upgrade: websocket\r\nConnection: Upgrade\r\n"
                             b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                             b"Sec-WebSocket-Version: 13\r\n\r\n")
-        assert read_until(idle, b"\r\n\r\n").startswith(b"HTTP/1.1 101")
+        assert read_until(idle, b"\r\n\r\n", timeout=20).startswith(b"HTTP/1.1 101")
     else:
         idle = small_window(ng, b"GET /fan/sse HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        read_until(idle, b": subscribed")
+        read_until(idle, b": subscribed", timeout=20)
     bursts, n = 40, 100
     got = []
 

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from harness import Nginx, dechunk, parse_raw, wait_for
-from upstream import Upstream
+from upstream import up  # noqa: F401 (the module's upstream, a fixture)
 
 TRACE = r"jvm: (\s+at |\s*\.\.\. \d+ more|Caused by: |\s+Suppressed: )"
 
@@ -90,12 +90,6 @@ def upper_hash(size):
     for b in pattern(size):
         h.update(b.upper())
     return h.hexdigest()
-
-
-@pytest.fixture(scope="module")
-def up():
-    with Upstream() as u:
-        yield u
 
 
 @pytest.fixture(scope="module")

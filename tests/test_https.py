@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from harness import Nginx, read_edn
+from harness import TLS_SERVER, Nginx, read_edn, server_cert
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None,
                                 reason="the openssl command is missing")
@@ -17,12 +17,7 @@ LOCATIONS = """
         location /echo { jvm_content testapp.ring/echo; }
 """
 
-HTTP = """
-    server {
-        listen 127.0.0.1:@PORT2@ ssl;
-        server_name localhost;
-        ssl_certificate @PREFIX@/server.pem;
-        ssl_certificate_key @PREFIX@/server.key;
+HTTP = TLS_SERVER + """
         ssl_client_certificate @PREFIX@/ca.pem;
         ssl_verify_client optional;
         location /echo { jvm_content testapp.ring/echo; }
@@ -41,8 +36,7 @@ def make_certs(d):
     def openssl(*args):
         subprocess.run(["openssl"] + list(args), cwd=d, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    openssl("req", "-x509", *EC, "-keyout", "server.key", "-out",
-            "server.pem", "-days", "2", "-subj", "/CN=localhost")
+    server_cert(d)
     openssl("req", "-x509", *EC, "-keyout", "ca.key", "-out", "ca.pem",
             "-days", "2", "-subj", "/CN=nginx-jvm test CA")
     openssl("req", *EC, "-keyout", "client.key", "-out", "client.csr",

@@ -13,7 +13,7 @@ import os
 import pytest
 
 from harness import Nginx, wait_for
-from upstream import Upstream
+from upstream import up  # noqa: F401 (the module's upstream, a fixture)
 
 TRACE = r"jvm: (\s+at |\s*\.\.\. \d+ more|Caused by: |\s+Suppressed: )"
 
@@ -60,12 +60,6 @@ LOCATIONS = """
                                   alias html/static/; }
         location /throw-log/ { jvm_log testapp.Throws; alias html/static/; }
 """
-
-
-@pytest.fixture(scope="module")
-def up():
-    with Upstream() as u:
-        yield u
 
 
 @pytest.fixture(scope="module")

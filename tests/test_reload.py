@@ -2,6 +2,7 @@
 their JVMs ready (bounded by jvm_reload_timeout), so a reload under load
 is not a pause, whatever the application's start costs."""
 
+import contextlib
 import http.client
 import os
 import re
@@ -111,21 +112,29 @@ def load(port, stop, results):
         results.append((time.monotonic() - start, ok, what, start))
 
 
-def reload_under_load(n, start_ms):
-    """A reload while clients keep coming, until the old workers have quit
-    (the new ones ready): the old workers and load()'s results."""
-    old = next_start(n, start_ms)
+@contextlib.contextmanager
+def under_load(n):
+    """Clients keep coming (load()) while the block runs, from when 20 have
+    been answered: load()'s results, complete after the block."""
     results = []
     stop = threading.Event()
     t = threading.Thread(target=load, args=(n.port, stop, results))
     t.start()
     try:
         assert wait_for(lambda: len(results) >= 20, 30)
-        assert n.control("reload").returncode == 0
-        assert gone(old, READY_WAIT), n.log_text()
+        yield results
     finally:
         stop.set()
         t.join()
+
+
+def reload_under_load(n, start_ms):
+    """A reload while clients keep coming, until the old workers have quit
+    (the new ones ready): the old workers and load()'s results."""
+    old = next_start(n, start_ms)
+    with under_load(n) as results:
+        assert n.control("reload").returncode == 0
+        assert gone(old, READY_WAIT), n.log_text()
     return old, results
 
 
@@ -325,12 +334,7 @@ def test_two_reloads_in_a_row_a_superseded_worker_starts_no_jvm(mode):
     the first workers serve throughout, until the newest are ready."""
     with started(mode) as n:
         first = next_start(n, 2000)
-        results = []
-        stop = threading.Event()
-        t = threading.Thread(target=load, args=(n.port, stop, results))
-        t.start()
-        try:
-            assert wait_for(lambda: len(results) >= 20, 30)
+        with under_load(n) as results:
             assert n.control("reload").returncode == 0
             # the first reload's first worker is starting (its 2 s hold
             # ahead of it), the second waits for its turn
@@ -339,9 +343,6 @@ def test_two_reloads_in_a_row_a_superseded_worker_starts_no_jvm(mode):
             assert n.control("reload").returncode == 0
             # the first workers serve until the newest are ready
             assert gone(first, READY_WAIT), n.log_text()
-        finally:
-            stop.set()
-            t.join()
         assert_all_ok(results)
         assert n.log_lines(r"jvm: reload: a newer configuration came before "
                            r"this worker's start: no JVM, quitting")

@@ -4,112 +4,85 @@ thread; expiry; LRU eviction; contents kept across a reload; bad input."""
 
 import threading
 import time
-import urllib.parse
 
 import pytest
 
-from harness import Keyword, Nginx, alive, read_edn, request, wait_for
+from harness import (Keyword, Nginx, alive, clear_dicts, config_test,
+                     dict_config, dict_ok, dict_op, read_edn, wait_for)
 
-LOCATIONS = """
-        location /dict { jvm_content testapp.Shared; }
-"""
-
-# the second server: reuseport spreads new connections over the workers
-HTTP = """
-    jvm_shared_dict d 1m;
-    jvm_shared_dict small 32k;
-    server {
-        listen 127.0.0.1:@PORT2@ reuseport;
-        location /dict { jvm_content testapp.Shared; }
-    }
-"""
+LOCATIONS, HTTP = dict_config(small="32k")
 
 # Java handlers, two workers (what one writes the other reads)
 NGINX_ARGS = {"classpath": "java", "workers": 2}
 
 
-def op(ng_, port=None, **params):
-    """One operation on a new connection; returns the Reply."""
-    return request(port or ng_.port2, "GET",
-                   "/dict?" + urllib.parse.urlencode(params), timeout=60)
-
-
-def ok(ng_, **params):
-    r = op(ng_, **params)
-    assert r.status == 200, r.text
-    return r.text
-
-
 @pytest.fixture(autouse=True)
 def _clear(request):
-    if "ng" in request.fixturenames:
-        n = request.getfixturevalue("ng")
-        ok(n, op="clear")
-        ok(n, op="clear", dict="small")
+    clear_dicts(request)
 
 
 def test_put_get_each_type(ng):
-    assert ok(ng, op="put", key="s", value="héllo") == "true"
-    assert ok(ng, op="get", key="s") == "S:héllo"
-    assert ok(ng, op="put", key="b", bytes=5) == "true"
-    assert ok(ng, op="get", key="b") == "B:5:0001020304"
-    assert ok(ng, op="put", key="n", value="42", type="long") == "true"
-    assert ok(ng, op="get", key="n") == "N:42"
-    assert ok(ng, op="getstring", key="n") == "42"
-    assert ok(ng, op="get", key="absent") == "nil"
+    assert dict_ok(ng, op="put", key="s", value="héllo") == "true"
+    assert dict_ok(ng, op="get", key="s") == "S:héllo"
+    assert dict_ok(ng, op="put", key="b", bytes=5) == "true"
+    assert dict_ok(ng, op="get", key="b") == "B:5:0001020304"
+    assert dict_ok(ng, op="put", key="n", value="42", type="long") == "true"
+    assert dict_ok(ng, op="get", key="n") == "N:42"
+    assert dict_ok(ng, op="getstring", key="n") == "42"
+    assert dict_ok(ng, op="get", key="absent") == "nil"
     # a larger value than the natives' stack buffer, and an empty one
-    assert ok(ng, op="put", key="big", bytes=100000) == "true"
-    assert ok(ng, op="get", key="big") == "B:100000:0001020304050607"
-    assert ok(ng, op="put", key="e", value="") == "true"
-    assert ok(ng, op="get", key="e") == "S:"
-    assert ok(ng, op="size") == "5"
-    assert ok(ng, op="capacity") == str(1024 * 1024)
+    assert dict_ok(ng, op="put", key="big", bytes=100000) == "true"
+    assert dict_ok(ng, op="get", key="big") == "B:100000:0001020304050607"
+    assert dict_ok(ng, op="put", key="e", value="") == "true"
+    assert dict_ok(ng, op="get", key="e") == "S:"
+    assert dict_ok(ng, op="size") == "5"
+    assert dict_ok(ng, op="capacity") == str(1024 * 1024)
 
 
 def test_add_replace_delete(ng):
-    assert ok(ng, op="replace", key="k", value="1") == "false"
-    assert ok(ng, op="get", key="k") == "nil"
-    assert ok(ng, op="add", key="k", value="1") == "true"
-    assert ok(ng, op="add", key="k", value="2") == "false"
-    assert ok(ng, op="get", key="k") == "S:1"
-    assert ok(ng, op="replace", key="k", value="three") == "true"
-    assert ok(ng, op="get", key="k") == "S:three"
-    assert ok(ng, op="delete", key="k") == "true"
-    assert ok(ng, op="delete", key="k") == "false"
-    assert ok(ng, op="get", key="k") == "nil"
+    assert dict_ok(ng, op="replace", key="k", value="1") == "false"
+    assert dict_ok(ng, op="get", key="k") == "nil"
+    assert dict_ok(ng, op="add", key="k", value="1") == "true"
+    assert dict_ok(ng, op="add", key="k", value="2") == "false"
+    assert dict_ok(ng, op="get", key="k") == "S:1"
+    assert dict_ok(ng, op="replace", key="k", value="three") == "true"
+    assert dict_ok(ng, op="get", key="k") == "S:three"
+    assert dict_ok(ng, op="delete", key="k") == "true"
+    assert dict_ok(ng, op="delete", key="k") == "false"
+    assert dict_ok(ng, op="get", key="k") == "nil"
 
 
 def test_incr(ng):
-    assert ok(ng, op="incr", key="c") == "1"
-    assert ok(ng, op="incr", key="c", delta=10) == "11"
-    assert ok(ng, op="incr", key="c", delta=-20) == "-9"
-    assert ok(ng, op="incr", key="c2", delta=5, init=100) == "105"
-    assert ok(ng, op="get", key="c2") == "N:105"
+    assert dict_ok(ng, op="incr", key="c") == "1"
+    assert dict_ok(ng, op="incr", key="c", delta=10) == "11"
+    assert dict_ok(ng, op="incr", key="c", delta=-20) == "-9"
+    assert dict_ok(ng, op="incr", key="c2", delta=5, init=100) == "105"
+    assert dict_ok(ng, op="get", key="c2") == "N:105"
 
 
 def test_keys_bounded_most_recent_first(ng):
     for i in range(10):
-        ok(ng, op="put", key="k%d" % i, value="v")
-    assert ok(ng, op="keys", limit=3).split("\n") == ["k9", "k8", "k7"]
-    assert len(ok(ng, op="keys", limit=100).split("\n")) == 10
-    ok(ng, op="get", key="k0")
-    assert ok(ng, op="keys", limit=1) == "k0"
+        dict_ok(ng, op="put", key="k%d" % i, value="v")
+    assert dict_ok(ng, op="keys", limit=3).split("\n") == ["k9", "k8", "k7"]
+    assert len(dict_ok(ng, op="keys", limit=100).split("\n")) == 10
+    dict_ok(ng, op="get", key="k0")
+    assert dict_ok(ng, op="keys", limit=1) == "k0"
 
 
 def test_every_worker_sees_the_same_entries(ng):
     assert len(ng.worker_pids()) == 2
-    ok(ng, op="put", key="shared", value="x")
+    dict_ok(ng, op="put", key="shared", value="x")
     seen = {}
 
     def probe():
-        r = op(ng, op="get", key="shared")
+        r = dict_op(ng, op="get", key="shared")
         seen[r.header("X-Pid")] = r.text
         return len(seen) == 2
     assert wait_for(probe, 30, interval=0), "both workers answered"
     assert set(seen.values()) == {"S:x"}
     # and a write by one is read by the other at once
     for i in range(20):
-        r = op(ng, op="incr", key="ping")
+        r = dict_op(ng, op="incr", key="ping")
         assert r.text == str(i + 1), r.text
 
 
@@ -120,7 +93,7 @@ def test_atomic_incr_from_all_workers_and_threads(ng):
     results = []
 
     def hammer():
-        r = op(ng, op="hammer", key="hits", n=per, threads=3)
+        r = dict_op(ng, op="hammer", key="hits", n=per, threads=3)
         results.append((r.status, r.text, r.header("X-Pid")))
     start = time.monotonic()
     threads = [threading.Thread(target=hammer) for _ in range(requests)]
@@ -132,46 +105,46 @@ def test_atomic_incr_from_all_workers_and_threads(ng):
     assert len(results) == requests
     assert all(s == 200 and text == str(per) for s, text, _ in results), results
     assert len({pid for _, _, pid in results}) == 2, "both workers took part"
-    assert ok(ng, op="get", key="hits") == "N:%d" % (requests * per)
+    assert dict_ok(ng, op="get", key="hits") == "N:%d" % (requests * per)
     assert took < 60, took
 
 
 def test_ttl_expiry(ng):
-    assert ok(ng, op="put", key="t", value="v", ttl=300) == "true"
-    assert ok(ng, op="incr", key="tc", ttl=300) == "1"
-    assert ok(ng, op="incr", key="tc") == "2"
-    assert ok(ng, op="put", key="forever", value="v") == "true"
-    assert ok(ng, op="get", key="t") == "S:v"
+    assert dict_ok(ng, op="put", key="t", value="v", ttl=300) == "true"
+    assert dict_ok(ng, op="incr", key="tc", ttl=300) == "1"
+    assert dict_ok(ng, op="incr", key="tc") == "2"
+    assert dict_ok(ng, op="put", key="forever", value="v") == "true"
+    assert dict_ok(ng, op="get", key="t") == "S:v"
     time.sleep(0.5)
-    assert ok(ng, op="get", key="t") == "nil"
-    assert ok(ng, op="incr", key="tc") == "1", "an expired counter restarts"
-    assert ok(ng, op="add", key="t", value="again") == "true"
-    assert ok(ng, op="get", key="forever") == "S:v"
-    assert ok(ng, op="keys", limit=10).split("\n") == ["t", "forever", "tc"] \
-        or set(ok(ng, op="keys", limit=10).split("\n")) == {"t", "forever", "tc"}
+    assert dict_ok(ng, op="get", key="t") == "nil"
+    assert dict_ok(ng, op="incr", key="tc") == "1", "an expired counter restarts"
+    assert dict_ok(ng, op="add", key="t", value="again") == "true"
+    assert dict_ok(ng, op="get", key="forever") == "S:v"
+    assert dict_ok(ng, op="keys", limit=10).split("\n") == ["t", "forever", "tc"] \
+        or set(dict_ok(ng, op="keys", limit=10).split("\n")) == {"t", "forever", "tc"}
 
 
 def test_lru_eviction_when_full(ng):
     """32k zone, 1000 entries of 200 bytes: the oldest go, the recently
     read one stays, and every put succeeds."""
-    assert ok(ng, op="fill", dict="small", prefix="e", n=1000, bytes=200,
+    assert dict_ok(ng, op="fill", dict="small", prefix="e", n=1000, bytes=200,
               keep="e0") == "0"
-    assert ok(ng, op="get", dict="small", key="e0").startswith("B:200:")
-    assert ok(ng, op="get", dict="small", key="e1") == "nil"
-    assert ok(ng, op="get", dict="small", key="e999").startswith("B:200:")
-    assert int(ok(ng, op="evictions", dict="small")) > 800
-    size = int(ok(ng, op="size", dict="small"))
+    assert dict_ok(ng, op="get", dict="small", key="e0").startswith("B:200:")
+    assert dict_ok(ng, op="get", dict="small", key="e1") == "nil"
+    assert dict_ok(ng, op="get", dict="small", key="e999").startswith("B:200:")
+    assert int(dict_ok(ng, op="evictions", dict="small")) > 800
+    size = int(dict_ok(ng, op="size", dict="small"))
     assert 10 < size < 200, size
 
 
 def test_put_fails_when_even_eviction_cannot_make_room(ng):
-    ok(ng, op="put", dict="small", key="a", value="1")
+    dict_ok(ng, op="put", dict="small", key="a", value="1")
     # less than the zone, more than the slab allocator can give at once
-    assert ok(ng, op="put", dict="small", key="huge", bytes=30000) == "false"
-    assert ok(ng, op="add", dict="small", key="huge", bytes=30000) == "false"
-    assert ok(ng, op="get", dict="small", key="huge") == "nil"
-    assert ok(ng, op="put", dict="small", key="a", value="2") == "true"
-    assert ok(ng, op="get", dict="small", key="a") == "S:2"
+    assert dict_ok(ng, op="put", dict="small", key="huge", bytes=30000) == "false"
+    assert dict_ok(ng, op="add", dict="small", key="huge", bytes=30000) == "false"
+    assert dict_ok(ng, op="get", dict="small", key="huge") == "nil"
+    assert dict_ok(ng, op="put", dict="small", key="a", value="2") == "true"
+    assert dict_ok(ng, op="get", dict="small", key="a") == "S:2"
 
 
 @pytest.mark.parametrize("params, message", [
@@ -186,18 +159,18 @@ def test_put_fails_when_even_eviction_cannot_make_room(ng):
     (dict(op="keys", limit=0), "limit must be positive"),
 ])
 def test_bad_input_is_an_exception(ng, params, message):
-    ok(ng, op="put", key="k", value="before")
-    r = op(ng, **params)
+    dict_ok(ng, op="put", key="k", value="before")
+    r = dict_op(ng, **params)
     assert r.status == 400 and message in r.text, r.text
-    assert ok(ng, op="get", key="k") == "S:before"
+    assert dict_ok(ng, op="get", key="k") == "S:before"
 
 
 def test_incr_of_a_string_is_an_exception(ng):
-    ok(ng, op="put", key="s", value="abc")
-    r = op(ng, op="incr", key="s")
+    dict_ok(ng, op="put", key="s", value="abc")
+    r = dict_op(ng, op="incr", key="s")
     assert r.status == 400
     assert 'the value of "s" in shared dictionary "d" is not a number' in r.text
-    assert ok(ng, op="get", key="s") == "S:abc"
+    assert dict_ok(ng, op="get", key="s") == "S:abc"
 
 
 MAX, MIN = 2 ** 63 - 1, -2 ** 63
@@ -216,15 +189,15 @@ def test_incr_beyond_a_long_is_an_exception(ng, start, delta):
     """A counter at either end of a long never wraps around to the other
     sign (the wrap is what a quota check would misread): the incr fails
     naming the key and the numbers, and the value stays."""
-    assert ok(ng, op="incr", key="c", delta=start) == str(start)
-    r = op(ng, op="incr", key="c", delta=delta)
+    assert dict_ok(ng, op="incr", key="c", delta=start) == str(start)
+    r = dict_op(ng, op="incr", key="c", delta=delta)
     assert r.status == 400, r.text
     assert r.text == overflows("c", start, delta)
-    assert ok(ng, op="get", key="c") == "N:%d" % start
+    assert dict_ok(ng, op="get", key="c") == "N:%d" % start
     # one step back, and the same delta again: within a long or not
     back = -1 if delta > 0 else 1
-    assert ok(ng, op="incr", key="c", delta=back) == str(start + back)
-    r = op(ng, port=ng.port, op="incr", key="c", delta=delta)
+    assert dict_ok(ng, op="incr", key="c", delta=back) == str(start + back)
+    r = dict_op(ng, port=ng.port, op="incr", key="c", delta=delta)
     total = start + back + delta
     if MIN <= total <= MAX:
         assert (r.status, r.text) == (200, str(total))
@@ -234,19 +207,19 @@ def test_incr_beyond_a_long_is_an_exception(ng, start, delta):
 
 @pytest.mark.parametrize("init, delta", [(MAX, 1), (MIN, -1), (1, MAX)])
 def test_incr_of_a_new_key_beyond_a_long_creates_nothing(ng, init, delta):
-    r = op(ng, op="incr", key="n", delta=delta, init=init, ttl=60000)
+    r = dict_op(ng, op="incr", key="n", delta=delta, init=init, ttl=60000)
     assert r.status == 400, r.text
     assert r.text == overflows("n", init, delta)
-    assert ok(ng, op="get", key="n") == "nil"
-    assert ok(ng, op="size") == "0"
+    assert dict_ok(ng, op="get", key="n") == "nil"
+    assert dict_ok(ng, op="size") == "0"
 
 
 def test_incr_to_the_ends_of_a_long(ng):
-    assert ok(ng, op="incr", key="c", delta=MAX, init=0) == str(MAX)
-    assert ok(ng, op="incr", key="c", delta=MIN) == "-1"
-    assert ok(ng, op="incr", key="c", delta=MIN + 1) == str(MIN)
-    assert ok(ng, op="incr", key="c", delta=0) == str(MIN)
-    assert ok(ng, op="incr", key="d", delta=-1, init=MIN + 1) == str(MIN)
+    assert dict_ok(ng, op="incr", key="c", delta=MAX, init=0) == str(MAX)
+    assert dict_ok(ng, op="incr", key="c", delta=MIN) == "-1"
+    assert dict_ok(ng, op="incr", key="c", delta=MIN + 1) == str(MIN)
+    assert dict_ok(ng, op="incr", key="c", delta=0) == str(MIN)
+    assert dict_ok(ng, op="incr", key="d", delta=-1, init=MIN + 1) == str(MIN)
 
 
 def test_clojure_incr_beyond_a_long(mode):
@@ -272,18 +245,18 @@ def test_clojure_incr_beyond_a_long(mode):
 def test_contents_survive_a_reload(tmp_path, mode):
     with Nginx(LOCATIONS, http=HTTP, classpath="java", workers=2,
                mode=mode) as n:
-        ok(n, op="put", key="kept", value="yes")
-        ok(n, op="incr", key="count", delta=7)
-        ok(n, op="put", dict="small", key="kept", value="too")
+        dict_ok(n, op="put", key="kept", value="yes")
+        dict_ok(n, op="incr", key="count", delta=7)
+        dict_ok(n, op="put", dict="small", key="kept", value="too")
         old = set(n.worker_pids())
         assert n.control("reload").returncode == 0
         assert wait_for(lambda: not any(alive(p) for p in old), 30)
         assert n.wait_ready(exclude=old)
-        r = op(n, op="get", key="kept")
+        r = dict_op(n, op="get", key="kept")
         assert r.header("X-Pid") not in {str(p) for p in old}
         assert r.text == "S:yes"
-        assert ok(n, op="incr", key="count") == "8"
-        assert ok(n, op="get", dict="small", key="kept") == "S:too"
+        assert dict_ok(n, op="incr", key="count") == "8"
+        assert dict_ok(n, op="get", dict="small", key="kept") == "S:too"
         # a dictionary whose size changes starts empty; the others keep theirs
         with open(n.conf) as f:
             text = f.read()
@@ -294,9 +267,9 @@ def test_contents_survive_a_reload(tmp_path, mode):
         assert n.control("reload").returncode == 0
         assert wait_for(lambda: not any(alive(p) for p in old), 30)
         assert n.wait_ready(exclude=old)
-        assert ok(n, op="get", dict="small", key="kept") == "nil"
-        assert ok(n, op="capacity", dict="small") == str(64 * 1024)
-        assert ok(n, op="get", key="kept") == "S:yes"
+        assert dict_ok(n, op="get", dict="small", key="kept") == "nil"
+        assert dict_ok(n, op="capacity", dict="small") == str(64 * 1024)
+        assert dict_ok(n, op="get", key="kept") == "S:yes"
 
 
 @pytest.mark.parametrize("directive, message", [
@@ -308,13 +281,9 @@ def test_contents_survive_a_reload(tmp_path, mode):
      'invalid number of arguments in "jvm_shared_dict" directive'),
 ])
 def test_bad_directive_fails_config_test(directive, message):
-    n = Nginx(LOCATIONS, http="    " + directive + "\n", classpath="java")
-    try:
-        t = n.test_config()
-        assert t.returncode != 0
-        assert message in t.stderr, t.stderr
-    finally:
-        n.cleanup()
+    t = config_test(LOCATIONS, http="    " + directive + "\n", classpath="java")
+    assert t.returncode != 0
+    assert message in t.stderr, t.stderr
 
 
 def test_clojure_wrapper(mode):

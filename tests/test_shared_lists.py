@@ -10,91 +10,65 @@ import urllib.parse
 
 import pytest
 
-from harness import Keyword, Nginx, read_edn, request, wait_for
+from harness import (Keyword, Nginx, clear_dicts, dict_config, dict_ok,
+                     dict_op, read_edn, wait_for)
 
-LOCATIONS = """
-        location /dict { jvm_content testapp.Shared; }
-"""
-
-# the second server: reuseport spreads new connections over the workers
-HTTP = """
-    jvm_shared_dict d 1m;
-    jvm_shared_dict small 64k;
-    server {
-        listen 127.0.0.1:@PORT2@ reuseport;
-        location /dict { jvm_content testapp.Shared; }
-    }
-"""
+LOCATIONS, HTTP = dict_config(small="64k")
 
 # Java handlers, two workers (what one writes the other reads)
 NGINX_ARGS = {"classpath": "java", "workers": 2}
 
 
-def op(ng_, **params):
-    """One operation on a new connection; returns the Reply."""
-    return request(ng_.port2, "GET",
-                   "/dict?" + urllib.parse.urlencode(params), timeout=120)
-
-
-def ok(ng_, **params):
-    r = op(ng_, **params)
-    assert r.status == 200, r.text
-    return r.text
-
-
 @pytest.fixture(autouse=True)
 def _clear(request):
-    if "ng" in request.fixturenames:
-        n = request.getfixturevalue("ng")
-        ok(n, op="clear")
-        ok(n, op="clear", dict="small")
+    clear_dicts(request)
 
 
 def test_push_pop_both_ends_and_each_type(ng):
-    assert ok(ng, op="llen", key="l") == "0"
-    assert ok(ng, op="lpop", key="l") == "nil"
-    assert ok(ng, op="rpop", key="l") == "nil"
-    assert ok(ng, op="rpush", key="l", value="b") == "1"
-    assert ok(ng, op="lpush", key="l", value="a") == "2"
-    assert ok(ng, op="rpush", key="l", value="42", type="long") == "3"
-    assert ok(ng, op="rpush", key="l", bytes=5) == "4"
-    assert ok(ng, op="lpush", key="l", value="héllo") == "5"
-    assert ok(ng, op="rpush", key="l", value="") == "6"
+    assert dict_ok(ng, op="llen", key="l") == "0"
+    assert dict_ok(ng, op="lpop", key="l") == "nil"
+    assert dict_ok(ng, op="rpop", key="l") == "nil"
+    assert dict_ok(ng, op="rpush", key="l", value="b") == "1"
+    assert dict_ok(ng, op="lpush", key="l", value="a") == "2"
+    assert dict_ok(ng, op="rpush", key="l", value="42", type="long") == "3"
+    assert dict_ok(ng, op="rpush", key="l", bytes=5) == "4"
+    assert dict_ok(ng, op="lpush", key="l", value="héllo") == "5"
+    assert dict_ok(ng, op="rpush", key="l", value="") == "6"
     # a value larger than the natives' stack buffer
-    assert ok(ng, op="rpush", key="l", bytes=100000) == "7"
-    assert ok(ng, op="llen", key="l") == "7"
-    assert ok(ng, op="size") == "1", "a list is one entry"
-    assert ok(ng, op="keys") == "l"
-    assert ok(ng, op="lpop", key="l") == "S:héllo"
-    assert ok(ng, op="lpop", key="l") == "S:a"
-    assert ok(ng, op="rpop", key="l") == "B:100000:0001020304050607"
-    assert ok(ng, op="rpop", key="l") == "S:"
-    assert ok(ng, op="rpop", key="l") == "B:5:0001020304"
-    assert ok(ng, op="rpop", key="l") == "N:42"
-    assert ok(ng, op="llen", key="l") == "1"
-    assert ok(ng, op="rpop", key="l") == "S:b"
+    assert dict_ok(ng, op="rpush", key="l", bytes=100000) == "7"
+    assert dict_ok(ng, op="llen", key="l") == "7"
+    assert dict_ok(ng, op="size") == "1", "a list is one entry"
+    assert dict_ok(ng, op="keys") == "l"
+    assert dict_ok(ng, op="lpop", key="l") == "S:héllo"
+    assert dict_ok(ng, op="lpop", key="l") == "S:a"
+    assert dict_ok(ng, op="rpop", key="l") == "B:100000:0001020304050607"
+    assert dict_ok(ng, op="rpop", key="l") == "S:"
+    assert dict_ok(ng, op="rpop", key="l") == "B:5:0001020304"
+    assert dict_ok(ng, op="rpop", key="l") == "N:42"
+    assert dict_ok(ng, op="llen", key="l") == "1"
+    assert dict_ok(ng, op="rpop", key="l") == "S:b"
     # the last value taken: no entry left
-    assert ok(ng, op="llen", key="l") == "0"
-    assert ok(ng, op="size") == "0"
-    assert ok(ng, op="ttl", key="l") == "-1"
-    assert ok(ng, op="lpop", key="l") == "nil"
+    assert dict_ok(ng, op="llen", key="l") == "0"
+    assert dict_ok(ng, op="size") == "0"
+    assert dict_ok(ng, op="ttl", key="l") == "-1"
+    assert dict_ok(ng, op="lpop", key="l") == "nil"
 
 
 def test_a_list_is_an_entry_like_any_other(ng):
     for v in "abc":
-        ok(ng, op="rpush", key="l", value=v)
-    assert ok(ng, op="delete", key="l") == "true"
-    assert ok(ng, op="llen", key="l") == "0"
-    assert ok(ng, op="delete", key="l") == "false"
+        dict_ok(ng, op="rpush", key="l", value=v)
+    assert dict_ok(ng, op="delete", key="l") == "true"
+    assert dict_ok(ng, op="llen", key="l") == "0"
+    assert dict_ok(ng, op="delete", key="l") == "false"
     # set over a list replaces it; a list over an expired value is new
-    ok(ng, op="rpush", key="l", value="a")
-    assert ok(ng, op="put", key="l", value="1") == "true"
-    assert ok(ng, op="get", key="l") == "S:1"
-    assert ok(ng, op="put", key="t", value="v", ttl=100) == "true"
+    dict_ok(ng, op="rpush", key="l", value="a")
+    assert dict_ok(ng, op="put", key="l", value="1") == "true"
+    assert dict_ok(ng, op="get", key="l") == "S:1"
+    assert dict_ok(ng, op="put", key="t", value="v", ttl=100) == "true"
     time.sleep(0.3)
-    assert ok(ng, op="lpush", key="t", value="x") == "1"
-    assert ok(ng, op="ttl", key="t") == "0", "a new list never expires"
-    assert ok(ng, op="add", key="t", value="v") == "false"
+    assert dict_ok(ng, op="lpush", key="t", value="x") == "1"
+    assert dict_ok(ng, op="ttl", key="t") == "0", "a new list never expires"
+    assert dict_ok(ng, op="add", key="t", value="v") == "false"
 
 
 @pytest.mark.parametrize("params, message", [
@@ -106,10 +80,10 @@ def test_a_list_is_an_entry_like_any_other(ng):
     (dict(op="llen"), "is not a list"),
 ])
 def test_list_operations_on_a_value_are_refused(ng, params, message):
-    ok(ng, op="put", key="s", value="before")
-    r = op(ng, key="s", **params)
+    dict_ok(ng, op="put", key="s", value="before")
+    r = dict_op(ng, key="s", **params)
     assert r.status == 400 and message in r.text, r.text
-    assert ok(ng, op="get", key="s") == "S:before"
+    assert dict_ok(ng, op="get", key="s") == "S:before"
 
 
 @pytest.mark.parametrize("params, message", [
@@ -119,11 +93,11 @@ def test_list_operations_on_a_value_are_refused(ng, params, message):
     (dict(op="incr"), "is not a number"),
 ])
 def test_value_operations_on_a_list_are_refused(ng, params, message):
-    ok(ng, op="rpush", key="l", value="x")
-    r = op(ng, key="l", **params)
+    dict_ok(ng, op="rpush", key="l", value="x")
+    r = dict_op(ng, key="l", **params)
     assert r.status == 400 and message in r.text, r.text
-    assert ok(ng, op="llen", key="l") == "1"
-    assert ok(ng, op="lpop", key="l") == "S:x"
+    assert dict_ok(ng, op="llen", key="l") == "1"
+    assert dict_ok(ng, op="lpop", key="l") == "S:x"
 
 
 @pytest.mark.parametrize("params, message", [
@@ -139,60 +113,60 @@ def test_value_operations_on_a_list_are_refused(ng, params, message):
     (dict(op="ttl", keylen=70000), "too large"),
 ])
 def test_bad_input_is_an_exception(ng, params, message):
-    ok(ng, op="rpush", key="k", value="before")
-    r = op(ng, **params)
+    dict_ok(ng, op="rpush", key="k", value="before")
+    r = dict_op(ng, **params)
     assert r.status == 400 and message in r.text, r.text
-    assert ok(ng, op="llen", key="k") == "1"
-    assert ok(ng, op="lpop", key="k") == "S:before"
+    assert dict_ok(ng, op="llen", key="k") == "1"
+    assert dict_ok(ng, op="lpop", key="k") == "S:before"
 
 
 def test_ttl_and_expire(ng):
-    assert ok(ng, op="ttl", key="none") == "-1"
-    assert ok(ng, op="expire", key="none", ttl=1000) == "false"
-    assert ok(ng, op="put", key="forever", value="v") == "true"
-    assert ok(ng, op="ttl", key="forever") == "0"
-    assert ok(ng, op="put", key="t", value="v", ttl=5000) == "true"
-    assert 4000 < int(ok(ng, op="ttl", key="t")) <= 5000
+    assert dict_ok(ng, op="ttl", key="none") == "-1"
+    assert dict_ok(ng, op="expire", key="none", ttl=1000) == "false"
+    assert dict_ok(ng, op="put", key="forever", value="v") == "true"
+    assert dict_ok(ng, op="ttl", key="forever") == "0"
+    assert dict_ok(ng, op="put", key="t", value="v", ttl=5000) == "true"
+    assert 4000 < int(dict_ok(ng, op="ttl", key="t")) <= 5000
     # a new time to live; 0: never again
-    assert ok(ng, op="expire", key="t", ttl=60000) == "true"
-    assert 59000 < int(ok(ng, op="ttl", key="t")) <= 60000
-    assert ok(ng, op="expire", key="t", ttl=0) == "true"
-    assert ok(ng, op="ttl", key="t") == "0"
+    assert dict_ok(ng, op="expire", key="t", ttl=60000) == "true"
+    assert 59000 < int(dict_ok(ng, op="ttl", key="t")) <= 60000
+    assert dict_ok(ng, op="expire", key="t", ttl=0) == "true"
+    assert dict_ok(ng, op="ttl", key="t") == "0"
     # a list expires as a whole
     for v in "abc":
-        ok(ng, op="rpush", key="l", value=v)
-    assert ok(ng, op="expire", key="l", ttl=300) == "true"
-    assert 0 < int(ok(ng, op="ttl", key="l")) <= 300
-    assert ok(ng, op="llen", key="l") == "3"
-    assert ok(ng, op="expire", key="forever", ttl=300) == "true"
+        dict_ok(ng, op="rpush", key="l", value=v)
+    assert dict_ok(ng, op="expire", key="l", ttl=300) == "true"
+    assert 0 < int(dict_ok(ng, op="ttl", key="l")) <= 300
+    assert dict_ok(ng, op="llen", key="l") == "3"
+    assert dict_ok(ng, op="expire", key="forever", ttl=300) == "true"
     time.sleep(0.5)
-    assert ok(ng, op="ttl", key="l") == "-1"
-    assert ok(ng, op="llen", key="l") == "0"
-    assert ok(ng, op="lpop", key="l") == "nil"
-    assert ok(ng, op="get", key="forever") == "nil"
-    assert ok(ng, op="expire", key="forever", ttl=1000) == "false"
-    assert ok(ng, op="get", key="t") == "S:v"
+    assert dict_ok(ng, op="ttl", key="l") == "-1"
+    assert dict_ok(ng, op="llen", key="l") == "0"
+    assert dict_ok(ng, op="lpop", key="l") == "nil"
+    assert dict_ok(ng, op="get", key="forever") == "nil"
+    assert dict_ok(ng, op="expire", key="forever", ttl=1000) == "false"
+    assert dict_ok(ng, op="get", key="t") == "S:v"
 
 
 def test_get_stale_after_expiry(ng):
-    assert ok(ng, op="getstale", key="none") == "nil"
-    assert ok(ng, op="put", key="s", value="old", ttl=200) == "true"
-    assert ok(ng, op="getstale", key="s") == "fresh S:old"
-    ok(ng, op="incr", key="n", ttl=200)
+    assert dict_ok(ng, op="getstale", key="none") == "nil"
+    assert dict_ok(ng, op="put", key="s", value="old", ttl=200) == "true"
+    assert dict_ok(ng, op="getstale", key="s") == "fresh S:old"
+    dict_ok(ng, op="incr", key="n", ttl=200)
     time.sleep(0.4)
-    assert ok(ng, op="get", key="s") == "nil"
-    assert ok(ng, op="ttl", key="s") == "-1"
+    assert dict_ok(ng, op="get", key="s") == "nil"
+    assert dict_ok(ng, op="ttl", key="s") == "-1"
     # reads leave an expired entry in place: still stale, in every worker
     for _ in range(10):
-        assert ok(ng, op="getstale", key="s") == "stale S:old"
-    assert ok(ng, op="getstale", key="n") == "stale N:1"
-    assert ok(ng, op="keys") == "", "keys are live ones"
+        assert dict_ok(ng, op="getstale", key="s") == "stale S:old"
+    assert dict_ok(ng, op="getstale", key="n") == "stale N:1"
+    assert dict_ok(ng, op="keys") == "", "keys are live ones"
     # a write replaces it
-    assert ok(ng, op="add", key="s", value="new") == "true"
-    assert ok(ng, op="getstale", key="s") == "fresh S:new"
+    assert dict_ok(ng, op="add", key="s", value="new") == "true"
+    assert dict_ok(ng, op="getstale", key="s") == "fresh S:new"
     # flushExpired frees it
-    assert ok(ng, op="flushexpired") == "1"
-    assert ok(ng, op="getstale", key="n") == "nil"
+    assert dict_ok(ng, op="flushexpired") == "1"
+    assert dict_ok(ng, op="getstale", key="n") == "nil"
 
 
 def test_flush_expired_counts(ng):
@@ -200,23 +174,23 @@ def test_flush_expired_counts(ng):
     # time from what three requests take on this machine, 1.5 s at least
     start = time.monotonic()
     for i in range(3):
-        assert ok(ng, op="put", key="k%d" % i, value="v") == "true"
+        assert dict_ok(ng, op="put", key="k%d" % i, value="v") == "true"
     ttl = max(1500, int((time.monotonic() - start) / 3 * 12 * 3 * 1000))
     start = time.monotonic()
     for i in range(5):
-        assert ok(ng, op="put", key="e%d" % i, value="v", ttl=ttl) == "true"
+        assert dict_ok(ng, op="put", key="e%d" % i, value="v", ttl=ttl) == "true"
     for i in range(2):
-        ok(ng, op="rpush", key="l%d" % i, value="a")
-        ok(ng, op="rpush", key="l%d" % i, value="b")
-        assert ok(ng, op="expire", key="l%d" % i, ttl=ttl) == "true"
-    assert ok(ng, op="flushexpired") == "0", "nothing expired yet"
+        dict_ok(ng, op="rpush", key="l%d" % i, value="a")
+        dict_ok(ng, op="rpush", key="l%d" % i, value="b")
+        assert dict_ok(ng, op="expire", key="l%d" % i, ttl=ttl) == "true"
+    assert dict_ok(ng, op="flushexpired") == "0", "nothing expired yet"
     assert time.monotonic() - start < ttl / 1000 - 0.1, "too slow to tell"
     time.sleep(ttl / 1000 + 0.2)
-    assert ok(ng, op="flushexpired", limit=3) == "3"
-    assert ok(ng, op="flushexpired", limit=0) == "4"
-    assert ok(ng, op="flushexpired") == "0"
-    assert ok(ng, op="size") == "3"
-    assert ok(ng, op="evictions") == "0", "flushed is not evicted"
+    assert dict_ok(ng, op="flushexpired", limit=3) == "3"
+    assert dict_ok(ng, op="flushexpired", limit=0) == "4"
+    assert dict_ok(ng, op="flushexpired") == "0"
+    assert dict_ok(ng, op="size") == "3"
+    assert dict_ok(ng, op="evictions") == "0", "flushed is not evicted"
 
 
 def test_push_and_pop_are_atomic_across_workers_and_threads(ng):
@@ -227,7 +201,7 @@ def test_push_and_pop_are_atomic_across_workers_and_threads(ng):
     results = []
 
     def run(i):
-        r = op(ng, op="pushpop", key="q", prefix="r%d" % i, n=per,
+        r = dict_op(ng, op="pushpop", key="q", prefix="r%d" % i, n=per,
                threads=2)
         results.append((r.status, r.text, r.header("X-Pid")))
     threads = [threading.Thread(target=run, args=(i,))
@@ -241,12 +215,12 @@ def test_push_and_pop_are_atomic_across_workers_and_threads(ng):
         [t for s, t, _ in results if s != 200][:3]
     assert len({pid for _, _, pid in results}) == 2, "both workers took part"
     popped = [v for _, text, _ in results for v in text.split("\n") if v]
-    left = int(ok(ng, op="llen", key="q"))
+    left = int(dict_ok(ng, op="llen", key="q"))
     for _ in range(left):
-        v = ok(ng, op="rpop", key="q")
+        v = dict_ok(ng, op="rpop", key="q")
         assert v.startswith("S:"), v
         popped.append(v[2:])
-    assert ok(ng, op="llen", key="q") == "0"
+    assert dict_ok(ng, op="llen", key="q") == "0"
     pushed = {"r%d-%s-%d" % (i, t, k)
               for i in range(requests)
               for t, n in [("main", per - 2 * (per // 3)), ("0", per // 3),
@@ -261,33 +235,33 @@ def test_a_list_grows_until_no_room_and_gives_it_back(ng):
     """64k zone: a list of 200-byte values grows until the zone is full
     (the other entries evicted to make room), then refuses as put does;
     delete, expiry and flushExpired give the memory back."""
-    ok(ng, op="put", dict="small", key="other", value="v")
-    ok(ng, op="rpush", dict="small", key="l2", value="v")
-    n1 = int(ok(ng, op="pushmany", dict="small", key="l", n=10000,
+    dict_ok(ng, op="put", dict="small", key="other", value="v")
+    dict_ok(ng, op="rpush", dict="small", key="l2", value="v")
+    n1 = int(dict_ok(ng, op="pushmany", dict="small", key="l", n=10000,
                 bytes=200))
     assert 100 < n1 < 320, n1
-    assert ok(ng, op="get", dict="small", key="other") == "nil"
-    assert ok(ng, op="llen", dict="small", key="l2") == "0", \
+    assert dict_ok(ng, op="get", dict="small", key="other") == "nil"
+    assert dict_ok(ng, op="llen", dict="small", key="l2") == "0", \
         "another list is evicted as a whole"
-    assert int(ok(ng, op="evictions", dict="small")) >= 2
+    assert int(dict_ok(ng, op="evictions", dict="small")) >= 2
     # full: a push fails and leaves the list as it was
-    assert ok(ng, op="rpush", dict="small", key="l", bytes=200) == "0"
-    assert ok(ng, op="llen", dict="small", key="l") == str(n1)
-    assert ok(ng, op="popall", dict="small", key="l") \
+    assert dict_ok(ng, op="rpush", dict="small", key="l", bytes=200) == "0"
+    assert dict_ok(ng, op="llen", dict="small", key="l") == str(n1)
+    assert dict_ok(ng, op="popall", dict="small", key="l") \
         == ",".join(str(i) for i in range(n1))
     # popped to the end: the memory is back
-    n2 = int(ok(ng, op="pushmany", dict="small", key="l", n=10000,
+    n2 = int(dict_ok(ng, op="pushmany", dict="small", key="l", n=10000,
                 bytes=200))
     assert abs(n2 - n1) <= 2, (n1, n2)
-    assert ok(ng, op="delete", dict="small", key="l") == "true"
-    n3 = int(ok(ng, op="pushmany", dict="small", key="l", n=10000,
+    assert dict_ok(ng, op="delete", dict="small", key="l") == "true"
+    n3 = int(dict_ok(ng, op="pushmany", dict="small", key="l", n=10000,
                 bytes=200))
     assert abs(n3 - n1) <= 2, (n1, n3)
-    assert ok(ng, op="expire", dict="small", key="l", ttl=100) == "true"
+    assert dict_ok(ng, op="expire", dict="small", key="l", ttl=100) == "true"
     time.sleep(0.3)
-    assert ok(ng, op="flushexpired", dict="small") == "1"
-    assert ok(ng, op="size", dict="small") == "0"
-    n4 = int(ok(ng, op="pushmany", dict="small", key="l", n=10000,
+    assert dict_ok(ng, op="flushexpired", dict="small") == "1"
+    assert dict_ok(ng, op="size", dict="small") == "0"
+    n4 = int(dict_ok(ng, op="pushmany", dict="small", key="l", n=10000,
                 bytes=200))
     assert abs(n4 - n1) <= 2, (n1, n4)
 
@@ -297,21 +271,21 @@ def test_lists_are_evicted_least_recently_used_first(ng):
     others go whole, and every put succeeds."""
     for i in range(20):
         for v in range(5):
-            ok(ng, op="rpush", dict="small", key="l%d" % i, value="x" * 100)
-    assert ok(ng, op="size", dict="small") == "20"
+            dict_ok(ng, op="rpush", dict="small", key="l%d" % i, value="x" * 100)
+    assert dict_ok(ng, op="size", dict="small") == "20"
     # l0 used again: the most recent
-    assert ok(ng, op="rpush", dict="small", key="l0", value="y") == "6"
-    assert ok(ng, op="fill", dict="small", prefix="e", n=600, bytes=200,
+    assert dict_ok(ng, op="rpush", dict="small", key="l0", value="y") == "6"
+    assert dict_ok(ng, op="fill", dict="small", prefix="e", n=600, bytes=200,
               keep="e0") == "0"
-    assert ok(ng, op="llen", dict="small", key="l1") == "0"
-    assert ok(ng, op="llen", dict="small", key="l19") == "0"
-    assert int(ok(ng, op="evictions", dict="small")) > 20
+    assert dict_ok(ng, op="llen", dict="small", key="l1") == "0"
+    assert dict_ok(ng, op="llen", dict="small", key="l19") == "0"
+    assert int(dict_ok(ng, op="evictions", dict="small")) > 20
     # an item's allocation evicts too, and a value larger than a slab page
     # but smaller than the zone finds no room
-    assert ok(ng, op="rpush", dict="small", key="l0", bytes=60000) in (
+    assert dict_ok(ng, op="rpush", dict="small", key="l0", bytes=60000) in (
         "0", "1"), "no room, or room made"
-    assert ok(ng, op="lpush", dict="small", key="huge", bytes=63000) == "0"
-    assert ok(ng, op="llen", dict="small", key="huge") == "0"
+    assert dict_ok(ng, op="lpush", dict="small", key="huge", bytes=63000) == "0"
+    assert dict_ok(ng, op="llen", dict="small", key="huge") == "0"
 
 
 def test_clojure_wrapper(mode):
@@ -354,14 +328,14 @@ def test_a_client_that_leaves_mid_operation_leaves_a_whole_list(ng):
     # ran: a task whose client left before it started is skipped (the
     # race is real in pool and virtual modes), so l0 is whole or empty
     whole = ("0", "2000")
-    assert wait_for(lambda: ok(ng, op="llen", key="l0") in whole, 30)
+    assert wait_for(lambda: dict_ok(ng, op="llen", key="l0") in whole, 30)
     time.sleep(1)
-    n = ok(ng, op="llen", key="l0")
+    n = dict_ok(ng, op="llen", key="l0")
     assert n in whole, n
-    assert ok(ng, op="popall", key="l0") \
+    assert dict_ok(ng, op="popall", key="l0") \
         == ",".join(str(i) for i in range(int(n)))
-    assert ok(ng, op="llen", key="l1") == "0"
-    assert ok(ng, op="llen", key="l2") == "0"
+    assert dict_ok(ng, op="llen", key="l1") == "0"
+    assert dict_ok(ng, op="llen", key="l2") == "0"
     assert set(ng.worker_pids()) == pids
 
 
@@ -370,13 +344,13 @@ def test_lists_and_expiries_survive_a_reload(mode):
     with Nginx(LOCATIONS, http=HTTP, classpath="java", workers=2,
                mode=mode) as n:
         for v in "abc":
-            ok(n, op="rpush", key="kept", value=v)
-        ok(n, op="put", key="t", value="v", ttl=60000)
+            dict_ok(n, op="rpush", key="kept", value=v)
+        dict_ok(n, op="put", key="t", value="v", ttl=60000)
         old = set(n.worker_pids())
         assert n.control("reload").returncode == 0
         assert wait_for(lambda: not any(alive(p) for p in old), 30)
         assert n.wait_ready(exclude=old)
-        assert ok(n, op="llen", key="kept") == "3"
-        assert 50000 < int(ok(n, op="ttl", key="t")) <= 60000
-        assert ok(n, op="lpop", key="kept") == "S:a"
-        assert ok(n, op="rpop", key="kept") == "S:c"
+        assert dict_ok(n, op="llen", key="kept") == "3"
+        assert 50000 < int(dict_ok(n, op="ttl", key="t")) <= 60000
+        assert dict_ok(n, op="lpop", key="kept") == "S:a"
+        assert dict_ok(n, op="rpop", key="kept") == "S:c"

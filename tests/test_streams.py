@@ -2,10 +2,9 @@
 after the handler returned, each flushed at once, not cut by timeouts while
 the client stays, and stopped promptly when it leaves."""
 
-import socket
 import time
 
-from harness import read_edn, wait_for
+from harness import open_get, read_edn, read_until, wait_for
 
 LOCATIONS = """
         location /sse { jvm_async on; jvm_response_timeout 1s;
@@ -15,20 +14,7 @@ LOCATIONS = """
 
 
 def open_stream(ng, path):
-    s = socket.create_connection(("127.0.0.1", ng.port), timeout=10)
-    s.sendall(("GET %s HTTP/1.1\r\nHost: localhost\r\n\r\n" % path).encode())
-    return s
-
-
-def read_until(s, marker, timeout=10):
-    s.settimeout(timeout)
-    data = b""
-    while marker not in data:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    return data
+    return open_get(ng.port, path)
 
 
 def test_events_written_after_the_handler_returned(ng):

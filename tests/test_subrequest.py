@@ -10,7 +10,7 @@ import socket
 import pytest
 
 from harness import Nginx, free_port
-from upstream import Upstream
+from upstream import up  # noqa: F401 (the module's upstream, a fixture)
 
 TRACE = r"jvm: (\s+at |\s*\.\.\. \d+ more|Caused by: |\s+Suppressed: )"
 
@@ -35,12 +35,6 @@ LOCATIONS = """
 MISSING_FILE = r"open\(\) \".*/html/nowhere\" failed"
 UPSTREAM_DOWN = r"connect\(\) failed \(111: Connection refused\)"
 UPSTREAM_SLOW = r"upstream timed out"
-
-
-@pytest.fixture(scope="module")
-def up():
-    with Upstream() as u:
-        yield u
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import urllib.parse
 
 import pytest
 
-from harness import Nginx, alive, request, wait_for
+from harness import Nginx, alive, config_test, request, wait_for
 
 LOCATIONS = """
         location /topic { jvm_content testapp.TopicApp; }
@@ -185,10 +185,6 @@ def test_reload_new_workers_receive(mode):
     ("jvm_topic t;", 'invalid number of arguments in "jvm_topic" directive'),
 ])
 def test_bad_directive_fails_config_test(directive, message):
-    n = Nginx(LOCATIONS, http="    " + directive + "\n", classpath="java")
-    try:
-        t = n.test_config()
-        assert t.returncode != 0
-        assert message in t.stderr, t.stderr
-    finally:
-        n.cleanup()
+    t = config_test(LOCATIONS, http="    " + directive + "\n", classpath="java")
+    assert t.returncode != 0
+    assert message in t.stderr, t.stderr

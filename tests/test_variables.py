@@ -9,7 +9,7 @@ import os
 import pytest
 
 from harness import Nginx, wait_for
-from upstream import Upstream
+from upstream import up  # noqa: F401 (the module's upstream, a fixture)
 
 TRACE = r"jvm: (\s+at |\s*\.\.\. \d+ more|Caused by: |\s+Suppressed: )"
 
@@ -34,12 +34,6 @@ LOCATIONS = """
         location /set-log { access_log @PREFIX@/logs/jvm-access.log jvm;
                             return 200 "logged"; }
 """
-
-
-@pytest.fixture(scope="module")
-def up():
-    with Upstream() as u:
-        yield u
 
 
 @pytest.fixture(scope="module")

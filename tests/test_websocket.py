@@ -10,7 +10,6 @@ import shutil
 import socket
 import ssl
 import struct
-import subprocess
 import threading
 import time
 
@@ -21,7 +20,8 @@ from websockets.sync.client import connect  # noqa: E402
 from websockets.exceptions import ConnectionClosed  # noqa: E402
 
 from harness import (SANITIZED, Nginx, read_edn, read_ws_frame,  # noqa: E402
-                     sanitized_rss, wait_for)
+                     TLS_SERVER, sanitized_rss, server_cert, wait_for,
+                     ws_close_code, ws_expect_close, ws_frame, ws_handshake)
 
 LOCATIONS = """
         location /ws/echo { jvm_content testapp.ws/echo; }
@@ -38,12 +38,7 @@ LOCATIONS = """
         location /live-sockets { jvm_content testapp.ws/live-sockets; }
 """
 
-HTTP = """
-    server {
-        listen 127.0.0.1:@PORT2@ ssl;
-        server_name localhost;
-        ssl_certificate @PREFIX@/server.pem;
-        ssl_certificate_key @PREFIX@/server.key;
+HTTP = TLS_SERVER + """
         location /ws/echo { jvm_content testapp.ws/echo; }
     }
 """
@@ -54,11 +49,7 @@ GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 @pytest.fixture(scope="module")
 def ng(mode):
     n = Nginx(LOCATIONS, http=HTTP, mode=mode)
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
-                    "server.key", "-out", "server.pem", "-days", "2", "-subj",
-                    "/CN=localhost"], cwd=n.prefix, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server_cert(n.prefix)
     with n:
         yield n
 
@@ -75,35 +66,8 @@ def events(ng, name):
 
 # --- a raw client, for frames the libraries will not send ---------------
 
-def handshake(port, path="/ws/echo", extra=b"", version=b"13",
-              key=b"dGhlIHNhbXBsZSBub25jZQ=="):
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    s.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: localhost\r\n"
-              b"Upgrade: websocket\r\nConnection: Upgrade\r\n"
-              b"Sec-WebSocket-Key: " + key + b"\r\n"
-              b"Sec-WebSocket-Version: " + version + b"\r\n" + extra + b"\r\n")
-    head = b""
-    while b"\r\n\r\n" not in head:
-        chunk = s.recv(4096)
-        if not chunk:
-            break
-        head += chunk
-    return s, head
-
-
-def frame(opcode, payload=b"", fin=True, mask=True, rsv=0):
-    b0 = (0x80 if fin else 0) | (rsv << 4) | opcode
-    n = len(payload)
-    if n < 126:
-        head = struct.pack("!BB", b0, (0x80 if mask else 0) | n)
-    elif n < 65536:
-        head = struct.pack("!BBH", b0, (0x80 if mask else 0) | 126, n)
-    else:
-        head = struct.pack("!BBQ", b0, (0x80 if mask else 0) | 127, n)
-    if not mask:
-        return head + payload
-    key = os.urandom(4)
-    return head + key + bytes(c ^ key[i % 4] for i, c in enumerate(payload))
+def handshake(port, path="/ws/echo", **kwargs):
+    return ws_handshake(port, path, **kwargs)
 
 
 def read_frame(s):
@@ -111,20 +75,8 @@ def read_frame(s):
     return b0 & 0x0F, bool(b0 & 0x80), payload
 
 
-def close_code(payload):
-    return struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else None
-
-
-def expect_close(s, code):
-    """The server sends a close frame with code, then closes the connection."""
-    while True:
-        op, _, payload = read_frame(s)
-        if op == 8:
-            break
-    assert close_code(payload) == code, payload
-    s.sendall(frame(8, struct.pack("!H", code)))
-    s.settimeout(5)
-    assert s.recv(10) == b"", "the server closes the connection"
+# frames, close codes and the close handshake: the harness's
+frame, close_code, expect_close = ws_frame, ws_close_code, ws_expect_close
 
 
 # --- the handshake --------------------------------------------------------

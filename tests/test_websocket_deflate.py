@@ -17,7 +17,8 @@ import pytest
 websockets = pytest.importorskip("websockets")
 from websockets.sync.client import connect  # noqa: E402
 
-from harness import SANITIZED, Nginx, read_ws_frame, sanitized_rss, wait_for  # noqa: E402
+from harness import (SANITIZED, Nginx, read_ws_frame, sanitized_rss,  # noqa: E402
+                     wait_for, ws_expect_close, ws_frame, ws_handshake)
 
 LOCATIONS = """
         location /ws/pure { jvm_websocket_deflate on;
@@ -54,19 +55,8 @@ SMALL = 64 * 1024
 # --- a raw client that knows RSV1 --------------------------------------------
 
 def handshake(port, path="/ws/deflate", offers=(b"permessage-deflate",)):
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    s.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: localhost\r\n"
-              b"Upgrade: websocket\r\nConnection: Upgrade\r\n"
-              b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-              b"Sec-WebSocket-Version: 13\r\n"
-              + b"".join(b"Sec-WebSocket-Extensions: " + o + b"\r\n"
-                         for o in offers) + b"\r\n")
-    head = b""
-    while b"\r\n\r\n" not in head:
-        chunk = s.recv(1)
-        if not chunk:
-            break
-        head += chunk
+    s, head = ws_handshake(port, path, b"".join(
+        b"Sec-WebSocket-Extensions: " + o + b"\r\n" for o in offers))
     assert b" 101 " in head.split(b"\r\n")[0], head
     return s, head
 
@@ -94,23 +84,7 @@ def inflate(data):
 
 
 def frame(opcode, payload=b"", fin=True, rsv1=False, rsv=0):
-    b0 = (0x80 if fin else 0) | (0x40 if rsv1 else 0) | (rsv << 4) | opcode
-    n = len(payload)
-    if n < 126:
-        head = struct.pack("!BB", b0, 0x80 | n)
-    elif n < 65536:
-        head = struct.pack("!BBH", b0, 0x80 | 126, n)
-    else:
-        head = struct.pack("!BBQ", b0, 0x80 | 127, n)
-    key = os.urandom(4)
-    masked = bytes(c ^ key[i % 4] for i, c in enumerate(payload)) \
-        if n < 65536 else _mask(payload, key)
-    return head + key + masked
-
-
-def _mask(payload, key):
-    k = int.from_bytes((key * (len(payload) // 4 + 1))[:len(payload)], "big")
-    return (int.from_bytes(payload, "big") ^ k).to_bytes(len(payload), "big")
+    return ws_frame(opcode, payload, fin, rsv=rsv | (4 if rsv1 else 0))
 
 
 def read_frame(s):
@@ -127,15 +101,7 @@ def read_message(s):
     return op, (inflate(payload) if rsv1 else payload), rsv1
 
 
-def expect_close(s, code):
-    while True:
-        op, _, _, payload = read_frame(s)
-        if op == 8:
-            break
-    assert struct.unpack("!H", payload[:2])[0] == code, payload
-    s.sendall(frame(8, struct.pack("!H", code)))
-    s.settimeout(5)
-    assert s.recv(10) == b"", "the server closes after the close handshake"
+expect_close = ws_expect_close
 
 
 def still_serves(ng):

@@ -12,6 +12,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+import pytest
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -61,3 +63,10 @@ class Upstream:
     def __exit__(self, *exc):
         self.server.shutdown()
         self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def up():
+    """The module's upstream (a test module imports this fixture by name)."""
+    with Upstream() as u:
+        yield u

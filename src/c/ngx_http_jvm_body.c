@@ -59,11 +59,19 @@ static void ngx_http_jvm_body_cleanup(void *data);
 static ngx_http_output_body_filter_pt  ngx_http_next_body_filter;
 
 
-/* Postconfiguration, when some location has jvm_body_filter. */
+/* Postconfiguration: the filter, when some location has jvm_body_filter. */
 
 ngx_int_t
 ngx_http_jvm_body_init(ngx_conf_t *cf)
 {
+    ngx_http_jvm_main_conf_t  *jmcf;
+
+    jmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_jvm_module);
+
+    if (!jmcf->uses_body_filter) {
+        return NGX_OK;
+    }
+
     ngx_http_next_body_filter = ngx_http_top_body_filter;
     ngx_http_top_body_filter = ngx_http_jvm_body_filter;
 

@@ -115,6 +115,10 @@ ngx_http_jvm_vm_child(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
         _exit(status);
     }
 
+    ngx_log_debug2(NGX_LOG_DEBUG_CORE, cycle->log, 0,
+                   "jvm: the master's %s JVM: process %P",
+                   ngx_http_jvm_child_jobs[job], pid);
+
     status = 0;
     waited = 0;
 
@@ -152,6 +156,13 @@ ngx_http_jvm_vm_child(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
                       "jvm: fork() for a trial start of the JVM failed");
         return NGX_DECLINED;
     }
+
+    ngx_log_debug4(NGX_LOG_DEBUG_CORE, cycle->log, 0,
+                   "jvm: the master's %s JVM ended after %M ms: %s %d",
+                   ngx_http_jvm_child_jobs[job], waited,
+                   WIFEXITED(status) ? "exit status" : "signal",
+                   WIFEXITED(status) ? WEXITSTATUS(status)
+                                     : WTERMSIG(status));
 
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         return NGX_OK;

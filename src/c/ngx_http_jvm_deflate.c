@@ -118,6 +118,11 @@ ngx_http_jvm_deflate_frame(ngx_uint_t bits, ngx_uint_t opcode, u_char *p,
         ngx_memcpy(out + 10, p, len);
     }
 
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, log, 0,
+                   "jvm: websocket frame out: opcode %ui, %uz bytes, "
+                   "%uz sent%s", opcode, len, n,
+                   rsv ? " compressed" : "");
+
     head = (n < 126) ? 2 : (n < 65536) ? 4 : 10;
     h = out + 10 - head;
 
@@ -178,6 +183,9 @@ ngx_http_jvm_deflate_negotiate(ngx_http_request_t *r, ngx_str_t *answer,
 
         if (i >= part->nelts) {
             if (part->next == NULL) {
+                ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                               "jvm: websocket: no permessage-deflate "
+                               "offer to take");
                 *window_bits = 0;
                 return NGX_DECLINED;
             }
@@ -210,6 +218,10 @@ ngx_http_jvm_deflate_negotiate(ngx_http_request_t *r, ngx_str_t *answer,
     }
 
 found:
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "jvm: websocket: permessage-deflate, window %ui bits%s",
+                   bits, asked ? ", as the client asked" : "");
 
     *window_bits = bits;
 
@@ -602,6 +614,12 @@ ngx_http_jvm_inflate_message(u_char *in, size_t len, size_t max,
     if (result == NGX_OK && done > max) {
         result = NGX_DECLINED;
     }
+
+    /* NGX_DECLINED: over the most a message may be (1009), NGX_ERROR: 1007 */
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, log, 0,
+                   "jvm: websocket message inflated: %uz bytes to %uz: %i",
+                   len, done, result);
 
     if (inflateReset(&ngx_http_jvm_inflater) != Z_OK) {
         ngx_log_error(NGX_LOG_ALERT, log, 0, "jvm: inflateReset() failed");

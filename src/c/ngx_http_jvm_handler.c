@@ -39,6 +39,9 @@ ngx_http_jvm_handler_index(ngx_conf_t *cf, ngx_str_t *value,
         if (name[i].len == value->len
             && ngx_strncmp(name[i].data, value->data, value->len) == 0)
         {
+            ngx_log_debug3(NGX_LOG_DEBUG_HTTP, cf->log, 0,
+                           "jvm: %s \"%V\": handler %ui, shared",
+                           directive, value, i);
             return i;
         }
     }
@@ -49,6 +52,9 @@ ngx_http_jvm_handler_index(ngx_conf_t *cf, ngx_str_t *value,
     }
 
     *name = *value;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, cf->log, 0,
+                   "jvm: %s \"%V\": handler %ui, new", directive, value, i);
 
     return i;
 }

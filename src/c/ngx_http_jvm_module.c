@@ -35,6 +35,7 @@ static char *ngx_http_jvm_repl(ngx_conf_t *cf, ngx_command_t *cmd,
 static ngx_int_t ngx_http_jvm_find_libjvm(ngx_conf_t *cf, ngx_str_t *path);
 static ngx_int_t ngx_http_jvm_expand_dir(ngx_conf_t *cf,
     ngx_http_jvm_main_conf_t *jmcf, ngx_str_t *dir);
+static ngx_int_t ngx_http_jvm_postconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_jvm_init_module(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_jvm_init_process(ngx_cycle_t *cycle);
 static void ngx_http_jvm_exit_process(ngx_cycle_t *cycle);
@@ -313,7 +314,7 @@ static ngx_command_t  ngx_http_jvm_commands[] = {
 
 static ngx_http_module_t  ngx_http_jvm_module_ctx = {
     NULL,                                  /* preconfiguration */
-    ngx_http_jvm_phase_init,               /* postconfiguration */
+    ngx_http_jvm_postconfiguration,        /* postconfiguration */
 
     ngx_http_jvm_create_main_conf,         /* create main configuration */
     ngx_http_jvm_init_main_conf,           /* init main configuration */
@@ -1111,6 +1112,35 @@ ngx_http_jvm_repl(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     jmcf->repl = port;
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * Postconfiguration: each file installs its own phase handlers and filters,
+ * deciding from the main configuration whether some directive needs them.
+ *
+ * The order matters.  nginx calls a chain's filters in the reverse order of
+ * their installation, and every module loaded before this one has installed
+ * its own: the reload filter, installed after phase.c's header filter, is
+ * called before it, so while draining a response's keep-alive is given up
+ * (r->keepalive) before a jvm_header_filter handler sees the response or
+ * its failure turns it into a 500.  The body filter is in the other chain,
+ * above nginx's own (gzip, chunked, the copy filter).  The warm-ups come
+ * last: they look up addresses, and install nothing.
+ */
+
+static ngx_int_t
+ngx_http_jvm_postconfiguration(ngx_conf_t *cf)
+{
+    if (ngx_http_jvm_phase_init(cf) != NGX_OK
+        || ngx_http_jvm_body_init(cf) != NGX_OK
+        || ngx_http_jvm_reload_filter_init(cf) != NGX_OK
+        || ngx_http_jvm_warmup_init(cf) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
 }
 
 

@@ -417,6 +417,8 @@ ngx_int_t ngx_http_jvm_tasks_init(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_task_submit(ngx_http_request_t *r, ngx_int_t handler,
     ngx_uint_t phase, size_t len);
+ngx_int_t ngx_http_jvm_task_take(ngx_http_request_t *r, size_t *len,
+    ngx_uint_t *done);
 void ngx_http_jvm_task_respond(ngx_http_request_t *r);
 
 /* ngx_http_jvm_response.c */

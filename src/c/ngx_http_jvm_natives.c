@@ -160,6 +160,9 @@ ngx_http_jvm_natives_init(ngx_cycle_t *cycle)
         return NGX_ERROR;
     }
 
+    ngx_log_debug0(NGX_LOG_DEBUG_CORE, cycle->log, 0,
+                   "jvm: natives of nginx.jvm.Natives and Shm registered");
+
     return NGX_OK;
 }
 
@@ -262,6 +265,9 @@ ngx_http_jvm_get_variable(JNIEnv *env, jclass cls, jlong req,
 
     rc = ngx_http_jvm_variable_get(r, &n, &v);
 
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "jvm: Java reads $%V: %i", &n, rc);
+
     if (rc == NGX_ABORT) {
         ngx_http_jvm_vm_throw(env, "java/lang/IllegalArgumentException", &n,
                               "unknown nginx variable");
@@ -300,6 +306,9 @@ ngx_http_jvm_set_variable(JNIEnv *env, jclass cls, jlong req,
 
     err = NULL;
 
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "jvm: Java sets $%V", &n);
+
     if (ngx_http_jvm_variable_set(r, &n, &v, &err) != NGX_OK) {
         ngx_http_jvm_vm_throw(env, err ? "java/lang/IllegalArgumentException"
                                        : "java/lang/OutOfMemoryError",
@@ -322,6 +331,9 @@ ngx_http_jvm_native_set_uri(JNIEnv *env, jclass cls, jlong req,
     if (ngx_http_jvm_vm_str(env, r, uri, &u) != NGX_OK) {
         return;
     }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "jvm: Java sets the URI \"%V\"", &u);
 
     err = ngx_http_jvm_set_uri(r, &u);
 
@@ -360,6 +372,11 @@ ngx_http_jvm_native_set_header(JNIEnv *env, jclass cls, jlong req,
     rc = ngx_http_jvm_header_in_set(r, &n, value != NULL ? &v : NULL,
                                     add == JNI_TRUE, &err);
 
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "jvm: Java %s the request header field \"%V\": %i",
+                   value == NULL ? "removes" : add ? "adds" : "sets",
+                   &n, rc);
+
     if (rc == NGX_OK) {
         return;
     }
@@ -391,6 +408,10 @@ ngx_http_jvm_start_subrequest(JNIEnv *env, jclass cls, jlong req, jint id,
     }
 
     err = ngx_http_jvm_subrequest_start(r, id, s.data, s.len);
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "jvm: Java starts subrequest %i: %s", (ngx_int_t) id,
+                   err ? err : "started");
 
     return err ? (*env)->NewStringUTF(env, err) : NULL;
 }

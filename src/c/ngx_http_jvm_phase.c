@@ -178,7 +178,10 @@ ngx_http_jvm_set(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
-/* Postconfiguration: the phases some directive uses, and only those. */
+/*
+ * Postconfiguration (ngx_http_jvm_module.c): the phases some directive
+ * uses, and only those, and the header filter.
+ */
 
 ngx_int_t
 ngx_http_jvm_phase_init(ngx_conf_t *cf)
@@ -217,26 +220,14 @@ ngx_http_jvm_phase_init(ngx_conf_t *cf)
         *h = ngx_http_jvm_log_handler;
     }
 
+    /* the body filter's header part, and the failures of jvm_set, too */
+
     if (jmcf->uses_filter || jmcf->uses_set || jmcf->uses_body_filter) {
         ngx_http_next_header_filter = ngx_http_top_header_filter;
         ngx_http_top_header_filter = ngx_http_jvm_header_filter;
     }
 
-    if (jmcf->uses_body_filter && ngx_http_jvm_body_init(cf) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    /* reloads: "Connection: close" while handing connections over */
-
-    if ((jmcf->handlers.nelts || jmcf->init.len)
-        && ngx_http_jvm_reload_filter_init(cf) != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    /* jvm_warmup: each one's address, now that every listen is known */
-
-    return ngx_http_jvm_warmup_init(cf);
+    return NGX_OK;
 }
 
 
@@ -348,25 +339,22 @@ ngx_http_jvm_phase_resume(ngx_http_request_t *r)
 {
     size_t               len;
     ngx_int_t            rc;
-    ngx_uint_t           done;
     ngx_http_jvm_ctx_t  *ctx;
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_jvm_module);
+    /*
+     * Whether Java is done with the task does not matter here: the task is
+     * forgotten below when it lets the request go on, and by the request's
+     * cleanup otherwise.
+     */
+    rc = ngx_http_jvm_task_take(r, &len, NULL);
 
-    if (!ctx->ready) {
-        /* a write event of the connection, before the handler answered */
+    if (rc == NGX_AGAIN) {
         return;
     }
 
-    ctx->ready = 0;
+    ctx = ngx_http_get_module_ctx(r, ngx_http_jvm_module);
 
-    if (ctx->timer.timer_set) {
-        ngx_del_timer(&ctx->timer);
-    }
-
-    r->write_event_handler = ngx_http_request_empty_handler;
-
-    if (ngx_http_jvm_vm_take(r->connection->log, ctx, &len, &done) != NGX_OK) {
+    if (rc != NGX_OK) {
         rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
 
     } else if (ngx_http_jvm_response_declined(len)) {

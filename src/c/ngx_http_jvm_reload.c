@@ -855,11 +855,22 @@ ngx_http_jvm_reload_drain(ngx_event_t *ev)
  * share passes the connection's place (a hash of its number, spread over
  * the drain's time): the connections leave in an even stream, each right
  * after an answer, never while a request may be on its way.
+ *
+ * Postconfiguration: installed when the worker will have a JVM (some
+ * handler, or jvm_init), which is when it drains on a reload.
  */
 
 ngx_int_t
 ngx_http_jvm_reload_filter_init(ngx_conf_t *cf)
 {
+    ngx_http_jvm_main_conf_t  *jmcf;
+
+    jmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_jvm_module);
+
+    if (jmcf->handlers.nelts == 0 && jmcf->init.len == 0) {
+        return NGX_OK;
+    }
+
     ngx_http_jvm_reload_next_filter = ngx_http_top_header_filter;
     ngx_http_top_header_filter = ngx_http_jvm_reload_header_filter;
 

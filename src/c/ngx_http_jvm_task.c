@@ -291,6 +291,40 @@ ngx_http_jvm_task_notified(ngx_event_t *ev)
 
 
 /*
+ * A task's answer, for a content handler's task (below) and a phase
+ * handler's (ngx_http_jvm_phase.c): NGX_AGAIN while the task has not
+ * answered (a write event of the connection came first); else the task's
+ * timer and the write handler are put back and Java's answer is taken, its
+ * length in *len, and *done (when asked for) set when Java is through with
+ * the task.
+ */
+
+ngx_int_t
+ngx_http_jvm_task_take(ngx_http_request_t *r, size_t *len, ngx_uint_t *done)
+{
+    ngx_uint_t           ignored;
+    ngx_http_jvm_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_jvm_module);
+
+    if (!ctx->ready) {
+        return NGX_AGAIN;
+    }
+
+    ctx->ready = 0;
+
+    if (ctx->timer.timer_set) {
+        ngx_del_timer(&ctx->timer);
+    }
+
+    r->write_event_handler = ngx_http_request_empty_handler;
+
+    return ngx_http_jvm_vm_take(r->connection->log, ctx, len,
+                                done ? done : &ignored);
+}
+
+
+/*
  * The handler answered: its response goes out (also for ngx_http_jvm_upload.c,
  * which stops reading the body first).
  */
@@ -303,23 +337,16 @@ ngx_http_jvm_task_respond(ngx_http_request_t *r)
     ngx_uint_t           done;
     ngx_http_jvm_ctx_t  *ctx;
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_jvm_module);
+    rc = ngx_http_jvm_task_take(r, &len, &done);
 
-    if (!ctx->ready) {
-        /* a write event of the connection, before the handler answered */
+    if (rc == NGX_AGAIN) {
         return;
     }
 
-    ctx->ready = 0;
+    ctx = ngx_http_get_module_ctx(r, ngx_http_jvm_module);
     ctx->responded = 1;
 
-    if (ctx->timer.timer_set) {
-        ngx_del_timer(&ctx->timer);
-    }
-
-    r->write_event_handler = ngx_http_request_empty_handler;
-
-    if (ngx_http_jvm_vm_take(r->connection->log, ctx, &len, &done) != NGX_OK) {
+    if (rc != NGX_OK) {
         rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
 
     } else {

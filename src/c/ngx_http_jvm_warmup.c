@@ -270,6 +270,10 @@ ngx_http_jvm_warmup_init(ngx_conf_t *cf)
         {
             ngx_str_set(&w[i].host, "localhost");
         }
+
+        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, cf->log, 0,
+                       "jvm: warm-up of %V: through %V, Host \"%V\"",
+                       &w[i].uri, &found->opt.addr_text, &w[i].host);
     }
 
     return NGX_OK;
@@ -773,6 +777,11 @@ ngx_http_jvm_warmup_listening(ngx_cycle_t *cycle, ngx_http_jvm_warmup_t *w)
         }
     }
 
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
+                   "jvm: warm-up of %V: %s", &w->uri,
+                   wildcard ? "through its port's wildcard socket"
+                            : "no listening socket");
+
     return wildcard;
 }
 
@@ -1002,6 +1011,11 @@ ngx_http_jvm_warmup_closed(ngx_http_jvm_warmup_run_t *run)
         run->server = NULL;
         run->quiet.log = NULL;
     }
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "jvm: warm-up of %V: a connection closed, %ui of %ui "
+                   "requests served", &run->conf->uri, run->served,
+                   run->conf->requests);
 
     if (run->served >= run->conf->requests) {
         ngx_http_jvm_warmup_end(run, NULL);

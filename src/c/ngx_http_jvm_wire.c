@@ -162,5 +162,9 @@ ngx_http_jvm_put_headers_out(ngx_http_request_t *r, u_char *p)
 
     (void) ngx_http_jvm_put_int(count, n);
 
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "jvm: response header fields for Java: %uD, %uz bytes",
+                   n, (size_t) (p - count));
+
     return p;
 }

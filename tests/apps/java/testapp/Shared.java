@@ -236,7 +236,8 @@ public final class Shared implements Handler {
         return b;
     }
 
-    private static Map<String, String> query(String qs) {
+    /** The query string's parameters, decoded (TopicApp's too). */
+    static Map<String, String> query(String qs) {
         Map<String, String> m = new HashMap<>();
         if (qs == null) {
             return m;

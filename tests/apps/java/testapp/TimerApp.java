@@ -1,8 +1,5 @@
 package testapp;
 
-import java.net.URLDecoder;
-import java.nio.charset.StandardCharsets;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -24,7 +21,7 @@ public final class TimerApp implements Handler {
 
     @Override
     public Response handle(Request r) throws Exception {
-        Map<String, String> q = query(r.queryString());
+        Map<String, String> q = Shared.query(r.queryString());
         String name = q.get("name");
         String body;
         switch (q.get("op")) {
@@ -73,14 +70,5 @@ public final class TimerApp implements Handler {
                 body = "?";
         }
         return Response.of(200, "text/plain", body);
-    }
-
-    private static Map<String, String> query(String qs) {
-        Map<String, String> m = new HashMap<>();
-        for (String p : qs.split("&")) {
-            int eq = p.indexOf('=');
-            m.put(p.substring(0, eq), URLDecoder.decode(p.substring(eq + 1), StandardCharsets.UTF_8));
-        }
-        return m;
     }
 }

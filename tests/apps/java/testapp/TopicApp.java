@@ -1,8 +1,5 @@
 package testapp;
 
-import java.net.URLDecoder;
-import java.nio.charset.StandardCharsets;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import nginx.jvm.Handler;
@@ -20,7 +17,7 @@ public final class TopicApp implements Handler {
 
     @Override
     public Response handle(Request r) throws Exception {
-        Map<String, String> q = query(r.queryString());
+        Map<String, String> q = Shared.query(r.queryString());
         String pid = Long.toString(ProcessHandle.current().pid());
         String body;
         try {
@@ -88,19 +85,5 @@ public final class TopicApp implements Handler {
             default:
                 throw new IllegalArgumentException("no op");
         }
-    }
-
-    private static Map<String, String> query(String qs) {
-        Map<String, String> m = new HashMap<>();
-        if (qs == null) {
-            return m;
-        }
-        for (String p : qs.split("&")) {
-            int eq = p.indexOf('=');
-            String k = eq < 0 ? p : p.substring(0, eq);
-            String v = eq < 0 ? "" : p.substring(eq + 1);
-            m.put(URLDecoder.decode(k, StandardCharsets.UTF_8), URLDecoder.decode(v, StandardCharsets.UTF_8));
-        }
-        return m;
     }
 }

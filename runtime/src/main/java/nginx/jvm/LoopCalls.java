@@ -38,6 +38,17 @@ final class LoopCalls {
     }
 
     /**
+     * Refuses a call that waits (for a network peer, a lock held elsewhere)
+     * on the event loop's own thread, where it would hold every request of
+     * the worker: the one place that says so, for every such call.
+     */
+    static void refuseOnLoop(String what, String instead) {
+        if (onLoop()) {
+            throw new IllegalStateException(what + " would block the event loop: " + instead);
+        }
+    }
+
+    /**
      * On the event loop's thread or a virtual thread it carries (jvm_mode
      * coloop, which runs only while the loop runs it): nginx may be called
      * directly, no hop needed. Such a thread may block (it parks).

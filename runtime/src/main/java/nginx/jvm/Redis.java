@@ -148,10 +148,8 @@ public final class Redis implements AutoCloseable {
     }
 
     private static void onLoopRefused() {
-        if (LoopCalls.onLoop()) {
-            throw new IllegalStateException("a Redis call would block the event loop:"
-                    + " call Redis from a jvm_mode pool or virtual location, or a thread of your own");
-        }
+        LoopCalls.refuseOnLoop("a Redis call",
+                "call Redis from a jvm_mode pool or virtual location, or a thread of your own");
     }
 
     @Override

@@ -357,16 +357,56 @@ public final class RedisBridge implements AutoCloseable {
     // -- from Redis to the topic -----------------------------------------------
 
     private void subscribeLoop() {
-        long backoff = 100;
-        Thread self = Thread.currentThread();
-        while (!closed && subscriber == self) {
+        reconnecting(connected -> {
             try (Jedis j = redis.client().dedicated()) {
                 BinaryJedisPubSub p = new Listener();
                 pubsub = p;
                 subscribed = j;
                 lastPong = System.nanoTime();
                 j.subscribe(p, channelBytes);
-                backoff = 100;
+                connected.run();
+            }
+        });
+    }
+
+    /** The stream's reader: XREAD from the host's last id, on the leader. */
+    private void readLoop() {
+        Thread self = Thread.currentThread();
+        reconnecting(connected -> {
+            try (Jedis j = redis.client().dedicated(RedisClient.BLOCK + Redis.DEFAULT_TIMEOUT)) {
+                subscribed = j;
+                while (!closed && subscriber == self) {
+                    String last = dict.getString(lastKey);
+                    String next = redis.client().xread(j, channel, last == null ? "$" : last,
+                                                       this::fromRedis);
+                    if (subscribeDown) {
+                        subscribeDown = false;
+                        Log.notice(LOG, this + ": reading the stream again");
+                    }
+                    if (next != null && subscriber == self) {
+                        dict.put(lastKey, next, 0);
+                    }
+                    connected.run();
+                }
+            }
+        });
+    }
+
+    /**
+     * The subscriber thread's life: {@code connection} (a subscription, or
+     * the stream's reader) again and again while this thread is the
+     * bridge's subscriber, after a pause that doubles up to
+     * {@link #MAX_BACKOFF} while Redis cannot be had; the connection calls
+     * the Runnable it is given once it has had something from Redis, which
+     * makes the next pause short again. One error in the log per outage.
+     */
+    private void reconnecting(java.util.function.Consumer<Runnable> connection) {
+        long[] backoff = {100};
+        Runnable connected = () -> backoff[0] = 100;
+        Thread self = Thread.currentThread();
+        while (!closed && subscriber == self) {
+            try {
+                connection.accept(connected);
             } catch (RuntimeException e) {
                 if (closed || subscriber != self) {
                     break;
@@ -381,52 +421,11 @@ public final class RedisBridge implements AutoCloseable {
                 pubsub = null;
             }
             try {
-                Thread.sleep(backoff);
+                Thread.sleep(backoff[0]);
             } catch (InterruptedException e) {
                 break;
             }
-            backoff = Math.min(backoff * 2, MAX_BACKOFF);
-        }
-    }
-
-    /** The stream's reader: XREAD from the host's last id, on the leader. */
-    private void readLoop() {
-        long backoff = 100;
-        Thread self = Thread.currentThread();
-        while (!closed && subscriber == self) {
-            try (Jedis j = redis.client().dedicated(RedisClient.BLOCK + Redis.DEFAULT_TIMEOUT)) {
-                subscribed = j;
-                while (!closed && subscriber == self) {
-                    String last = dict.getString(lastKey);
-                    String next = redis.client().xread(j, channel, last == null ? "$" : last,
-                                                       this::fromRedis);
-                    if (subscribeDown) {
-                        subscribeDown = false;
-                        Log.notice(LOG, this + ": reading the stream again");
-                    }
-                    if (next != null && subscriber == self) {
-                        dict.put(lastKey, next, 0);
-                    }
-                    backoff = 100;
-                }
-            } catch (RuntimeException e) {
-                if (closed || subscriber != self) {
-                    break;
-                }
-                if (!subscribeDown) {
-                    subscribeDown = true;
-                    Log.error(LOG, this + ": no subscription to Redis (" + RedisClient.message(e)
-                            + "); trying again every " + MAX_BACKOFF / 1000 + " s at most", null);
-                }
-            } finally {
-                subscribed = null;
-            }
-            try {
-                Thread.sleep(backoff);
-            } catch (InterruptedException e) {
-                break;
-            }
-            backoff = Math.min(backoff * 2, MAX_BACKOFF);
+            backoff[0] = Math.min(backoff[0] * 2, MAX_BACKOFF);
         }
     }
 

@@ -43,7 +43,6 @@ final class WebSockets {
     private final Map<Integer, Socket> sockets = new HashMap<>();
     private int lastId = -1;
     private volatile int queueSize = 64;
-    private volatile Thread loop;
 
     private static final ExecutorService CALLBACKS = Executors.newCachedThreadPool(r -> {
         Thread t = new Thread(r, "nginx-jvm-websocket");
@@ -97,7 +96,6 @@ final class WebSockets {
     }
 
     int open(int id) {
-        loop = Thread.currentThread();
         Socket s = sockets.get(id);
         if (s == null) {
             return Wire.WS_C_PINGS;
@@ -417,8 +415,7 @@ final class WebSockets {
         }
 
         private void send(int opcode, byte[] payload) throws IOException {
-            boolean onLoop = Thread.currentThread() == loop;
-            if (!enqueue(new Frame(opcode, payload, null), false, !onLoop)) {
+            if (!enqueue(new Frame(opcode, payload, null), false, !LoopCalls.onLoop())) {
                 throw new IOException("the WebSocket's send queue is full (jvm_websocket_send_queue "
                         + queueSize + ", and " + SLACK_BYTES + " bytes more from the event loop)");
             }

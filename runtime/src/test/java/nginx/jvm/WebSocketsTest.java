@@ -18,6 +18,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -31,6 +33,20 @@ class WebSocketsTest {
     private final WebSockets sockets = new WebSockets(wakes::incrementAndGet);
     private final ByteBuffer in = ByteBuffer.allocateDirect(1024).order(ByteOrder.nativeOrder());
     private final ByteBuffer out = ByteBuffer.allocateDirect(1024).order(ByteOrder.nativeOrder());
+
+    /** The test's thread is the event loop (LoopCalls.onLoop), with no waker. */
+    @BeforeEach
+    void bindTheLoop() {
+        LoopCalls.bind(null);
+    }
+
+    /** And no thread of the other tests is: the loop becomes one that has ended. */
+    @AfterEach
+    void unbindTheLoop() throws InterruptedException {
+        Thread gone = new Thread(() -> LoopCalls.bind(null));
+        gone.start();
+        gone.join();
+    }
 
     /** Records every event as text, in order. */
     static class Recorder implements WebSocketListener {
