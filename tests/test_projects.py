@@ -144,14 +144,68 @@ def stop(proc):
     return err
 
 
-def served_ring_app(args, greeting, clojure="1.12"):
+# What a handler sees of Clojure on its class path: its version, every
+# clojure/core__init.class its class loader finds (one per Clojure jar, a
+# shadowed one included) and the class path's entries named like a Clojure
+# jar.  Served beside the application at /.clojures.
+PROBE = r"""(ns probe.clojures
+  (:require [clojure.string :as str]))
+
+(defn handler [_]
+  (let [loader (clojure.lang.RT/baseLoader)
+        found (enumeration-seq (.getResources loader "clojure/core__init.class"))
+        named (filter #(re-find #"/clojure[-.][^/]*jar$" %)
+                      (str/split (System/getProperty "java.class.path") #":"))]
+    {:status 200
+     :headers {"Content-Type" "text/plain"}
+     :body (str/join "\n" (concat [(clojure-version) (count found)
+                                    ;; a jar only ring-core.jar's manifest names
+                                    (str "fileupload " (some? (.getResource loader
+                                      "org/apache/commons/fileupload/FileUpload.class")))]
+                                   (map str found) named))}))
+"""
+PROBE_LOCATION = ["--server", "location = /.clojures { jvm_content probe.clojures/handler; }"]
+
+
+def probe_dir(workdir):
+    """A class path directory holding the probe's namespace."""
+    d = workdir / "probe"
+    (d / "probe").mkdir(parents=True, exist_ok=True)
+    (d / "probe" / "clojures.clj").write_text(PROBE)
+    os.chmod(d, 0o755)
+    os.chmod(d / "probe", 0o755)
+    return d
+
+
+def one_clojure(port, version):
+    """The handler's Clojure is VERSION and the only one its class loader
+    finds: no second Clojure, shadowed or not (Debian's clojure.jar, which
+    the manifests of Debian's Ring jars name)."""
+    lines = request(port, "GET", "/.clojures").body.decode().split("\n")
+    assert lines[0].startswith(version) and lines[1] == "1", lines
+    assert not [l for l in lines if "/usr/share/java/clojure" in l], lines
+    return lines
+
+
+def served_ring_app(args, greeting, clojure="1.12", probe=None):
     """The example Ring app served by the launcher with ARGS: its pages
-    over HTTP, the counter shared by two workers, a session kept."""
+    over HTTP, the counter shared by two workers, a session kept; with a
+    PROBE directory, the one Clojure it runs on."""
+    if probe:
+        args = list(args)
+        if "--classpath" in args:       # one --classpath: the last counts
+            i = args.index("--classpath") + 1
+            args[i] += ":%s" % probe
+        else:
+            args += ["--classpath", str(probe)]
+        args += PROBE_LOCATION
     with launched(["--handler", "app.core/handler", "--workers", "2",
                    "--shared-dict", "app:1m", "--shared-dict", "sessions:1m"]
                   + PID_LOCATION + args) as (proc, port, first):
         assert first.status == 200
         every_worker_up(port, 2)
+        if probe:
+            one_clojure(port, clojure)
         body = first.body.decode()
         assert body.startswith("%s, on Clojure %s" % (greeting, clojure)), body
         # a new connection each time: either worker; one count
@@ -180,7 +234,14 @@ def test_leiningen_project(env, workdir):
     names = zipfile.ZipFile(jar).namelist()
     assert "clojure/main.class" in names and "ring/middleware/session.clj" in names
     assert not [n for n in names if n.startswith("nginx/")], "the API is provided, not bundled"
-    served_ring_app(["--jar", str(jar)], "Hello from a Leiningen project")
+    probe = probe_dir(workdir)
+    served_ring_app(["--jar", str(jar)], "Hello from a Leiningen project", probe=probe)
+    # the class path nginx-jvm dev is given: Ring from Debian's Maven
+    # repository, whose jars' manifests name Debian's Clojure 1.11
+    out, _ = step(["lein", "classpath"], app, env)
+    cp = out.strip().splitlines()[-1]
+    assert "/usr/share/maven-repo/ring/ring-core/" in cp and "clojure-1.12.0.jar" in cp, cp
+    served_ring_app(["--classpath", cp], "Hello from a Leiningen project", probe=probe)
 
 
 def test_deps_edn_project(env, workdir):
@@ -197,13 +258,14 @@ def test_deps_edn_project(env, workdir):
     assert "src" in entries and not [e for e in entries if "nginx-jvm-" in e], cp
     served_ring_app(["--classpath", ":".join(str(app / e) if not e.startswith("/") else e
                                              for e in entries)],
-                    "Hello from a deps.edn project")
+                    "Hello from a deps.edn project", probe=probe_dir(workdir))
     step(["bin/uberjar"], app, env)
     jar = app / "target" / "app-standalone.jar"
     names = zipfile.ZipFile(jar).namelist()
     assert "clojure/main.class" in names and "app/core.clj" in names
     assert not [n for n in names if n.startswith("nginx/")]
-    served_ring_app(["--jar", str(jar)], "Hello from a deps.edn project")
+    served_ring_app(["--jar", str(jar)], "Hello from a deps.edn project",
+                    probe=probe_dir(workdir))
 
 
 def test_maven_project(env, workdir):
@@ -257,6 +319,29 @@ def test_an_uberjar_bundling_clojure_1_11_runs_on_it(env, workdir):
     assert r.returncode == 2
     assert "2 Clojures" in r.stderr and "1.11.4, in %s" % jar in r.stderr, r.stderr
     assert str(other) in r.stderr
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["launchers", "after-ring"])
+def test_debians_ring_jars_bring_no_second_clojure(workdir, after):
+    """Debian's ring-core.jar names /usr/share/java/clojure.jar (Clojure
+    1.11) in its manifest's Class-Path, which the JVM opens right after it:
+    a second Clojure beside the launcher's, and the one that runs when the
+    class path's own Clojure comes after the Ring jar.  The launcher serves
+    such a jar unpacked, the other jars its manifests name (commons-fileupload
+    here) after it: one Clojure, 1.12."""
+    cp = [str(probe_dir(workdir)), "/usr/share/java/ring-core.jar"]
+    if after:
+        cp += [str(j) for j in sorted((ROOT / "build" / "lib").glob("*.jar"))]
+    with launched(["--handler", "probe.clojures/handler", "--classpath", ":".join(cp)],
+                  path="/.clojures") as (proc, port, first):
+        lines = one_clojure(port, "1.12")
+        assert "fileupload true" in lines, lines
+        stop(proc)
+    r = subprocess.run([LAUNCHER, "run", "--print-config", "--handler", "probe.clojures/handler",
+                        "--classpath", ":".join(cp)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "/usr/share/java/ring-core.jar" not in r.stdout and "-ring-core\"" in r.stdout
+    assert "/usr/share/java/commons-fileupload.jar" in r.stdout
 
 
 def fake_clojure_jar(path, version):
