@@ -8,7 +8,8 @@ Clojure 1.11 (it runs on 1.11; two Clojures are refused).
 
 Ring and friends resolve from Debian's /usr/share/maven-repo, the rest from
 Maven Central; the tools' downloads are kept in build/projects (Maven's
-repository, Leiningen's home), so only a first run fetches them.  The
+repository, Leiningen's home, tools.deps compiled for deps-app's scripts),
+so only a first run fetches them.  The
 artifacts under test are installed there first by `make install-m2`.
 """
 
@@ -62,8 +63,9 @@ def env(cache):
     lein_home = PROJECTS / "lein"
     lein_home.mkdir(exist_ok=True)
     (lein_home / "profiles.clj").write_text('{:user {:local-repo "%s"}}\n' % M2)
+    # XDG_CACHE_HOME: where deps-app's bin/classpath keeps tools.deps
     return dict(os.environ, LEIN_HOME=str(lein_home), M2_REPO=str(M2),
-                NGINX_JVM_LAUNCHER=LAUNCHER)
+                XDG_CACHE_HOME=str(PROJECTS / "cache"), NGINX_JVM_LAUNCHER=LAUNCHER)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -199,6 +201,7 @@ def served_ring_app(args, greeting, clojure="1.12", probe=None):
         else:
             args += ["--classpath", str(probe)]
         args += PROBE_LOCATION
+    t = time.monotonic()
     with launched(["--handler", "app.core/handler", "--workers", "2",
                    "--shared-dict", "app:1m", "--shared-dict", "sessions:1m"]
                   + PID_LOCATION + args) as (proc, port, first):
@@ -219,7 +222,8 @@ def served_ring_app(args, greeting, clojure="1.12", probe=None):
             assert r.body == b"%d\n" % n
         assert request(port, "GET", "/none").status == 404
         stop(proc)
-        return body
+    print("served %s: %.1f s" % (" ".join(args)[:100], time.monotonic() - t))
+    return body
 
 
 def test_leiningen_project(env, workdir):
