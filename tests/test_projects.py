@@ -18,7 +18,6 @@ import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -50,10 +49,10 @@ def api_classes():
 
 
 @pytest.fixture(scope="module")
-def env(cache):
+def base_env():
     """The environment of every build: the artifacts under test installed
     in build/projects/m2, Leiningen's home (its :local-repo) beside it, the
-    launcher of this checkout, a class cache of the module's own."""
+    launcher of this checkout."""
     for tool in ("lein", "mvn", "java"):
         assert shutil.which(tool), "%s is not installed: scripts/install-deps.sh" % tool
     PROJECTS.mkdir(parents=True, exist_ok=True)
@@ -68,30 +67,32 @@ def env(cache):
                 XDG_CACHE_HOME=str(PROJECTS / "cache"), NGINX_JVM_LAUNCHER=LAUNCHER)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cache():
-    """The launcher's class cache (the servers here and those the
-    projects' tests start) in a directory of the module's own, readable by
-    the workers (nobody, when started as root)."""
-    top = tempfile.mkdtemp(prefix="nginx-jvm-projects-cache-")
-    os.chmod(top, 0o755)
-    old = os.environ.get("NGINX_JVM_CACHE")
-    os.environ["NGINX_JVM_CACHE"] = top + "/cache"
-    yield
-    if old is None:
-        del os.environ["NGINX_JVM_CACHE"]
-    else:
-        os.environ["NGINX_JVM_CACHE"] = old
-    shutil.rmtree(top, ignore_errors=True)
+@pytest.fixture
+def workdir(request, monkeypatch):
+    """The test's own directory, build/projects/work/TEST, empty as it
+    starts, which the workers (nobody, when started as root) can read; and
+    the launcher's class cache for the servers the test and the projects'
+    tests start, build/projects/classes/TEST.  Both are the same paths
+    every run, and clean_copy keeps the files' times, so the class cache's
+    keys (the class path's paths, sizes and times) are too: a later run
+    finds the namespaces compiled and the classes archived by the first,
+    and a fresh checkout builds them."""
+    name = re.sub(r"\W+", "_", request.node.name).strip("_")
+    d = PROJECTS / "work" / name
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    cache = PROJECTS / "classes" / name
+    cache.mkdir(parents=True, exist_ok=True)
+    for p in (PROJECTS, d.parent, d, cache.parent, cache):
+        os.chmod(p, 0o755)
+    monkeypatch.setenv("NGINX_JVM_CACHE", str(cache))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture
-def workdir():
-    """A directory the workers (nobody, when started as root) can read."""
-    d = tempfile.mkdtemp(prefix="nginx-jvm-project-")
-    os.chmod(d, 0o755)
-    yield Path(d)
-    shutil.rmtree(d, ignore_errors=True)
+def env(base_env, workdir):
+    return dict(base_env, NGINX_JVM_CACHE=os.environ["NGINX_JVM_CACHE"])
 
 
 def clean_copy(name, workdir):
@@ -174,6 +175,8 @@ def probe_dir(workdir):
     d = workdir / "probe"
     (d / "probe").mkdir(parents=True, exist_ok=True)
     (d / "probe" / "clojures.clj").write_text(PROBE)
+    # the same time every run: a key of the class cache
+    os.utime(d / "probe" / "clojures.clj", (1700000000, 1700000000))
     os.chmod(d, 0o755)
     os.chmod(d / "probe", 0o755)
     return d
@@ -336,7 +339,8 @@ def test_debians_ring_jars_bring_no_second_clojure(workdir, after):
     cp = [str(probe_dir(workdir)), "/usr/share/java/ring-core.jar"]
     if after:
         cp += [str(j) for j in sorted((ROOT / "build" / "lib").glob("*.jar"))]
-    with launched(["--handler", "probe.clojures/handler", "--classpath", ":".join(cp)],
+    with launched(["--handler", "probe.clojures/handler", "--classpath", ":".join(cp),
+                   "--workers", "1"],
                   path="/.clojures") as (proc, port, first):
         lines = one_clojure(port, "1.12")
         assert "fileupload true" in lines, lines
