@@ -244,10 +244,14 @@ def test_leiningen_project(env, workdir):
     probe = probe_dir(workdir)
     served_ring_app(["--jar", str(jar)], "Hello from a Leiningen project", probe=probe)
     # the class path nginx-jvm dev is given: Ring from Debian's Maven
-    # repository, whose jars' manifests name Debian's Clojure 1.11
+    # repository (copied into the local one), whose jars' manifests name
+    # Debian's Clojure 1.11
     out, _ = step(["lein", "classpath"], app, env)
     cp = out.strip().splitlines()[-1]
-    assert "/usr/share/maven-repo/ring/ring-core/" in cp and "clojure-1.12.0.jar" in cp, cp
+    ring = [e for e in cp.split(":") if e.endswith("/ring-core-1.8.2.jar")]
+    assert ring and "/clojure-1.12.0.jar" in cp, cp
+    manifest = zipfile.ZipFile(ring[0]).read("META-INF/MANIFEST.MF").decode()
+    assert "/usr/share/java/clojure.jar" in re.sub(r"\r?\n ", "", manifest), manifest
     served_ring_app(["--classpath", cp], "Hello from a Leiningen project", probe=probe)
 
 
