@@ -8,7 +8,8 @@ Clojure 1.11 (it runs on 1.11; two Clojures are refused).
 
 Ring and friends resolve from Debian's /usr/share/maven-repo, the rest from
 Maven Central; the tools' downloads are kept in build/projects (Maven's
-repository, Leiningen's home), so only a first run fetches them.  The
+repository, Leiningen's home, tools.deps compiled for deps-app's scripts),
+so only a first run fetches them.  The
 artifacts under test are installed there first by `make install-m2`.
 """
 
@@ -17,7 +18,6 @@ import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -49,10 +49,10 @@ def api_classes():
 
 
 @pytest.fixture(scope="module")
-def env(cache):
+def base_env():
     """The environment of every build: the artifacts under test installed
     in build/projects/m2, Leiningen's home (its :local-repo) beside it, the
-    launcher of this checkout, a class cache of the module's own."""
+    launcher of this checkout."""
     for tool in ("lein", "mvn", "java"):
         assert shutil.which(tool), "%s is not installed: scripts/install-deps.sh" % tool
     PROJECTS.mkdir(parents=True, exist_ok=True)
@@ -62,34 +62,37 @@ def env(cache):
     lein_home = PROJECTS / "lein"
     lein_home.mkdir(exist_ok=True)
     (lein_home / "profiles.clj").write_text('{:user {:local-repo "%s"}}\n' % M2)
+    # XDG_CACHE_HOME: where deps-app's bin/classpath keeps tools.deps
     return dict(os.environ, LEIN_HOME=str(lein_home), M2_REPO=str(M2),
-                NGINX_JVM_LAUNCHER=LAUNCHER)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache():
-    """The launcher's class cache (the servers here and those the
-    projects' tests start) in a directory of the module's own, readable by
-    the workers (nobody, when started as root)."""
-    top = tempfile.mkdtemp(prefix="nginx-jvm-projects-cache-")
-    os.chmod(top, 0o755)
-    old = os.environ.get("NGINX_JVM_CACHE")
-    os.environ["NGINX_JVM_CACHE"] = top + "/cache"
-    yield
-    if old is None:
-        del os.environ["NGINX_JVM_CACHE"]
-    else:
-        os.environ["NGINX_JVM_CACHE"] = old
-    shutil.rmtree(top, ignore_errors=True)
+                XDG_CACHE_HOME=str(PROJECTS / "cache"), NGINX_JVM_LAUNCHER=LAUNCHER)
 
 
 @pytest.fixture
-def workdir():
-    """A directory the workers (nobody, when started as root) can read."""
-    d = tempfile.mkdtemp(prefix="nginx-jvm-project-")
-    os.chmod(d, 0o755)
-    yield Path(d)
+def workdir(request, monkeypatch):
+    """The test's own directory, build/projects/work/TEST, empty as it
+    starts, which the workers (nobody, when started as root) can read; and
+    the launcher's class cache for the servers the test and the projects'
+    tests start, build/projects/classes/TEST.  Both are the same paths
+    every run, and clean_copy keeps the files' times, so the class cache's
+    keys (the class path's paths, sizes and times) are too: a later run
+    finds the namespaces compiled and the classes archived by the first,
+    and a fresh checkout builds them."""
+    name = re.sub(r"\W+", "_", request.node.name).strip("_")
+    d = PROJECTS / "work" / name
     shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    cache = PROJECTS / "classes" / name
+    cache.mkdir(parents=True, exist_ok=True)
+    for p in (PROJECTS, d.parent, d, cache.parent, cache):
+        os.chmod(p, 0o755)
+    monkeypatch.setenv("NGINX_JVM_CACHE", str(cache))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def env(base_env, workdir):
+    return dict(base_env, NGINX_JVM_CACHE=os.environ["NGINX_JVM_CACHE"])
 
 
 def clean_copy(name, workdir):
@@ -144,14 +147,71 @@ def stop(proc):
     return err
 
 
-def served_ring_app(args, greeting, clojure="1.12"):
+# What a handler sees of Clojure on its class path: its version, every
+# clojure/core__init.class its class loader finds (one per Clojure jar, a
+# shadowed one included) and the class path's entries named like a Clojure
+# jar.  Served beside the application at /.clojures.
+PROBE = r"""(ns probe.clojures
+  (:require [clojure.string :as str]))
+
+(defn handler [_]
+  (let [loader (clojure.lang.RT/baseLoader)
+        found (enumeration-seq (.getResources loader "clojure/core__init.class"))
+        named (filter #(re-find #"/clojure[-.][^/]*jar$" %)
+                      (str/split (System/getProperty "java.class.path") #":"))]
+    {:status 200
+     :headers {"Content-Type" "text/plain"}
+     :body (str/join "\n" (concat [(clojure-version) (count found)
+                                    ;; a jar only ring-core.jar's manifest names
+                                    (str "fileupload " (some? (.getResource loader
+                                      "org/apache/commons/fileupload/FileUpload.class")))]
+                                   (map str found) named))}))
+"""
+PROBE_LOCATION = ["--server", "location = /.clojures { jvm_content probe.clojures/handler; }"]
+
+
+def probe_dir(workdir):
+    """A class path directory holding the probe's namespace."""
+    d = workdir / "probe"
+    (d / "probe").mkdir(parents=True, exist_ok=True)
+    (d / "probe" / "clojures.clj").write_text(PROBE)
+    # the same time every run: a key of the class cache
+    os.utime(d / "probe" / "clojures.clj", (1700000000, 1700000000))
+    os.chmod(d, 0o755)
+    os.chmod(d / "probe", 0o755)
+    return d
+
+
+def one_clojure(port, version):
+    """The handler's Clojure is VERSION and the only one its class loader
+    finds: no second Clojure, shadowed or not (Debian's clojure.jar, which
+    the manifests of Debian's Ring jars name)."""
+    lines = request(port, "GET", "/.clojures").body.decode().split("\n")
+    assert lines[0].startswith(version) and lines[1] == "1", lines
+    assert not [l for l in lines if "/usr/share/java/clojure" in l], lines
+    return lines
+
+
+def served_ring_app(args, greeting, clojure="1.12", probe=None):
     """The example Ring app served by the launcher with ARGS: its pages
-    over HTTP, the counter shared by two workers, a session kept."""
+    over HTTP, the counter shared by two workers, a session kept; with a
+    PROBE directory, the one Clojure it runs on."""
+    if probe:
+        args = list(args)
+        if "--classpath" in args:       # one --classpath: the last counts
+            i = args.index("--classpath") + 1
+            args[i] += ":%s" % probe
+        else:
+            args += ["--classpath", str(probe)]
+        args += PROBE_LOCATION
+    t = time.monotonic()
     with launched(["--handler", "app.core/handler", "--workers", "2",
                    "--shared-dict", "app:1m", "--shared-dict", "sessions:1m"]
                   + PID_LOCATION + args) as (proc, port, first):
         assert first.status == 200
         every_worker_up(port, 2)
+        if probe:
+            one_clojure(port, clojure)
         body = first.body.decode()
         assert body.startswith("%s, on Clojure %s" % (greeting, clojure)), body
         # a new connection each time: either worker; one count
@@ -165,7 +225,8 @@ def served_ring_app(args, greeting, clojure="1.12"):
             assert r.body == b"%d\n" % n
         assert request(port, "GET", "/none").status == 404
         stop(proc)
-        return body
+    print("served %s: %.1f s" % (" ".join(args)[:100], time.monotonic() - t))
+    return body
 
 
 def test_leiningen_project(env, workdir):
@@ -180,7 +241,18 @@ def test_leiningen_project(env, workdir):
     names = zipfile.ZipFile(jar).namelist()
     assert "clojure/main.class" in names and "ring/middleware/session.clj" in names
     assert not [n for n in names if n.startswith("nginx/")], "the API is provided, not bundled"
-    served_ring_app(["--jar", str(jar)], "Hello from a Leiningen project")
+    probe = probe_dir(workdir)
+    served_ring_app(["--jar", str(jar)], "Hello from a Leiningen project", probe=probe)
+    # the class path nginx-jvm dev is given: Ring from Debian's Maven
+    # repository (copied into the local one), whose jars' manifests name
+    # Debian's Clojure 1.11
+    out, _ = step(["lein", "classpath"], app, env)
+    cp = out.strip().splitlines()[-1]
+    ring = [e for e in cp.split(":") if e.endswith("/ring-core-1.8.2.jar")]
+    assert ring and "/clojure-1.12.0.jar" in cp, cp
+    manifest = zipfile.ZipFile(ring[0]).read("META-INF/MANIFEST.MF").decode()
+    assert "/usr/share/java/clojure.jar" in re.sub(r"\r?\n ", "", manifest), manifest
+    served_ring_app(["--classpath", cp], "Hello from a Leiningen project", probe=probe)
 
 
 def test_deps_edn_project(env, workdir):
@@ -197,13 +269,14 @@ def test_deps_edn_project(env, workdir):
     assert "src" in entries and not [e for e in entries if "nginx-jvm-" in e], cp
     served_ring_app(["--classpath", ":".join(str(app / e) if not e.startswith("/") else e
                                              for e in entries)],
-                    "Hello from a deps.edn project")
+                    "Hello from a deps.edn project", probe=probe_dir(workdir))
     step(["bin/uberjar"], app, env)
     jar = app / "target" / "app-standalone.jar"
     names = zipfile.ZipFile(jar).namelist()
     assert "clojure/main.class" in names and "app/core.clj" in names
     assert not [n for n in names if n.startswith("nginx/")]
-    served_ring_app(["--jar", str(jar)], "Hello from a deps.edn project")
+    served_ring_app(["--jar", str(jar)], "Hello from a deps.edn project",
+                    probe=probe_dir(workdir))
 
 
 def test_maven_project(env, workdir):
@@ -257,6 +330,30 @@ def test_an_uberjar_bundling_clojure_1_11_runs_on_it(env, workdir):
     assert r.returncode == 2
     assert "2 Clojures" in r.stderr and "1.11.4, in %s" % jar in r.stderr, r.stderr
     assert str(other) in r.stderr
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["launchers", "after-ring"])
+def test_debians_ring_jars_bring_no_second_clojure(workdir, after):
+    """Debian's ring-core.jar names /usr/share/java/clojure.jar (Clojure
+    1.11) in its manifest's Class-Path, which the JVM opens right after it:
+    a second Clojure beside the launcher's, and the one that runs when the
+    class path's own Clojure comes after the Ring jar.  The launcher serves
+    such a jar unpacked, the other jars its manifests name (commons-fileupload
+    here) after it: one Clojure, 1.12."""
+    cp = [str(probe_dir(workdir)), "/usr/share/java/ring-core.jar"]
+    if after:
+        cp += [str(j) for j in sorted((ROOT / "build" / "lib").glob("*.jar"))]
+    with launched(["--handler", "probe.clojures/handler", "--classpath", ":".join(cp),
+                   "--workers", "1"],
+                  path="/.clojures") as (proc, port, first):
+        lines = one_clojure(port, "1.12")
+        assert "fileupload true" in lines, lines
+        stop(proc)
+    r = subprocess.run([LAUNCHER, "run", "--print-config", "--handler", "probe.clojures/handler",
+                        "--classpath", ":".join(cp)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "/usr/share/java/ring-core.jar" not in r.stdout and "-ring-core\"" in r.stdout
+    assert "/usr/share/java/commons-fileupload.jar" in r.stdout
 
 
 def fake_clojure_jar(path, version):
