@@ -179,7 +179,7 @@ Version: $version
 Architecture: $arch
 Maintainer: $maintainer
 Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
-Depends: $abi, ${shlibs:+$shlibs, }openjdk-$jre-jre-headless | java$jre-runtime-headless
+Depends: $abi, ${shlibs:+$shlibs, }unzip, openjdk-$jre-jre-headless | java$jre-runtime-headless
 Recommends: nginx
 Suggests: libring-core-clojure, libcompojure-clojure, libdata-json-clojure
 Section: httpd

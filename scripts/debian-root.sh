@@ -25,12 +25,12 @@ suite=trixie
 mirror=${NGINX_JVM_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 case $kind in
     build) name=$suite-build
-           packages=nginx,nginx-dev,openjdk-21-jdk-headless,gcc,make,dpkg-dev,libpcre2-dev,libssl-dev,zlib1g-dev
+           packages=nginx,nginx-dev,openjdk-21-jdk-headless,gcc,make,dpkg-dev,libpcre2-dev,libssl-dev,zlib1g-dev,unzip
            packages=$packages,libring-core-clojure,libcompojure-clojure,libdata-json-clojure ;;
     # ca-certificates: a handler calling out over TLS; openssl: the
-    # launcher's --tls-self-signed
+    # launcher's --tls-self-signed; unzip: the launcher reads jars' manifests
     run)   name=$suite
-           packages=nginx,openjdk-21-jre-headless,ca-certificates,openssl ;;
+           packages=nginx,openjdk-21-jre-headless,ca-certificates,openssl,unzip ;;
     *) echo "debian-root.sh: build or run" >&2; exit 2 ;;
 esac
 root=$top/build/roots/$name

@@ -153,6 +153,8 @@ def test_depends_on_the_nginx_abi_and_a_jre(deb):
     fields = [d.strip() for d in depends.split(",")]
     assert abi[0] in fields
     assert "openjdk-17-jre-headless | java17-runtime-headless" in fields
+    # the launcher reads jars' manifests with unzip
+    assert "unzip" in fields, fields
     assert any(d.startswith("libc6 (>= ") for d in fields), fields
 
 

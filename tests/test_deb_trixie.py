@@ -147,6 +147,8 @@ def test_built_for_debian_13s_nginx_and_jdk(trixie):
     fields = [d.strip() for d in depends.split(",")]
     assert abi[0] in fields, fields
     assert "openjdk-21-jre-headless | java21-runtime-headless" in fields, fields
+    # the launcher reads jars' manifests with unzip
+    assert "unzip" in fields, fields
     # built against 1.26.3's headers: the module's signature matches the
     # root's nginx (which refuses a module built for another version)
     r = trixie.run("nginx", "-t", check=False)
