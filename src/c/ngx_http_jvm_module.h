@@ -217,6 +217,8 @@ typedef struct {
     ngx_event_t               timer;        /* jvm_response_timeout */
     ngx_event_t               sr_run;       /* runs subrequests started */
     ngx_http_jvm_body_t      *body;         /* jvm_body_filter's, or NULL */
+    int64_t                   alloc;        /* $jvm_alloc_bytes */
+    int64_t                   cpu_ns;       /* $jvm_cpu_us, in ns */
     unsigned                  task:1;       /* Java knows it by its address */
     unsigned                  ready:1;      /* Java has something for it */
     unsigned                  responded:1;
@@ -227,6 +229,7 @@ typedef struct {
     unsigned                  upload:1;     /* its body still arrives */
     unsigned                  upload_full:1; /* Java's pieces are full */
     unsigned                  upload_drop:1; /* nobody reads the body */
+    unsigned                  metered:1;    /* alloc and cpu_ns are set */
 } ngx_http_jvm_ctx_t;
 
 
@@ -250,6 +253,7 @@ typedef struct {
     u_char                   *resp_addr;    /* response buffer */
     size_t                    resp_cap;
     ngx_http_jvm_quiet_t     *quiet;        /* see ngx_http_jvm_log_text */
+    u_char                   *meter;        /* a call's cost, or NULL: off */
     unsigned                  ready:1;
     unsigned                  no_virtual:1; /* JDK older than 21 */
 } ngx_http_jvm_vm_t;
@@ -375,6 +379,10 @@ ngx_int_t ngx_http_jvm_variable_get(ngx_http_request_t *r, ngx_str_t *name,
 ngx_int_t ngx_http_jvm_variable_set(ngx_http_request_t *r, ngx_str_t *name,
     ngx_str_t *value, const char **err);
 const char *ngx_http_jvm_set_uri(ngx_http_request_t *r, ngx_str_t *uri);
+ngx_int_t ngx_http_jvm_variables_add(ngx_conf_t *cf);
+void ngx_http_jvm_cost_init(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
+void ngx_http_jvm_cost_take(ngx_http_request_t *r);
 
 /* ngx_http_jvm_headers_in.c: the event loop only */
 ngx_int_t ngx_http_jvm_header_in_set(ngx_http_request_t *r, ngx_str_t *name,
@@ -499,6 +507,7 @@ void ngx_http_jvm_vm_timers(ngx_log_t *log);
 void ngx_http_jvm_vm_subrequest_done(ngx_log_t *log, ngx_int_t id,
     size_t len);
 void ngx_http_jvm_vm_quitting(ngx_log_t *log);
+void ngx_http_jvm_vm_meter(ngx_cycle_t *cycle);
 void ngx_http_jvm_vm_stop(ngx_cycle_t *cycle);
 void ngx_http_jvm_log_text(ngx_uint_t level, ngx_log_t *log, u_char *text,
     size_t len);

@@ -331,6 +331,8 @@ ngx_http_jvm_phase_run(ngx_http_request_t *r, ngx_int_t handler,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    ngx_http_jvm_cost_take(r);
+
     if (ngx_http_jvm_response_declined(len)) {
         return NGX_DECLINED;
     }
@@ -366,7 +368,11 @@ ngx_http_jvm_phase_resume(ngx_http_request_t *r)
 
     r->write_event_handler = ngx_http_request_empty_handler;
 
-    if (ngx_http_jvm_vm_take(r->connection->log, ctx, &len, &done) != NGX_OK) {
+    rc = ngx_http_jvm_vm_take(r->connection->log, ctx, &len, &done);
+
+    ngx_http_jvm_cost_take(r);
+
+    if (rc != NGX_OK) {
         rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
 
     } else if (ngx_http_jvm_response_declined(len)) {

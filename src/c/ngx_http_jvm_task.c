@@ -156,6 +156,8 @@ ngx_http_jvm_task_submit(ngx_http_request_t *r, ngx_int_t handler,
     rc = ngx_http_jvm_vm_submit(r, handler, phase, len, ctx, jlcf->mode,
                                 jlcf->async, &len);
 
+    ngx_http_jvm_cost_take(r);
+
     if (rc == NGX_ERROR) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -323,6 +325,8 @@ ngx_http_jvm_task_respond(ngx_http_request_t *r)
         rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
 
     } else {
+        ngx_http_jvm_cost_take(r);
+
         if (done) {
             /* its cleanup calls Java no more: one call a request less */
             ctx->task = 0;

@@ -1,0 +1,182 @@
+package nginx.jvm;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.lang.management.ManagementFactory;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/**
+ * What a request cost the JVM, in the JVM's own measures (ThreadMXBean):
+ * the bytes allocated and the CPU time of the threads that ran its code,
+ * for {@code $jvm_alloc_bytes}, {@code $jvm_cpu_us} and jvm_status's
+ * histograms. Off unless the configuration uses one of those (the C module
+ * decides at the worker's start and calls {@link #start}): a thread's CPU
+ * time is a system call, twice a request.
+ *
+ * <p>What is counted, by mode (docs/operations.md says the same):
+ * <ul>
+ * <li>loop: the whole call on the event loop, from the request's decoding to
+ *     its response's encoding;
+ * <li>pool: the loop's share (the task's start, its response's encoding)
+ *     and the pool thread's run of the handler;
+ * <li>virtual, coloop: the loop's share and every slice a carrier ran the
+ *     request's virtual thread, measured on the carrier (a virtual thread
+ *     has no counters of its own); on the JDK's scheduler (jvm_virtual_carriers
+ *     0) there is no carrier of ours to measure, and only the loop's share
+ *     is counted;
+ * <li>jvm_async: the handler's call on its thread; work on threads it hands
+ *     the request to is not counted (nothing ties them to it).
+ * </ul>
+ *
+ * An instance is one request's sums. The figures go to the C module through
+ * a small direct buffer, {@link #out}: long bytes, long CPU nanoseconds,
+ * written after each call that measured (the C module reads and clears it).
+ */
+final class Meter {
+    /** Written once at the worker's start, before any request. */
+    static volatile boolean on;
+    private static final com.sun.management.ThreadMXBean MX = mx();
+    private static ByteBuffer out;
+
+    /** This request's sums so far, not yet handed to the C module. */
+    private long alloc, cpu;
+    /**
+     * The platform thread of the open window (null: none), and its counters
+     * when the window opened: a pool thread running the handler, or a
+     * carrier running a slice of the request's virtual thread. Closed once,
+     * by whoever comes first: the thread itself at the window's end, or the
+     * handler answering (from the virtual thread the carrier runs, or an
+     * async handler's thread), since the event loop may take the answer
+     * before the window's thread gets to close it.
+     */
+    private volatile Thread window;
+    private long from, cpuFrom;
+    private static final VarHandle WINDOW;
+    /** A virtual thread's on the worker's own carriers: the continuation its slices come as. */
+    volatile Runnable continuation;
+
+    static {
+        try {
+            WINDOW = MethodHandles.lookup().findVarHandle(Meter.class, "window", Thread.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private static com.sun.management.ThreadMXBean mx() {
+        java.lang.management.ThreadMXBean b = ManagementFactory.getThreadMXBean();
+        return b instanceof com.sun.management.ThreadMXBean ? (com.sun.management.ThreadMXBean) b : null;
+    }
+
+    /** Turns measuring on (the C module, once); the buffer it reads. Null: this JVM cannot. */
+    static ByteBuffer start() {
+        if (MX == null || !MX.isThreadAllocatedMemorySupported() || !MX.isCurrentThreadCpuTimeSupported()) {
+            return null;
+        }
+        MX.setThreadAllocatedMemoryEnabled(true);
+        MX.setThreadCpuTimeEnabled(true);
+        out = ByteBuffer.allocateDirect(16).order(ByteOrder.nativeOrder());
+        out.putLong(0, -1);
+        on = true;
+        return out;
+    }
+
+    /** A new request's sums, or null when measuring is off. */
+    static Meter open() {
+        return on ? new Meter() : null;
+    }
+
+    /** The calling platform thread's allocated bytes (-1 on a virtual thread). */
+    static long allocNow() {
+        return MX.getCurrentThreadAllocatedBytes();
+    }
+
+    /** The calling platform thread's CPU time, ns (-1 on a virtual thread). */
+    static long cpuNow() {
+        return MX.getCurrentThreadCpuTime();
+    }
+
+    /** Adds what the calling platform thread spent since it read these counters. */
+    void add(long allocFrom, long cpuFromNow) {
+        long a = allocNow(), c = cpuNow();
+        if (allocFrom >= 0 && a >= 0) {
+            alloc += a - allocFrom;
+        }
+        if (cpuFromNow >= 0 && c >= 0) {
+            cpu += c - cpuFromNow;
+        }
+    }
+
+    /**
+     * Opens a window on the calling thread; false when it cannot (a virtual
+     * thread has no counters; its carrier's window is open, or none can be).
+     */
+    boolean begin() {
+        long a = allocNow();
+        if (a < 0 || window != null) {
+            return false;
+        }
+        from = a;
+        cpuFrom = cpuNow();
+        window = Thread.currentThread();
+        return true;
+    }
+
+    /** Closes the open window, if any: from its own thread, or any other. */
+    void close() {
+        Thread t = window;
+        if (t == null || !WINDOW.compareAndSet(this, t, null)) {
+            return;
+        }
+        long a, c;
+        if (t == Thread.currentThread()) {
+            a = allocNow();
+            c = cpuNow();
+        } else {
+            // allocated bytes first: reading the CPU time by id allocates
+            a = MX.getThreadAllocatedBytes(t.getId());
+            c = MX.getThreadCpuTime(t.getId());
+        }
+        if (a >= 0) {
+            alloc += a - from;
+        }
+        if (c >= 0 && cpuFrom >= 0) {
+            cpu += c - cpuFrom;
+        }
+    }
+
+    /** A carrier runs one slice of the request's virtual thread, measured on the carrier. */
+    void slice(Runnable continuation) {
+        boolean open = begin();
+        try {
+            continuation.run();
+        } finally {
+            if (open) {
+                close();
+            }
+        }
+    }
+
+    long alloc() {
+        return alloc;
+    }
+
+    long cpu() {
+        return cpu;
+    }
+
+    /** Event loop: hands the sums to the C module (which adds them to the request's) and starts over. */
+    void report() {
+        report(alloc, cpu);
+        alloc = 0;
+        cpu = 0;
+    }
+
+    /** Event loop: hands {@code bytes} and {@code nanos} to the C module for the request it called for. */
+    static void report(long bytes, long nanos) {
+        ByteBuffer b = out;
+        b.putLong(0, Math.max(0, bytes));
+        b.putLong(8, Math.max(0, nanos));
+    }
+}
