@@ -23,7 +23,8 @@
  *                            (jvm_request_buffering off)
  *   ngx_http_jvm_handler.c   the handlers directives name, by id
  *   ngx_http_jvm_subrequest.c subrequests answered in memory (loop only)
- *   ngx_http_jvm_variable.c  variables read and set for Java (loop only)
+ *   ngx_http_jvm_variable.c  variables read and set for Java (loop only);
+ *                            $jvm_alloc_bytes, $jvm_cpu_us
  *   ngx_http_jvm_headers_in.c request header fields changed for Java
  *                            (loop only)
  *   ngx_http_jvm_topic.c     publish and subscribe across workers
@@ -38,7 +39,8 @@
  *   ngx_http_jvm_websocket.c WebSocket handshake, frames, close (RFC 6455)
  *   ngx_http_jvm_deflate.c   WebSocket compression: permessage-deflate
  *                            (RFC 7692), the worker's zlib streams
- *   ngx_http_jvm_stream.c    the request's context; bodies sent in pieces
+ *   ngx_http_jvm_stream.c    the request's context (and what its calls
+ *                            into Java cost); bodies sent in pieces
  *   ngx_http_jvm_vm_websocket.c the WebSocket's calls down into the JVM
  *   ngx_http_jvm_vm.c        the worker's JVM and every call down into it
  *   ngx_http_jvm_gate.c      the one check of every string from Java on
@@ -253,7 +255,7 @@ typedef struct {
     u_char                   *resp_addr;    /* response buffer */
     size_t                    resp_cap;
     ngx_http_jvm_quiet_t     *quiet;        /* see ngx_http_jvm_log_text */
-    u_char                   *meter;        /* a call's cost, or NULL: off */
+    int64_t                  *meter;        /* a call's cost, or NULL: off */
     unsigned                  ready:1;
     unsigned                  no_virtual:1; /* JDK older than 21 */
 } ngx_http_jvm_vm_t;
@@ -382,7 +384,6 @@ const char *ngx_http_jvm_set_uri(ngx_http_request_t *r, ngx_str_t *uri);
 ngx_int_t ngx_http_jvm_variables_add(ngx_conf_t *cf);
 void ngx_http_jvm_cost_init(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
-void ngx_http_jvm_cost_take(ngx_http_request_t *r);
 
 /* ngx_http_jvm_headers_in.c: the event loop only */
 ngx_int_t ngx_http_jvm_header_in_set(ngx_http_request_t *r, ngx_str_t *name,
@@ -445,6 +446,7 @@ ngx_int_t ngx_http_jvm_inflate_message(u_char *in, size_t len, size_t max,
 
 /* ngx_http_jvm_stream.c */
 ngx_http_jvm_ctx_t *ngx_http_jvm_get_ctx(ngx_http_request_t *r);
+void ngx_http_jvm_cost_take(ngx_http_request_t *r);
 ngx_int_t ngx_http_jvm_send_stream(ngx_http_request_t *r, ngx_int_t id);
 void ngx_http_jvm_ctx_release(ngx_http_jvm_ctx_t *ctx);
 
@@ -507,7 +509,6 @@ void ngx_http_jvm_vm_timers(ngx_log_t *log);
 void ngx_http_jvm_vm_subrequest_done(ngx_log_t *log, ngx_int_t id,
     size_t len);
 void ngx_http_jvm_vm_quitting(ngx_log_t *log);
-void ngx_http_jvm_vm_meter(ngx_cycle_t *cycle);
 void ngx_http_jvm_vm_stop(ngx_cycle_t *cycle);
 void ngx_http_jvm_log_text(ngx_uint_t level, ngx_log_t *log, u_char *text,
     size_t len);

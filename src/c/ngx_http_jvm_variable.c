@@ -28,6 +28,14 @@ static ngx_int_t ngx_http_jvm_cost_variable(ngx_http_request_t *r,
  * rewrite phase) must not stand for the one the access log reads.
  */
 
+/*
+ * A call's cost, written by Java (nginx.jvm.Meter, through the buffer
+ * Natives.meter() makes of it): long bytes, long CPU nanoseconds; -1 bytes:
+ * nothing measured.
+ */
+static int64_t  ngx_http_jvm_meter[2];
+
+
 static ngx_http_variable_t  ngx_http_jvm_variables[] = {
 
     { ngx_string("jvm_alloc_bytes"), NULL, ngx_http_jvm_cost_variable,
@@ -294,46 +302,10 @@ ngx_http_jvm_cost_init(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
                    "jvm: requests' JVM cost measured: %ui", used);
 
     if (used) {
-        ngx_http_jvm_vm_meter(cycle);
+        /* before Worker.configure, which asks for it (Natives.meter) */
+        ngx_http_jvm_meter[0] = -1;
+        ngx_http_jvm_vm.meter = ngx_http_jvm_meter;
     }
-}
-
-
-/*
- * After a call into Java for r: what it measured (Java writes it into the
- * meter buffer, long bytes and long CPU nanoseconds; -1: nothing) is added
- * to the request's, and the buffer cleared for the next call.
- */
-
-void
-ngx_http_jvm_cost_take(ngx_http_request_t *r)
-{
-    int64_t              m[2];
-    ngx_http_jvm_ctx_t  *ctx;
-
-    if (ngx_http_jvm_vm.meter == NULL) {
-        return;
-    }
-
-    ngx_memcpy(m, ngx_http_jvm_vm.meter, sizeof(m));
-
-    if (m[0] < 0) {
-        return;
-    }
-
-    ngx_memset(ngx_http_jvm_vm.meter, 0xff, sizeof(int64_t));
-
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "jvm: call cost %L bytes, %L ns of CPU", m[0], m[1]);
-
-    ctx = ngx_http_jvm_get_ctx(r);
-    if (ctx == NULL) {
-        return;
-    }
-
-    ctx->alloc += m[0];
-    ctx->cpu_ns += m[1];
-    ctx->metered = 1;
 }
 
 

@@ -1411,51 +1411,6 @@ ngx_http_jvm_vm_quitting(ngx_log_t *log)
 
 
 /*
- * Worker.meter(): turns on the measure of what each request costs the JVM
- * ($jvm_alloc_bytes, $jvm_cpu_us, jvm_status's histograms) and answers
- * the buffer each call's figures come in.  Bound here, not in the table
- * above: only a configuration that reads the figures calls it.
- */
-
-void
-ngx_http_jvm_vm_meter(ngx_cycle_t *cycle)
-{
-    size_t      cap;
-    JNIEnv     *env;
-    jobject     buf;
-    jmethodID   mid;
-    static jobject  ref;
-
-    env = ngx_http_jvm_env;
-
-    mid = (*env)->GetStaticMethodID(env, ngx_http_jvm_worker, "meter",
-                                    "()Ljava/nio/ByteBuffer;");
-    if (mid == NULL) {
-        (void) ngx_http_jvm_vm_failed(cycle->log, "Worker.meter binding");
-        return;
-    }
-
-    buf = (*env)->CallStaticObjectMethod(env, ngx_http_jvm_worker, mid);
-
-    if (buf == NULL && !(*env)->ExceptionCheck(env)) {
-        ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
-                      "jvm: this JVM cannot measure threads' allocation "
-                      "and CPU time: $jvm_alloc_bytes and $jvm_cpu_us "
-                      "stay empty");
-        return;
-    }
-
-    if (ngx_http_jvm_vm_buffer(buf, &ref, &ngx_http_jvm_vm.meter, &cap)
-        != NGX_OK
-        || cap < 2 * sizeof(int64_t))
-    {
-        ngx_http_jvm_vm.meter = NULL;
-        (void) ngx_http_jvm_vm_failed(cycle->log, "Worker.meter()");
-    }
-}
-
-
-/*
  * Worker.handle(): serves the described request on the event loop with a
  * handler of the given phase.  Java may read the request's variables
  * through r while the call lasts.

@@ -61,15 +61,6 @@ final class Worker {
         return requestBuffer;
     }
 
-    /**
-     * Turns on the measure of what each request costs the JVM ({@link Meter}:
-     * the configuration uses $jvm_alloc_bytes, $jvm_cpu_us or jvm_status);
-     * answers the buffer the figures come in, or null when this JVM cannot.
-     */
-    static ByteBuffer meter() {
-        return Meter.start();
-    }
-
     /** The buffer responses and body pieces are written into. */
     static ByteBuffer responseBuffer() {
         return encoder.buffer();
@@ -428,6 +419,7 @@ final class Worker {
             sockets.configure(wsSendQueue);
             Timers.start(Natives::wake, 2);
             ExitWatch.install();
+            Meter.start();
             String error = tasks.configure(poolSize, carriers, queueSize, virtual, coloop);
             Metrics.start(tasks);
             Repl.start();
