@@ -105,6 +105,14 @@ NGINX_CLOJURE_POOL = 16
 JVM_PROCESSES = ("jetty", "http-kit", "enso")
 
 
+# Every JVM: jcmd reads its threads' allocated bytes (load.jvm_allocated)
+# through the attach listener, started at once rather than on SIGQUIT,
+# which would make an nginx worker quit.
+ATTACH = ["-XX:+StartAttachListener"]
+# jcmd: the newest JDK's attaches to the older JVMs too
+JCMD = (JDK25 if os.path.exists(JDK25 + "/bin/jcmd") else JDK17) + "/bin/jcmd"
+
+
 def peer_build(name):
     """The build directory's name of peer `name`."""
     if name.startswith("nginx-clojure"):
@@ -234,7 +242,7 @@ def nginx_clojure_http(work, peers_dir=None):
     directive as its own configurations write them."""
     d = Path(peers_dir or PEERS_DIR) / "nginx-clojure"
     classpath = [d / "nginx-clojure.jar", BUILD / "lib" / "*", RING_APP]
-    options = ["-Dbench.file=%s" % (work / "index.html")] + [
+    options = ["-Dbench.file=%s" % (work / "index.html")] + ATTACH + [
         "--add-opens=%s=ALL-UNNAMED" % p for p in NGINX_CLOJURE_OPENS]
     return ("    jvm_path %s/lib/server/libjvm.so;\n"
             "    jvm_classpath \"%s\";\n"
@@ -284,7 +292,7 @@ def nginx_conf(name, port, work, jetty_port=None, jvm_options="",
         options = options + IDLE + [
             "--jvm-path", "%s/lib/server/libjvm.so" % jdk,
             "--jvm-option", "-Dbench.file=%s" % (work / "index.html")]
-        for o in jvm_options.split():
+        for o in ATTACH + jvm_options.split():
             options += ["--jvm-option", o]
         return writer_conf(Path(work) / name, port, handler, classpath,
                            options)
@@ -335,6 +343,16 @@ class Server:
     def workers(self):
         return (children(self.proc.pid) if self.name not in JVM_PROCESSES
                 else [])
+
+    def jvms(self):
+        """The server's JVM processes: itself, its workers (nginx-jvm,
+        nginx-clojure), the Jetty behind it (nginx-jetty); none for plain
+        nginx."""
+        if self.name in JVM_PROCESSES:
+            return [self.proc.pid]
+        if self.behind is not None:
+            return self.behind.jvms()
+        return [] if self.name == "nginx" else self.workers()
 
     def url(self, route):
         return "http://%s:%d/%s" % (HOST, self.port, route)
@@ -435,7 +453,7 @@ class Fleet:
         log = self.work / ("%s.log" % name)
         with open(log, "w") as out:
             proc = subprocess.Popen(
-                [jdk + "/bin/java", "-Dbench.file=%s" % (self.work /
+                [jdk + "/bin/java"] + ATTACH + ["-Dbench.file=%s" % (self.work /
                                                            "index.html"),
                  "-cp", ":".join(map(str, classpath)), "clojure.main", "-e",
                  expr], stdout=out, stderr=out, start_new_session=True)
