@@ -181,7 +181,9 @@ final class Metrics {
             return "+Inf";
         }
         double v = bounds[i];
-        return v == Math.rint(v) && v >= 1 ? Long.toString((long) v) : Double.toString(v);
+        // plain decimals (0.00001, not 1.0E-5), as the latency buckets read
+        return v == Math.rint(v) && v >= 1 ? Long.toString((long) v)
+                : java.math.BigDecimal.valueOf(v).stripTrailingZeros().toPlainString();
     }
 
     private static void line(StringBuilder b, String name, Object value) {
