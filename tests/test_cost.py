@@ -18,6 +18,7 @@ LOCATIONS = """
         access_log @PREFIX@/logs/cost.log cost;
         location = /status { jvm_status; }
         location /cost { jvm_content testapp.Cost; }
+        location /async { jvm_async on; jvm_content testapp.Cost$Async; }
         location /static/ { alias @PREFIX@/html/; }
 """
 
@@ -108,3 +109,15 @@ def test_costs_in_the_log_and_the_histograms(ng):
     log = cost_lines(ng, 6)
     assert log[5][0] == "/status" and int(log[5][1]) > 0, log[5]
 
+
+
+def test_async_handlers_are_measured_on_their_thread(ng):
+    """jvm_async on: the handler's call is counted (here it answers within
+    it), once."""
+    before = len(cost_lines(ng, 1))
+    r = ng.request("GET", "/async?alloc=%d" % MB8)
+    assert r.status == 200, r.text
+    uri, alloc, cpu = cost_lines(ng, before + 1)[before]
+    assert uri == "/async"
+    assert MB8 <= int(alloc) < MB8 + 1024 * 1024, alloc
+    assert int(cpu) >= 0

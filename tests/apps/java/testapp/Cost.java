@@ -1,7 +1,9 @@
 package testapp;
 
+import nginx.jvm.AsyncHandler;
 import nginx.jvm.Handler;
 import nginx.jvm.Request;
+import nginx.jvm.Responder;
 import nginx.jvm.Response;
 
 /**
@@ -32,5 +34,15 @@ public final class Cost implements Handler {
             }
         }
         return Response.of(200, "text/plain", Long.toString(spun));
+    }
+
+    /** jvm_async on: the same, answered within the call. */
+    public static final class Async implements AsyncHandler {
+        private final Cost cost = new Cost();
+
+        @Override
+        public void handle(Request request, Responder responder) {
+            responder.respond(cost.handle(request));
+        }
     }
 }

@@ -68,8 +68,9 @@ final class Task implements Responder, Runnable {
             return;
         }
         handlerThread = Thread.currentThread();
-        // a pool thread's window; a virtual thread's carrier has one open
-        boolean measured = meter != null && meter.begin();
+        // a pool thread's window; a virtual thread's carrier has one open; on
+        // the loop (an async handler's call) the loop's share counts it already
+        boolean measured = meter != null && mode != Wire.LOOP && meter.begin();
         try {
             if (async) {
                 ((AsyncHandler) handler).handle(request, this);
