@@ -24,17 +24,17 @@ static ngx_int_t ngx_http_jvm_cost_variable(ngx_http_request_t *r,
 
 
 /*
+ * A call's cost, written by Java (nginx.jvm.Meter, through the buffer
+ * Natives.meter() makes of them): long bytes, long CPU nanoseconds; -1
+ * bytes: nothing measured.
+ */
+static int64_t  ngx_http_jvm_meter_slots[2];
+
+
+/*
  * Not cacheable: a value read before the handler ran (a "set" in the
  * rewrite phase) must not stand for the one the access log reads.
  */
-
-/*
- * A call's cost, written by Java (nginx.jvm.Meter, through the buffer
- * Natives.meter() makes of it): long bytes, long CPU nanoseconds; -1 bytes:
- * nothing measured.
- */
-static int64_t  ngx_http_jvm_meter[2];
-
 
 static ngx_http_variable_t  ngx_http_jvm_variables[] = {
 
@@ -245,7 +245,7 @@ ngx_http_jvm_variable_find(ngx_http_request_t *r, ngx_str_t *name,
 }
 
 
-/* preconfiguration: the module's own variables, before the config names them */
+/* preconfiguration: the module's own variables, before a directive names one */
 
 ngx_int_t
 ngx_http_jvm_variables_add(ngx_conf_t *cf)
@@ -303,8 +303,8 @@ ngx_http_jvm_cost_init(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 
     if (used) {
         /* before Worker.configure, which asks for it (Natives.meter) */
-        ngx_http_jvm_meter[0] = -1;
-        ngx_http_jvm_vm.meter = ngx_http_jvm_meter;
+        ngx_http_jvm_meter_slots[0] = -1;
+        ngx_http_jvm_vm.meter = ngx_http_jvm_meter_slots;
     }
 }
 
