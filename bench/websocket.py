@@ -77,9 +77,11 @@ NGINX_JVM = {
     "jvm-pool": ("wsbench.echo/handler", ["--mode", "pool"]),
 }
 # every JVM gets these, so that jcmd can read its heap without a signal
-# (nginx-jvm's JVMs run with -Xrs, and SIGQUIT would make a worker quit),
+# (nginx-jvm's JVMs run with -Xrs, and SIGQUIT would make a worker quit;
+# their attach mechanism is off unless the options turn it on),
 # and whose full GC (only jcmd's) leaves no dead objects behind as fillers
-ATTACH = ["-XX:+StartAttachListener", "-XX:MarkSweepDeadRatio=0"]
+ATTACH = ["-XX:+StartAttachListener", "-XX:-DisableAttachMechanism",
+          "-XX:MarkSweepDeadRatio=0"]
 
 # 10,000 proxied WebSockets are 20,000 descriptors, and one worker may get
 # most of them: as many as this sandbox's hard limit allows

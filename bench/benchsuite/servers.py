@@ -107,8 +107,9 @@ JVM_PROCESSES = ("jetty", "http-kit", "enso")
 
 # Every JVM: jcmd reads its threads' allocated bytes (load.jvm_allocated)
 # through the attach listener, started at once rather than on SIGQUIT,
-# which would make an nginx worker quit.
-ATTACH = ["-XX:+StartAttachListener"]
+# which would make an nginx worker quit; nginx-jvm's workers turn the
+# attach mechanism off unless their options turn it on.
+ATTACH = ["-XX:+StartAttachListener", "-XX:-DisableAttachMechanism"]
 # jcmd: the newest JDK's attaches to the older JVMs too
 JCMD = (JDK25 if os.path.exists(JDK25 + "/bin/jcmd") else JDK17) + "/bin/jcmd"
 
@@ -433,7 +434,9 @@ class Fleet:
                      BUILD / "lib" / "*", RING_APP]
         expr = ("(require 's-exp.enso 'bench.routes)"
                 "(s-exp.enso/run-server bench.routes/handler"
-                " {:host \"%s\" :port %d})"
+                # as the nginx servers' keepalive_requests: wrk's
+                # connections are not recycled (enso's default: 1,000)
+                " {:host \"%s\" :port %d :max-keep-alive-requests 0})"
                 "@(promise)" % (HOST, port))
         return self._clojure_main("enso", port, classpath, expr, JDK25)
 

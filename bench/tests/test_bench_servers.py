@@ -99,7 +99,8 @@ def test_nginx_jvm_modes(tmp_path):
 def test_extra_jvm_options_reach_only_nginx_jvm():
     conf = servers.nginx_conf("jvm-pool", 1, WORK, jvm_options="-Xms16m")
     assert ('jvm_options "-Dbench.file=/tmp/w/index.html" '
-            '"-XX:+StartAttachListener" "-Xms16m";') in conf
+            '"-XX:+StartAttachListener" "-XX:-DisableAttachMechanism" '
+            '"-Xms16m";') in conf
     assert "-Xms16m" not in servers.nginx_conf("nginx", 1, WORK,
                                                jvm_options="-Xms16m")
 
