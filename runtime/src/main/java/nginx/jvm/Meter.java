@@ -40,8 +40,13 @@ final class Meter {
     private static final com.sun.management.ThreadMXBean MX = mx();
     private static ByteBuffer out;
 
-    /** This request's sums so far, not yet handed to the C module. */
+    /** This request's sums so far, not yet handed to the C module: its threads'. */
     private long alloc, cpu;
+    /**
+     * The event loop's share, apart: the loop adds it while a pool thread may
+     * still add its own (the task's start races its run).
+     */
+    private long loopAlloc, loopCpu;
     /**
      * The platform thread of the open window (null: none), and its counters
      * when the window opened: a pool thread running the handler, or a
@@ -111,14 +116,14 @@ final class Meter {
         return MX.getCurrentThreadCpuTime();
     }
 
-    /** Adds what the calling platform thread spent since it read these counters. */
-    void add(long allocFrom, long cpuFromNow) {
+    /** Event loop: adds what the loop spent since it read these counters. */
+    void addLoop(long allocFrom, long cpuFrom) {
         long a = allocNow(), c = cpuNow();
         if (allocFrom >= 0 && a >= 0) {
-            alloc += a - allocFrom;
+            loopAlloc += a - allocFrom;
         }
-        if (cpuFromNow >= 0 && c >= 0) {
-            cpu += c - cpuFromNow;
+        if (cpuFrom >= 0 && c >= 0) {
+            loopCpu += c - cpuFrom;
         }
     }
 
@@ -172,19 +177,22 @@ final class Meter {
         }
     }
 
+    /** Event loop, once the request's threads answered: its bytes so far. */
     long alloc() {
-        return alloc;
+        return alloc + loopAlloc;
     }
 
     long cpu() {
-        return cpu;
+        return cpu + loopCpu;
     }
 
     /** Event loop: hands the sums to the C module (which adds them to the request's) and starts over. */
     void report() {
-        report(alloc, cpu);
+        report(alloc(), cpu());
         alloc = 0;
         cpu = 0;
+        loopAlloc = 0;
+        loopCpu = 0;
     }
 
     /** Event loop: hands {@code bytes} and {@code nanos} to the C module for the request it called for. */

@@ -477,7 +477,7 @@ final class Worker {
                     return n;
                 }
                 if (task.meter != null) {
-                    task.meter.add(alloc, cpu);
+                    task.meter.addLoop(alloc, cpu);
                 }
                 Metrics.inFlight.incrementAndGet();
                 return Wire.ACCEPTED;
@@ -574,7 +574,7 @@ final class Worker {
     private static void report(Task task, long alloc, long cpu, boolean answered) {
         Meter m = task.meter;
         if (m != null) {
-            m.add(alloc, cpu);
+            m.addLoop(alloc, cpu);
             if (answered) {
                 Metrics.cost(m.alloc(), m.cpu());
             }
