@@ -218,10 +218,10 @@ bench: all bench-deps
 	python3 bench/shared.py $(SHARED_BENCH_ARGS)
 
 # The peers `make bench` measures beside nginx-jvm when they are built:
-# nginx-clojure (its module for this nginx, its jar) and http-kit, compiled
-# in build/peers from their public sources (PEERS_SRC=DIR holding
-# nginx-clojure/ and http-kit/: bench/README.md).  bench.py skips a peer
-# that was not built and says why.
+# nginx-clojure (its module for this nginx, its jar), http-kit, enso and
+# Ring's Jetty 12 adapter, compiled in build/peers from their public
+# sources (PEERS_SRC=DIR holding nginx-clojure/, http-kit/, enso/ and ring/:
+# bench/README.md).  bench.py skips a peer that was not built and says why.
 .PHONY: bench-peers
 bench-peers: $(LIBS)
 	bench/peers/build.sh

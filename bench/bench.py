@@ -61,6 +61,9 @@ def parse_args(argv):
                    help="idle keep-alive connections to hold (10000)")
     p.add_argument("--no-latency", action="store_true")
     p.add_argument("--no-memory", action="store_true")
+    p.add_argument("--no-cost", action="store_true",
+                   help="no CPU time and allocated bytes per request (jcmd "
+                   "before and after each throughput run)")
     p.add_argument("--quick", action="store_true",
                    help="a preset that takes under 3 minutes: %s"
                    % ", ".join("%s=%s" % kv for kv in QUICK.items()))
@@ -156,8 +159,16 @@ class Runner:
     def serving(self, route):
         return [s for s in self.fleet.servers.values() if route in s.routes]
 
-    def wrk(self, server, route, duration):
+    def wrk(self, server, route, duration, cost=None):
+        """wrk's req/s against the server's route; with `cost` (a list),
+        what each request cost the server is appended to it: its processes'
+        CPU time and its JVMs' allocated bytes (every thread's, jcmd) over
+        the run, per request."""
         kwargs = {"conns": self.args.conns}
+        if cost is not None:
+            jvms = server.jvms()
+            alloc0 = [load.jvm_allocated(p, servers.JCMD) for p in jvms]
+            cpu0 = load.cpu_seconds(server.pids())
         if route == "echo":
             kwargs["script"] = self.lua
         elif route == "headers":
@@ -168,6 +179,14 @@ class Runner:
             self.results["wrk_problems"].append(
                 "%s /%s: %s" % (server.name, route, e))
             return None
+        if cost is not None and parsed.get("requests"):
+            cpu = load.cpu_seconds(server.pids()) - cpu0
+            alloc1 = [load.jvm_allocated(p, servers.JCMD) for p in jvms]
+            n = parsed["requests"]
+            c = {"cpu_us_per_req": cpu * 1e6 / n}
+            if jvms and None not in alloc0 + alloc1:
+                c["alloc_per_req"] = (sum(alloc1) - sum(alloc0)) / n
+            cost.append(c)
         if parsed["non2xx"] or parsed["socket_errors"]:
             self.results["wrk_problems"].append(
                 "%s /%s: %d non-2xx answers, %d socket errors of %s requests"
@@ -201,7 +220,10 @@ class Runner:
         for n in range(self.args.rounds):
             for route in self.args.routes:
                 for server in self.serving(route):
-                    rps = self.wrk(server, route, self.args.duration)
+                    cost = None if self.args.no_cost else \
+                        self.results["cost"].setdefault(
+                            server.name, {}).setdefault(route, [])
+                    rps = self.wrk(server, route, self.args.duration, cost)
                     log("round %d/%d /%s %s: %s req/s" % (
                         n + 1, self.args.rounds, route, server.name,
                         rps and round(rps)))
@@ -334,7 +356,7 @@ def main(argv):
                      "idle": args.idle, "jvm_options": args.jvm_options},
         "servers": {s: describe(s) for s in args.servers},
         "skipped": skipped, "restricted": {},
-        "routes": args.routes, "throughput": {}, "memory": {},
+        "routes": args.routes, "throughput": {}, "memory": {}, "cost": {},
         "checks": [], "wrk_problems": [], "log_problems": {}}
     if not args.no_latency:
         results["latency"] = {}

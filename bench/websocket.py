@@ -62,7 +62,14 @@ SERVERS = {
     "jvm-pool": "nginx-jvm, the Ring echo, `jvm_mode pool`",
     "jetty": "Jetty 12.0.16 WebSocket server (annotated echo endpoint), JDK 17, default flags",
     "nginx-jetty": "nginx `proxy_pass` (HTTP/1.1, Upgrade/Connection) to a Jetty like the one above",
+    "enso": "enso (`make bench-peers`), its listener map and its own socket's send, JDK 25, default options",
+    "http-kit": "http-kit (`make bench-peers`), `as-channel` and `send!`, `:thread 2`, JDK 17",
 }
+# Servers that are one JVM process of their own (no nginx workers)
+JVM_PROCESSES = ("jetty", "enso", "http-kit")
+# The peers bench/peers/build.sh builds: skipped, with a line, when not built
+PEERS = ("enso", "http-kit")
+JDK25 = os.environ.get("BENCH_JDK25", "/usr/lib/jvm/temurin-25-jdk-amd64")
 # nginx-jvm servers: name -> (handler, the writer's options for it)
 NGINX_JVM = {
     "jvm-ring": ("wsbench.echo/handler", []),
@@ -70,9 +77,11 @@ NGINX_JVM = {
     "jvm-pool": ("wsbench.echo/handler", ["--mode", "pool"]),
 }
 # every JVM gets these, so that jcmd can read its heap without a signal
-# (nginx-jvm's JVMs run with -Xrs, and SIGQUIT would make a worker quit),
+# (nginx-jvm's JVMs run with -Xrs, and SIGQUIT would make a worker quit;
+# their attach mechanism is off unless the options turn it on),
 # and whose full GC (only jcmd's) leaves no dead objects behind as fillers
-ATTACH = ["-XX:+StartAttachListener", "-XX:MarkSweepDeadRatio=0"]
+ATTACH = ["-XX:+StartAttachListener", "-XX:-DisableAttachMechanism",
+          "-XX:MarkSweepDeadRatio=0"]
 
 # 10,000 proxied WebSockets are 20,000 descriptors, and one worker may get
 # most of them: as many as this sandbox's hard limit allows
@@ -161,14 +170,14 @@ class Server:
         return pids + (self.behind.pids() if self.behind else [])
 
     def jvm_pids(self):
-        if self.name == "jetty":
+        if self.name in JVM_PROCESSES:
             return [self.proc.pid]
         if self.name == "nginx-jetty":
             return self.behind.jvm_pids()
         return children(self.proc.pid)        # nginx-jvm workers
 
     def workers(self):
-        return children(self.proc.pid) if self.name != "jetty" else []
+        return children(self.proc.pid) if self.name not in JVM_PROCESSES else []
 
     def url(self):
         return "ws://%s:%d/ws" % (HOST, self.port)
@@ -184,6 +193,32 @@ def start_jetty(work, tag):
              "wsbench.JettyEcho", HOST, str(port)],
             stdout=out, stderr=out, start_new_session=True)
     return Server("jetty", port, proc, log_path)
+
+
+def start_peer(name, work):
+    """enso or http-kit as bench/peers/build.sh built them, with the echo
+    handler of bench/ws/ring for each."""
+    port, d = free_port(), servers.PEERS_DIR / name
+    if name == "enso":
+        cp = [d / "classes", d / "src" / "src" / "clj"]
+        expr = ("(require 's-exp.enso 'wsbench.enso)"
+                "(s-exp.enso/run-server wsbench.enso/handler"
+                " {:host \"%s\" :port %d})@(promise)" % (HOST, port))
+        jdk = JDK25
+    else:
+        cp = [d / "classes", d / "src" / "src"]
+        expr = ("(require 'org.httpkit.server 'wsbench.httpkit)"
+                "(org.httpkit.server/run-server wsbench.httpkit/handler"
+                " {:ip \"%s\" :port %d :thread 2})@(promise)" % (HOST, port))
+        jdk = JDK17
+    cp += [BUILD / "lib" / "*", WS / "ring"]
+    log_path = work / ("%s.log" % name)
+    with open(log_path, "w") as out:
+        proc = subprocess.Popen(
+            [jdk + "/bin/java"] + ATTACH + [
+                "-cp", ":".join(map(str, cp)), "clojure.main", "-e", expr],
+            stdout=out, stderr=out, start_new_session=True)
+    return Server(name, port, proc, log_path)
 
 
 def start_nginx(name, work, jetty_port=None):
@@ -218,7 +253,7 @@ def wait_ready(server, timeout=180):
             raise RuntimeError("%s exited (%s): see %s" % (
                 server.name, server.proc.returncode, server.log))
         if handshake_ok(server.port) and (
-                server.name == "jetty" or len(server.workers()) == 2):
+                server.name in JVM_PROCESSES or len(server.workers()) == 2):
             return
         time.sleep(0.3)
     raise RuntimeError("%s not ready in %d s" % (server.name, timeout))
@@ -235,6 +270,8 @@ class Fleet:
             for name in self.names:
                 if name == "jetty":
                     s = start_jetty(self.work, "jetty")
+                elif name in PEERS:
+                    s = start_peer(name, self.work)
                 elif name == "nginx-jetty":
                     # a Jetty of its own, so that its memory is its own
                     j = start_jetty(self.work, "jetty-behind-nginx")
@@ -732,6 +769,11 @@ def main():
     for n in names:
         if n not in SERVERS:
             p.error("unknown server %s (known: %s)" % (n, ", ".join(SERVERS)))
+    for n in [n for n in names if n in PEERS]:
+        built, why = servers.peer_status(n)
+        if why:
+            log("%s: not run: %s" % (n, why))
+            names.remove(n)
     now = datetime.datetime.now()
     out = Path(args.out) if args.out else (
         ROOT / "bench" / "results" / now.strftime("%Y-%m-%d-%H%M-websocket.md"))

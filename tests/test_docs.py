@@ -2,7 +2,8 @@
 
 - docs/directives.md has one section per directive of the module's command
   table (ngx_http_jvm_commands), and no other, each with the contexts the
-  table allows;
+  table allows, and a row of its Variables table per variable of the
+  module's own (ngx_http_jvm_variables);
 - docs/internals.md's table of entry points names every Java method the C
   module calls (ngx_http_jvm_methods) and every native it registers for
   nginx.jvm.Natives, with the parameter types of their JNI signatures, and
@@ -124,6 +125,19 @@ def test_every_directive_is_documented_with_its_contexts():
     assert sorted(set(doc) - set(code)) == [], "directives.md names what the module lacks"
     wrong = {n: (doc[n], code[n]) for n in code if doc[n] != code[n]}
     assert wrong == {}, "Context: lines that differ from the command table"
+
+
+def test_every_variable_is_documented():
+    table = re.search(r"ngx_http_jvm_variables\[\] = \{(.*?)ngx_http_null_variable",
+                      (SRC / "ngx_http_jvm_variable.c").read_text(), re.S).group(1)
+    code = set(re.findall(r'ngx_string\("(\w+)"\)', table))
+    text = (DOCS / "directives.md").read_text()
+    section = re.search(r"^# Variables\n(.*)", text, re.S | re.M)
+    assert section, "directives.md has no # Variables section"
+    doc = set(re.findall(r"^\| `\$(\w+)` \|", section.group(1), re.M))
+    assert code, "the variables' table was not read"
+    assert sorted(code - doc) == [], "directives.md's Variables lacks these"
+    assert sorted(doc - code) == [], "directives.md names variables the module lacks"
 
 
 def test_internals_lists_every_entry_point_with_its_signature():

@@ -1,5 +1,6 @@
 """Load tools: wrk (throughput), oha (fixed-rate latency), a client holding
-idle keep-alive connections, and /proc for resident memory.
+idle keep-alive connections, /proc for resident memory and CPU time, and
+jcmd for what a JVM's threads allocated.
 
 The parse_* functions and response_complete are pure: they take a tool's
 text and return numbers, and are unit-tested on recorded output
@@ -272,3 +273,49 @@ def rss_kb(pid):
             return parse_proc_status(f.read()).get("VmRSS", 0)
     except OSError:
         return 0
+
+
+# --- CPU time and allocation ------------------------------------------------
+
+def parse_proc_stat_cpu(text):
+    """/proc/PID/stat -> user + system CPU time in clock ticks."""
+    fields = text[text.rindex(")") + 2:].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def cpu_seconds(pids):
+    """The processes' user and system CPU time, in seconds (gone: 0)."""
+    ticks = 0
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                ticks += parse_proc_stat_cpu(f.read())
+        except (OSError, ValueError):
+            pass
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+_SIZE = {"B": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}
+
+
+def parse_thread_allocated(text):
+    """`jcmd PID Thread.print -e` -> the bytes its live threads allocated,
+    summed (ThreadMXBean's measure, which HotSpot prints per thread, in B,
+    K, M or G: rounded to 1 MB a thread above 100 MB)."""
+    return sum(int(n) * _SIZE[u] for n, u in
+               re.findall(r" allocated=(\d+)([BKMG]) ", text))
+
+
+def jvm_allocated(pid, jcmd):
+    """The bytes the threads of JVM `pid` allocated so far, through jcmd
+    (the JVM must run with -XX:+StartAttachListener when it is an nginx
+    worker: jcmd would otherwise send SIGQUIT, and the worker quits); None
+    if jcmd failed."""
+    try:
+        r = subprocess.run([jcmd, str(pid), "Thread.print", "-e"],
+                           capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if r.returncode != 0 or " allocated=" not in r.stdout:
+        return None
+    return parse_thread_allocated(r.stdout)

@@ -182,6 +182,8 @@ def render(results):
     if results.get("throughput"):
         render_throughput(results, add)
         render_peers(results, add)
+    if results.get("cost"):
+        render_cost(results, add)
     if "latency" in results or results.get("latency_note"):
         render_latency(results, add)
     if results.get("memory"):
@@ -282,6 +284,37 @@ def standing(r, rounds=()):
     if {"ahead", "behind"} <= each:
         return "unclear"
     return one(r)
+
+
+def render_cost(results, add):
+    """What a request cost each server, medians over the rounds: its
+    processes' CPU time, and the bytes its JVMs' threads allocated (every
+    thread, as ThreadMXBean counts them, read with jcmd Thread.print -e
+    before and after each run; nginx-jvm and nginx-clojure summed over
+    their workers)."""
+    add("## Allocation and CPU per request")
+    add("")
+    add("Per request, medians of the throughput rounds: the server's CPU "
+        "time (all its processes, /proc) and the bytes its JVMs allocated "
+        "(the sum over every thread of ThreadMXBean's allocated bytes, "
+        "read with `jcmd PID Thread.print -e` before and after each run; "
+        "the nginx workers' JVMs summed; a thread that ended during a run "
+        "is not counted). These move less than req/s on a shared machine.")
+    add("")
+    routes = results["routes"]
+    add("| server | " + " | ".join("/%s bytes | /%s CPU µs" % (r, r)
+                                  for r in routes) + " |")
+    add("|---|" + "---|---|" * len(routes))
+    for server, by_route in results["cost"].items():
+        cells = []
+        for r in routes:
+            runs = by_route.get(r, [])
+            alloc = [c["alloc_per_req"] for c in runs if "alloc_per_req" in c]
+            cpu = [c["cpu_us_per_req"] for c in runs]
+            cells.append("%.0f" % median(alloc) if alloc else "-")
+            cells.append("%.1f" % median(cpu) if cpu else "-")
+        add("| %s | %s |" % (server, " | ".join(cells)))
+    add("")
 
 
 def render_peers(results, add):

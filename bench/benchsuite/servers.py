@@ -83,7 +83,8 @@ SERVERS = {
     "jvm-virtual": "nginx-jvm, Ring handler, `jvm_mode virtual` (JDK 25)",
     "jvm-async": "nginx-jvm, Ring 3-arity handler, `jvm_async on` (loop)",
     "jvm-java": "nginx-jvm, Java handler (nginx.jvm.Handler) on the loop",
-    "jetty": "ring-jetty-adapter 1.8.2 on Jetty 9.4, JDK 17, default flags",
+    "jetty": "Ring's current ring-jetty-adapter on Jetty 12, the same Ring "
+             "handler, JDK 17, default flags",
     "nginx-jetty": "nginx `proxy_pass` to that Jetty (upstream keepalive 64)",
     "nginx-clojure": "nginx-clojure (JVM in nginx), the same Ring handler "
                      "on the event loop (`jvm_workers` unset), JDK 17",
@@ -91,26 +92,46 @@ SERVERS = {
                           "thread pool (`jvm_workers 16`), JDK 17",
     "http-kit": "http-kit's `run-server`, the same Ring handler, "
                 "`:thread 2`, JDK 17",
+    "enso": "enso's `run-server` (a virtual thread per connection), the "
+            "same Ring handler, JDK 25, default options",
 }
 
 # The peers: built by bench/peers/build.sh, skipped when they were not.
-PEERS = ("nginx-clojure", "nginx-clojure-pool", "http-kit")
+PEERS = ("nginx-clojure", "nginx-clojure-pool", "http-kit", "enso",
+         "jetty", "nginx-jetty")
 # nginx-clojure's thread pool is the same build, configured otherwise
 NGINX_CLOJURE_POOL = 16
 # Servers that are one JVM process, no nginx workers.
-JVM_PROCESSES = ("jetty", "http-kit")
+JVM_PROCESSES = ("jetty", "http-kit", "enso")
+
+
+# Every JVM: jcmd reads its threads' allocated bytes (load.jvm_allocated)
+# through the attach listener, started at once rather than on SIGQUIT,
+# which would make an nginx worker quit; nginx-jvm's workers turn the
+# attach mechanism off unless their options turn it on.
+ATTACH = ["-XX:+StartAttachListener", "-XX:-DisableAttachMechanism"]
+# jcmd: the newest JDK's attaches to the older JVMs too
+JCMD = (JDK25 if os.path.exists(JDK25 + "/bin/jcmd") else JDK17) + "/bin/jcmd"
 
 
 def peer_build(name):
     """The build directory's name of peer `name`."""
-    return "nginx-clojure" if name.startswith("nginx-clojure") else name
+    if name.startswith("nginx-clojure"):
+        return "nginx-clojure"
+    return "ring-jetty" if name in ("jetty", "nginx-jetty") else name
 
 
 def peer_files(name, peers_dir=None):
     """What a peer's run needs from its build directory."""
     d = Path(peers_dir or PEERS_DIR) / peer_build(name)
-    if peer_build(name) == "nginx-clojure":
+    build = peer_build(name)
+    if build == "nginx-clojure":
         return [d / "ngx_http_clojure_module.so", d / "nginx-clojure.jar"]
+    if build == "ring-jetty":
+        return [d / "lib", d / "source-path"]
+    if build == "enso":
+        return [d / "classes", d / "src" / "src" / "clj" / "s_exp" /
+                "enso.clj"]
     return [d / "classes", d / "src" / "src" / "org" / "httpkit" /
             "server.clj"]
 
@@ -169,18 +190,14 @@ def writer_conf(prefix, port, handler, classpath, options, workers=2):
         check=True).stdout
 
 
-# Jetty's class path: Debian's libring-jetty-adapter-clojure and what it
-# depends on (dpkg -L libring-jetty-adapter-clojure libring-servlet-clojure
-# libjetty9-java libservlet-api-java) beside Ring's jars (the project's one
-# list, scripts/ring-jars.txt), Clojure 1.12 from build/lib rather than
-# Debian's 1.11.
-JETTY_PACKAGE = "libring-jetty-adapter-clojure"
-RING_JARS = ["/usr/share/java/%s.jar" % line.strip()
-             for line in (ROOT / "scripts" / "ring-jars.txt").read_text().splitlines()
-             if line.strip() and not line.startswith("#")]
-JETTY_JARS = ["/usr/share/java/%s.jar" % j for j in (
-    "ring-jetty-adapter", "ring-servlet", "servlet-api", "jetty9-server",
-    "jetty9-http", "jetty9-io", "jetty9-util")] + RING_JARS
+def jetty_classpath(peers_dir=None):
+    """Ring's current Jetty adapter as bench/peers/build.sh built it: Ring's
+    source directories (not Debian's Ring 1.8 jars) and Jetty 12's jars,
+    with Clojure 1.12 from build/lib."""
+    d = Path(peers_dir or PEERS_DIR) / "ring-jetty"
+    sources = [l for l in (d / "source-path").read_text().splitlines() if l]
+    return sources + [str(d / "lib" / "*"), str(BUILD / "lib" / "*")]
+
 
 # 10,000 idle connections may all land on one worker; they stay open
 # during the measurement
@@ -226,7 +243,7 @@ def nginx_clojure_http(work, peers_dir=None):
     directive as its own configurations write them."""
     d = Path(peers_dir or PEERS_DIR) / "nginx-clojure"
     classpath = [d / "nginx-clojure.jar", BUILD / "lib" / "*", RING_APP]
-    options = ["-Dbench.file=%s" % (work / "index.html")] + [
+    options = ["-Dbench.file=%s" % (work / "index.html")] + ATTACH + [
         "--add-opens=%s=ALL-UNNAMED" % p for p in NGINX_CLOJURE_OPENS]
     return ("    jvm_path %s/lib/server/libjvm.so;\n"
             "    jvm_classpath \"%s\";\n"
@@ -276,7 +293,7 @@ def nginx_conf(name, port, work, jetty_port=None, jvm_options="",
         options = options + IDLE + [
             "--jvm-path", "%s/lib/server/libjvm.so" % jdk,
             "--jvm-option", "-Dbench.file=%s" % (work / "index.html")]
-        for o in jvm_options.split():
+        for o in ATTACH + jvm_options.split():
             options += ["--jvm-option", o]
         return writer_conf(Path(work) / name, port, handler, classpath,
                            options)
@@ -328,6 +345,16 @@ class Server:
         return (children(self.proc.pid) if self.name not in JVM_PROCESSES
                 else [])
 
+    def jvms(self):
+        """The server's JVM processes: itself, its workers (nginx-jvm,
+        nginx-clojure), the Jetty behind it (nginx-jetty); none for plain
+        nginx."""
+        if self.name in JVM_PROCESSES:
+            return [self.proc.pid]
+        if self.behind is not None:
+            return self.behind.jvms()
+        return [] if self.name == "nginx" else self.workers()
+
     def url(self, route):
         return "http://%s:%d/%s" % (HOST, self.port, route)
 
@@ -369,6 +396,8 @@ class Fleet:
     def _start(self, name):
         if name == "http-kit":
             return self._start_http_kit()
+        if name == "enso":
+            return self._start_enso()
         if name == "jetty" or name == "nginx-jetty":
             if self.jetty is None:
                 self.jetty = self._start_jetty()
@@ -392,21 +421,24 @@ class Fleet:
                       self.jetty if name == "nginx-jetty" else None)
 
     def _start_jetty(self):
-        missing = [j for j in JETTY_JARS if not os.path.exists(j)]
-        if missing and os.geteuid() == 0:
-            print("bench: installing %s with apt" % JETTY_PACKAGE, flush=True)
-            subprocess.run(["apt-get", "install", "-y", "-q", JETTY_PACKAGE],
-                           check=False, stdout=subprocess.DEVNULL)
-            missing = [j for j in JETTY_JARS if not os.path.exists(j)]
-        if missing:
-            raise RuntimeError("missing %s: apt-get install %s"
-                               % (", ".join(missing), JETTY_PACKAGE))
         port = free_port()
-        classpath = JETTY_JARS + [str(BUILD / "lib" / "*"), str(RING_APP)]
+        classpath = jetty_classpath() + [str(RING_APP)]
         expr = ("(require 'ring.adapter.jetty 'bench.routes)"
                 "(ring.adapter.jetty/run-jetty bench.routes/handler"
                 " {:host \"%s\" :port %d})" % (HOST, port))
         return self._clojure_main("jetty", port, classpath, expr)
+
+    def _start_enso(self):
+        port, d = free_port(), PEERS_DIR / "enso"
+        classpath = [d / "classes", d / "src" / "src" / "clj",
+                     BUILD / "lib" / "*", RING_APP]
+        expr = ("(require 's-exp.enso 'bench.routes)"
+                "(s-exp.enso/run-server bench.routes/handler"
+                # as the nginx servers' keepalive_requests: wrk's
+                # connections are not recycled (enso's default: 1,000)
+                " {:host \"%s\" :port %d :max-keep-alive-requests 0})"
+                "@(promise)" % (HOST, port))
+        return self._clojure_main("enso", port, classpath, expr, JDK25)
 
     def _start_http_kit(self):
         port, d = free_port(), PEERS_DIR / "http-kit"
@@ -418,13 +450,13 @@ class Fleet:
                 "@(promise)" % (HOST, port))
         return self._clojure_main("http-kit", port, classpath, expr)
 
-    def _clojure_main(self, name, port, classpath, expr):
-        """A JVM server on JDK 17: `clojure.main -e expr`, its output in
+    def _clojure_main(self, name, port, classpath, expr, jdk=JDK17):
+        """A JVM server on `jdk`: `clojure.main -e expr`, its output in
         name.log."""
         log = self.work / ("%s.log" % name)
         with open(log, "w") as out:
             proc = subprocess.Popen(
-                [JDK17 + "/bin/java", "-Dbench.file=%s" % (self.work /
+                [jdk + "/bin/java"] + ATTACH + ["-Dbench.file=%s" % (self.work /
                                                            "index.html"),
                  "-cp", ":".join(map(str, classpath)), "clojure.main", "-e",
                  expr], stdout=out, stderr=out, start_new_session=True)

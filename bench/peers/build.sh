@@ -3,7 +3,8 @@
 # scratch directory of its own (default build/peers/PEER), from its public
 # source; nothing of theirs enters this repository.
 #
-#   bench/peers/build.sh [nginx-clojure] [http-kit]     (default: both)
+#   bench/peers/build.sh [nginx-clojure] [http-kit] [enso] [ring-jetty]
+#                                                       (default: all four)
 #
 # nginx-clojure: its C module (src/c) built as a dynamic module against
 #   Debian's nginx source (nginx-dev's /usr/share/nginx/src, the system
@@ -12,16 +13,25 @@
 #   nginx-clojure.jar against build/lib's Clojure.
 # http-kit: its Java (src/java) compiled with javac into classes/; its
 #   Clojure (src/org/httpkit) is loaded as source at run time.
+# enso: its Java (src/java) compiled with a JDK 21+ javac (ENSO_JAVA_HOME,
+#   Temurin 25 by default: it runs on virtual threads) against build/lib's
+#   Clojure into classes/; its Clojure (src/clj) is loaded as source.
+# ring-jetty: Ring's current ring-jetty-adapter and what it needs of Ring
+#   (ring-core, ring-jakarta-servlet, the protocols), loaded as source from
+#   Ring's repository; the Jetty 12 jars its project.clj names, from Maven
+#   Central (bench/peers/jetty12/pom.xml) into lib/.
 #
 # Where the sources come from, per peer, the first that is set:
-#   NGINX_CLOJURE_SRC, HTTP_KIT_SRC   one peer's source
-#   PEERS_SRC                         a directory with nginx-clojure and
-#                                     http-kit in it (or nginx-clojure.tar.gz,
-#                                     http-kit.zip, ...)
+#   NGINX_CLOJURE_SRC, HTTP_KIT_SRC,  one peer's source
+#   ENSO_SRC, RING_SRC
+#   PEERS_SRC                         a directory with nginx-clojure,
+#                                     http-kit, enso and ring in it (or
+#                                     nginx-clojure.tar.gz, http-kit.zip, ...)
 #   the GitHub archive of the pinned revision (below), fetched with curl
 # A source is a source tree, a git repository (bare or not: the revision
-# NGINX_CLOJURE_REV / HTTP_KIT_REV is taken out of it, the pinned one by
-# default), a .tar.gz/.tgz/.zip archive, or an http(s) URL of one.
+# NGINX_CLOJURE_REV / HTTP_KIT_REV / ENSO_REV / RING_REV is taken out of
+# it, the pinned one by default), a .tar.gz/.tgz/.zip archive, or an
+# http(s) URL of one.
 #
 # Each peer's directory gets `built` (one line: version, revision, source)
 # or `failed` (one line: why); bench/bench.py reads them and skips a peer
@@ -39,6 +49,11 @@ clojure_jar=$(ls "$top"/build/lib/clojure-1*.jar 2>/dev/null | head -1)
 # 2024-05-31), http-kit 2.9.0-beta4.
 NGINX_CLOJURE_PIN=ca1cf84e25b8b572fc31a2cc91d1d110a53959b0
 HTTP_KIT_PIN=v2.9.0-beta4
+# The 2026 peers (issue 37): enso's master of 2026-11 and Ring 1.15.5, whose
+# ring-jetty-adapter runs on Jetty 12.1.
+ENSO_PIN=cfe657b5a383be5489ab5a57ebdf9509ab62e23f
+RING_PIN=75914ca942330ae6f8499b0ab9adda4664ad5f1b
+enso_java_home=${ENSO_JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 
 log() { echo "bench-peers: $*" >&2; }
 
@@ -84,13 +99,15 @@ git_dir() {
     fi
 }
 
-# new_source PEER SPEC REV: puts PEER's source into build/peers/PEER/src
-# and prints where it came from; if it cannot, records why (`failed`) unless
-# an earlier build is there, which is then kept as it is
+# new_source PEER SPEC REV [PATH...]: puts PEER's source into
+# build/peers/PEER/src and prints where it came from; if it cannot, records
+# why (`failed`) unless an earlier build is there, which is then kept as it
+# is.  PATHs: only those of a git repository's revision (a mirror may lack
+# a large file the build does not need, enso's bench binaries)
 new_source() {
     local peer=$1 dir=$out_root/$1 from
     mkdir -p "$dir"
-    if from=$(source_tree "$peer" "$2" "$3" "$dir/src.new" 2>"$dir/source.log"); then
+    if from=$(source_tree "$@" 2>"$dir/source.log"); then
         rm -rf "$dir/src" && mv "$dir/src.new" "$dir/src"
         echo "$from"
         return 0
@@ -103,10 +120,11 @@ new_source() {
     fail "$peer" "$(tail -1 "$dir/source.log")"
 }
 
-# source_tree PEER SPEC REV DEST: puts PEER's source tree into DEST; prints
-# where it came from (for `built`)
+# source_tree PEER SPEC REV [PATH...]: puts PEER's source tree into
+# build/peers/PEER/src.new; prints where it came from (for `built`)
 source_tree() {
-    local peer=$1 spec=$2 rev=$3 dest=$4 gitdir
+    local peer=$1 spec=$2 rev=$3 dest=$out_root/$1/src.new gitdir
+    shift 3
     rm -rf "$dest"
     case $spec in
         http://*|https://*)
@@ -129,7 +147,7 @@ source_tree() {
         commit=$(git --git-dir="$gitdir" rev-parse --verify -q "$rev^{commit}") || {
             echo "no revision $rev in $spec" >&2; return 1; }
         mkdir -p "$dest"
-        git --git-dir="$gitdir" archive "$commit" | tar -x -C "$dest" || return 1
+        git --git-dir="$gitdir" archive "$commit" -- "$@" | tar -x -C "$dest" || return 1
         if [ "$rev" = "$commit" ]; then
             echo "$spec at $commit"
         else
@@ -224,6 +242,60 @@ build_http_kit() {
     log "$(cat "$dir/built")"
 }
 
+build_enso() {
+    local dir=$out_root/enso src from rev
+    src=$dir/src
+    mkdir -p "$dir"
+    rev=${ENSO_REV:-$ENSO_PIN}
+    log "enso: source $ENSO_SRC"
+    from=$(new_source enso "$ENSO_SRC" "$rev" src deps.edn LICENSE NOTICE) || return 1
+    [ -f "$src/src/clj/s_exp/enso.clj" ] && [ -d "$src/src/java" ] \
+        || fail enso "no src/java and src/clj/s_exp/enso.clj in $from" || return 1
+    [ -x "$enso_java_home/bin/javac" ] \
+        || fail enso "no JDK 21+ at $enso_java_home (ENSO_JAVA_HOME): its core runs on virtual threads" \
+        || return 1
+    [ -n "$clojure_jar" ] || fail enso "no build/lib/clojure-*.jar: run \`make libs\`" || return 1
+    log "enso: compiling its Java"
+    rm -rf "$dir/classes" && mkdir -p "$dir/classes"
+    find "$src/src/java" -name '*.java' > "$dir/java-sources"
+    # its own build's javac options (build.clj)
+    "$enso_java_home/bin/javac" -nowarn -encoding UTF-8 --release 21 \
+        -cp "$clojure_jar" -d "$dir/classes" @"$dir/java-sources" > "$dir/javac.log" 2>&1 \
+        || fail enso "javac failed: see $dir/javac.log" || return 1
+    rm -f "$dir/failed"
+    echo "enso $rev from $from, javac of $("$enso_java_home/bin/java" -version 2>&1 | head -1)" \
+        > "$dir/built"
+    log "$(cat "$dir/built")"
+}
+
+build_ring_jetty() {
+    local dir=$out_root/ring-jetty src from jetty version m
+    src=$dir/src
+    mkdir -p "$dir"
+    log "ring-jetty: source $RING_SRC"
+    from=$(new_source ring-jetty "$RING_SRC" "${RING_REV:-$RING_PIN}") || return 1
+    for m in ring-jetty-adapter ring-jakarta-servlet ring-core ring-core-protocols \
+             ring-websocket-protocols; do
+        [ -d "$src/$m/src" ] || fail ring-jetty "no $m/src in $from: not Ring's repository" || return 1
+    done
+    jetty=$(sed -n 's|.*org.eclipse.jetty/jetty-server "\([^"]*\)".*|\1|p' \
+        "$src/ring-jetty-adapter/project.clj" | head -1)
+    version=$(version "$src/ring-jetty-adapter")
+    [ -n "$jetty" ] || fail ring-jetty "no Jetty version in its ring-jetty-adapter/project.clj" || return 1
+    log "ring-jetty: Jetty $jetty's jars from Maven Central"
+    rm -rf "$dir/lib.new"
+    (cd "$top/bench/peers/jetty12" && ${MVN:-mvn} -B -q dependency:copy-dependencies \
+        -Djetty.version="$jetty" -DoutputDirectory="$dir/lib.new") > "$dir/mvn.log" 2>&1 \
+        || fail ring-jetty "Jetty $jetty's jars: mvn failed, see $dir/mvn.log" || return 1
+    rm -rf "$dir/lib" && mv "$dir/lib.new" "$dir/lib"
+    # the source directories its run puts on the class path
+    printf '%s\n' ring-jetty-adapter ring-jakarta-servlet ring-core ring-core-protocols \
+        ring-websocket-protocols | sed "s|.*|$src/&/src|" > "$dir/source-path"
+    rm -f "$dir/failed"
+    echo "ring-jetty-adapter $version from $from, Jetty $jetty (Maven Central)" > "$dir/built"
+    log "$(cat "$dir/built")"
+}
+
 nginx_version() {
     sed -n 's/^#define NGINX_VERSION *"\(.*\)"/\1/p' "$nginx_src/src/core/nginx.h"
 }
@@ -241,18 +313,24 @@ in_peers_src() {
 if [ -n "${PEERS_SRC:-}" ]; then
     : "${NGINX_CLOJURE_SRC:=$(in_peers_src nginx-clojure)}"
     : "${HTTP_KIT_SRC:=$(in_peers_src http-kit)}"
+    : "${ENSO_SRC:=$(in_peers_src enso)}"
+    : "${RING_SRC:=$(in_peers_src ring)}"
 fi
 : "${NGINX_CLOJURE_SRC:=https://codeload.github.com/nginx-clojure/nginx-clojure/tar.gz/${NGINX_CLOJURE_REV:-$NGINX_CLOJURE_PIN}}"
 : "${HTTP_KIT_SRC:=https://codeload.github.com/http-kit/http-kit/tar.gz/${HTTP_KIT_REV:-$HTTP_KIT_PIN}}"
+: "${ENSO_SRC:=https://codeload.github.com/mpenet/enso/tar.gz/${ENSO_REV:-$ENSO_PIN}}"
+: "${RING_SRC:=https://codeload.github.com/ring-clojure/ring/tar.gz/${RING_REV:-$RING_PIN}}"
 
 peers=("$@")
-[ ${#peers[@]} -gt 0 ] || peers=(nginx-clojure http-kit)
+[ ${#peers[@]} -gt 0 ] || peers=(nginx-clojure http-kit enso ring-jetty)
 status=0
 for peer in "${peers[@]}"; do
     case $peer in
         nginx-clojure) build_nginx_clojure || status=1 ;;
         http-kit) build_http_kit || status=1 ;;
-        *) log "unknown peer $peer (nginx-clojure, http-kit)"; status=2 ;;
+        enso) build_enso || status=1 ;;
+        ring-jetty) build_ring_jetty || status=1 ;;
+        *) log "unknown peer $peer (nginx-clojure, http-kit, enso, ring-jetty)"; status=2 ;;
     esac
 done
 exit $status

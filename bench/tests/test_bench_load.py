@@ -127,3 +127,18 @@ def test_proc_status_memory_fields():
     assert fields["VmRSS"] == 2168
     assert fields["VmPeak"] >= fields["VmSize"]
     assert "Name" not in fields and "Threads" not in fields
+
+
+def test_thread_allocated_bytes_are_summed_in_their_units():
+    text = ('"main" #1 prio=5 os_prio=0 cpu=37.68ms elapsed=2.09s allocated=9866K '
+            'defined_classes=4 tid=0x1 nid=0x2 waiting\n'
+            '"Reference Handler" #2 daemon prio=10 os_prio=0 cpu=0.11ms elapsed=2.06s '
+            'allocated=0B defined_classes=0 tid=0x3\n'
+            '"worker" #9 prio=5 cpu=1.0ms elapsed=2.0s allocated=544B defined_classes=0\n'
+            '"big" #10 prio=5 cpu=1.0ms elapsed=2.0s allocated=250M defined_classes=0\n')
+    assert load.parse_thread_allocated(text) == 9866 * 1024 + 544 + 250 * 1024 ** 2
+
+
+def test_proc_stat_cpu_is_user_plus_system():
+    stat = "4242 (a (b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0"
+    assert load.parse_proc_stat_cpu(stat) == 300

@@ -221,3 +221,17 @@ def test_report_says_why_a_peer_did_not_run():
         restricted={"nginx-clojure": ["echo", "headers"]}))
     assert "- `http-kit`: not run: not built: no source at /x" in text
     assert "- `nginx-clojure`: not measured on /echo, /headers" in text
+
+
+def test_cost_per_request_is_the_median_of_the_rounds():
+    r = results()
+    r["cost"] = {"jvm-loop": {"hello": [
+        {"cpu_us_per_req": 12.0, "alloc_per_req": 700},
+        {"cpu_us_per_req": 10.0, "alloc_per_req": 500},
+        {"cpu_us_per_req": 11.0, "alloc_per_req": 600}]},
+        "nginx": {"hello": [{"cpu_us_per_req": 5.0}]}}
+    text = report.render(r)
+    assert "## Allocation and CPU per request" in text
+    row = [l for l in text.splitlines() if l.startswith("| jvm-loop | 600 | 11.0")]
+    assert row, text
+    assert [l for l in text.splitlines() if l.startswith("| nginx | - | 5.0")]

@@ -98,7 +98,9 @@ def test_nginx_jvm_modes(tmp_path):
 
 def test_extra_jvm_options_reach_only_nginx_jvm():
     conf = servers.nginx_conf("jvm-pool", 1, WORK, jvm_options="-Xms16m")
-    assert 'jvm_options "-Dbench.file=/tmp/w/index.html" "-Xms16m";' in conf
+    assert ('jvm_options "-Dbench.file=/tmp/w/index.html" '
+            '"-XX:+StartAttachListener" "-XX:-DisableAttachMechanism" '
+            '"-Xms16m";') in conf
     assert "-Xms16m" not in servers.nginx_conf("nginx", 1, WORK,
                                                jvm_options="-Xms16m")
 
@@ -158,3 +160,19 @@ def test_peers_are_servers():
         assert peer in servers.SERVERS
     assert "http-kit" in servers.JVM_PROCESSES
     assert "nginx-clojure" not in servers.JVM_PROCESSES
+
+
+def test_every_jvm_starts_its_attach_listener(tmp_path):
+    """jcmd reads allocated bytes through it; without it jcmd sends
+    SIGQUIT, and an nginx worker quits."""
+    assert "-XX:+StartAttachListener" in servers.nginx_conf("jvm-loop", 1, WORK)
+    assert "-XX:+StartAttachListener" in servers.nginx_clojure_http(WORK, tmp_path)
+
+
+def test_jvms_of_a_server():
+    class P:
+        pid = 1
+    jetty = servers.Server("jetty", 1, P(), None, [])
+    assert jetty.jvms() == [1]
+    assert servers.Server("nginx-jetty", 2, P(), None, [], jetty).jvms() == [1]
+    assert servers.Server("nginx", 3, P(), None, []).jvms() == []

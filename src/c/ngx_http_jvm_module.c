@@ -313,7 +313,7 @@ static ngx_command_t  ngx_http_jvm_commands[] = {
 
 
 static ngx_http_module_t  ngx_http_jvm_module_ctx = {
-    NULL,                                  /* preconfiguration */
+    ngx_http_jvm_variables_add,            /* preconfiguration */
     ngx_http_jvm_postconfiguration,        /* postconfiguration */
 
     ngx_http_jvm_create_main_conf,         /* create main configuration */
@@ -1236,6 +1236,8 @@ ngx_http_jvm_init_process(ngx_cycle_t *cycle)
         for (i = 0; i < jmcf->handlers.nelts; i++) {
             (void) ngx_http_jvm_vm_register(cycle, &name[i]);
         }
+
+        ngx_http_jvm_cost_init(cycle, jmcf);
 
         if (ngx_http_jvm_tasks_init(cycle, jmcf) == NGX_OK
             && jmcf->init.len)

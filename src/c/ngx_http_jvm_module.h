@@ -23,7 +23,8 @@
  *                            (jvm_request_buffering off)
  *   ngx_http_jvm_handler.c   the handlers directives name, by id
  *   ngx_http_jvm_subrequest.c subrequests answered in memory (loop only)
- *   ngx_http_jvm_variable.c  variables read and set for Java (loop only)
+ *   ngx_http_jvm_variable.c  variables read and set for Java (loop only);
+ *                            $jvm_alloc_bytes, $jvm_cpu_us
  *   ngx_http_jvm_headers_in.c request header fields changed for Java
  *                            (loop only)
  *   ngx_http_jvm_topic.c     publish and subscribe across workers
@@ -40,7 +41,8 @@
  *   ngx_http_jvm_websocket.c WebSocket frames and close (RFC 6455)
  *   ngx_http_jvm_deflate.c   WebSocket compression: permessage-deflate
  *                            (RFC 7692), the worker's zlib streams
- *   ngx_http_jvm_stream.c    the request's context; bodies sent in pieces
+ *   ngx_http_jvm_stream.c    the request's context (and what its calls
+ *                            into Java cost); bodies sent in pieces
  *   ngx_http_jvm_vm_create.c the worker's JVM created: libjvm.so, options
  *   ngx_http_jvm_vm.c        every call down into the JVM, the WebSocket's
  *                            too
@@ -220,6 +222,8 @@ typedef struct {
     ngx_event_t               timer;        /* jvm_response_timeout */
     ngx_event_t               sr_run;       /* runs subrequests started */
     ngx_http_jvm_body_t      *body;         /* jvm_body_filter's, or NULL */
+    int64_t                   alloc;        /* $jvm_alloc_bytes */
+    int64_t                   cpu_ns;       /* $jvm_cpu_us, in ns */
     unsigned                  task:1;       /* Java knows it by its address */
     unsigned                  ready:1;      /* Java has something for it */
     unsigned                  responded:1;
@@ -230,6 +234,7 @@ typedef struct {
     unsigned                  upload:1;     /* its body still arrives */
     unsigned                  upload_full:1; /* Java's pieces are full */
     unsigned                  upload_drop:1; /* nobody reads the body */
+    unsigned                  metered:1;    /* alloc and cpu_ns are set */
 } ngx_http_jvm_ctx_t;
 
 
@@ -253,6 +258,7 @@ typedef struct {
     u_char                   *resp_addr;    /* response buffer */
     size_t                    resp_cap;
     ngx_http_jvm_quiet_t     *quiet;        /* see ngx_http_jvm_log_text */
+    int64_t                  *meter;        /* a call's cost, or NULL: off */
     unsigned                  ready:1;
     unsigned                  no_virtual:1; /* JDK older than 21 */
 } ngx_http_jvm_vm_t;
@@ -378,6 +384,9 @@ ngx_int_t ngx_http_jvm_variable_get(ngx_http_request_t *r, ngx_str_t *name,
 ngx_int_t ngx_http_jvm_variable_set(ngx_http_request_t *r, ngx_str_t *name,
     ngx_str_t *value, const char **err);
 const char *ngx_http_jvm_set_uri(ngx_http_request_t *r, ngx_str_t *uri);
+ngx_int_t ngx_http_jvm_variables_add(ngx_conf_t *cf);
+void ngx_http_jvm_cost_init(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
 
 /* ngx_http_jvm_headers_in.c: the event loop only */
 ngx_int_t ngx_http_jvm_header_in_set(ngx_http_request_t *r, ngx_str_t *name,
@@ -444,6 +453,7 @@ ngx_int_t ngx_http_jvm_inflate_message(u_char *in, size_t len, size_t max,
 
 /* ngx_http_jvm_stream.c */
 ngx_http_jvm_ctx_t *ngx_http_jvm_get_ctx(ngx_http_request_t *r);
+void ngx_http_jvm_cost_take(ngx_http_request_t *r);
 ngx_int_t ngx_http_jvm_send_stream(ngx_http_request_t *r, ngx_int_t id);
 void ngx_http_jvm_ctx_release(ngx_http_jvm_ctx_t *ctx);
 

@@ -30,6 +30,7 @@ static void JNICALL ngx_http_jvm_run_shutdown_hooks(JNIEnv *env,
     jclass cls);
 static jobject JNICALL ngx_http_jvm_virtual_builder(JNIEnv *env, jclass cls,
     jobject scheduler);
+static jobject JNICALL ngx_http_jvm_meter(JNIEnv *env, jclass cls);
 static ngx_int_t ngx_http_jvm_vm_str(JNIEnv *env, ngx_http_request_t *r,
     jbyteArray a, ngx_str_t *s);
 static void ngx_http_jvm_vm_throw(JNIEnv *env, const char *cls,
@@ -96,6 +97,7 @@ static JNINativeMethod  ngx_http_jvm_natives[] = {
     { "virtualThreadBuilder",
       "(Ljava/util/concurrent/Executor;)Ljava/lang/Object;",
       (void *) ngx_http_jvm_virtual_builder },
+    { "meter", "()Ljava/nio/ByteBuffer;", (void *) ngx_http_jvm_meter },
 };
 
 
@@ -483,6 +485,24 @@ ngx_http_jvm_virtual_builder(JNIEnv *env, jclass cls, jobject scheduler)
     (*env)->DeleteLocalRef(env, builder);
 
     return b;
+}
+
+
+/*
+ * Natives.meter(), at the worker's start (Worker.configure): the slots a
+ * call's cost goes into (ngx_http_jvm_cost_take), or null where the
+ * configuration reads no such figure and Java is not to measure.
+ */
+
+static jobject JNICALL
+ngx_http_jvm_meter(JNIEnv *env, jclass cls)
+{
+    if (ngx_http_jvm_vm.meter == NULL) {
+        return NULL;
+    }
+
+    return (*env)->NewDirectByteBuffer(env, ngx_http_jvm_vm.meter,
+                                       2 * sizeof(int64_t));
 }
 
 

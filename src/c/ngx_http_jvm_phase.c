@@ -322,6 +322,8 @@ ngx_http_jvm_phase_run(ngx_http_request_t *r, ngx_int_t handler,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    ngx_http_jvm_cost_take(r);
+
     if (ngx_http_jvm_response_declined(len)) {
         return NGX_DECLINED;
     }

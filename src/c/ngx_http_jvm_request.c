@@ -122,6 +122,8 @@ ngx_http_jvm_call(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    ngx_http_jvm_cost_take(r);
+
     return ngx_http_jvm_send_response(r, len);
 }
 

@@ -86,6 +86,40 @@ ngx_http_jvm_get_ctx(ngx_http_request_t *r)
 
 
 /*
+ * After a call into Java for r: what it measured (nginx.jvm.Meter, into the
+ * slots of ngx_http_jvm_variable.c) is added to the request's context, for
+ * $jvm_alloc_bytes and $jvm_cpu_us, and the slots cleared for the next call.
+ */
+
+void
+ngx_http_jvm_cost_take(ngx_http_request_t *r)
+{
+    int64_t              m[2];
+    ngx_http_jvm_ctx_t  *ctx;
+
+    if (ngx_http_jvm_vm.meter == NULL || ngx_http_jvm_vm.meter[0] < 0) {
+        return;
+    }
+
+    m[0] = ngx_http_jvm_vm.meter[0];
+    m[1] = ngx_http_jvm_vm.meter[1];
+    ngx_http_jvm_vm.meter[0] = -1;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "jvm: call cost %L bytes, %L ns of CPU", m[0], m[1]);
+
+    ctx = ngx_http_jvm_get_ctx(r);
+    if (ctx == NULL) {
+        return;
+    }
+
+    ctx->alloc += m[0];
+    ctx->cpu_ns += m[1];
+    ctx->metered = 1;
+}
+
+
+/*
  * What Java holds for the request is let go: its task, body, socket.  A
  * task whose client left before its response was complete (the connection
  * failed or timed out, and nginx never finished the request: r->done is

@@ -156,6 +156,8 @@ ngx_http_jvm_task_submit(ngx_http_request_t *r, ngx_int_t handler,
     rc = ngx_http_jvm_vm_submit(r, handler, phase, len, ctx, jlcf->mode,
                                 jlcf->async, &len);
 
+    ngx_http_jvm_cost_take(r);
+
     if (rc == NGX_ERROR) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -296,12 +298,13 @@ ngx_http_jvm_task_notified(ngx_event_t *ev)
  * answered (a write event of the connection came first); else the task's
  * timer and the write handler are put back and Java's answer is taken, its
  * length in *len, and *done (when asked for) set when Java is through with
- * the task.
+ * the task; what the call cost goes to the request ($jvm_alloc_bytes).
  */
 
 ngx_int_t
 ngx_http_jvm_task_take(ngx_http_request_t *r, size_t *len, ngx_uint_t *done)
 {
+    ngx_int_t            rc;
     ngx_uint_t           ignored;
     ngx_http_jvm_ctx_t  *ctx;
 
@@ -319,8 +322,13 @@ ngx_http_jvm_task_take(ngx_http_request_t *r, size_t *len, ngx_uint_t *done)
 
     r->write_event_handler = ngx_http_request_empty_handler;
 
-    return ngx_http_jvm_vm_take(r->connection->log, ctx, len,
-                                done ? done : &ignored);
+    rc = ngx_http_jvm_vm_take(r->connection->log, ctx, len,
+                              done ? done : &ignored);
+
+    /* what the take measured counts whatever the answer */
+    ngx_http_jvm_cost_take(r);
+
+    return rc;
 }
 
 

@@ -1,6 +1,8 @@
 
 /*
- * nginx-jvm: a request's variables and URI, read and set for Java.
+ * nginx-jvm: a request's variables and URI, read and set for Java; and the
+ * module's own variables, what a request cost the JVM ($jvm_alloc_bytes,
+ * $jvm_cpu_us).
  *
  * On the event loop only: variables live in the request's memory and are
  * evaluated by nginx's own code.  Java reaches these through the natives of
@@ -13,6 +15,37 @@
 
 static ngx_http_variable_t *ngx_http_jvm_variable_find(ngx_http_request_t *r,
     ngx_str_t *name, ngx_uint_t *key, ngx_uint_t *prefix);
+static ngx_int_t ngx_http_jvm_cost_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+
+
+#define NGX_HTTP_JVM_COST_ALLOC  0
+#define NGX_HTTP_JVM_COST_CPU    1
+
+
+/*
+ * A call's cost, written by Java (nginx.jvm.Meter, through the buffer
+ * Natives.meter() makes of them): long bytes, long CPU nanoseconds; -1
+ * bytes: nothing measured.
+ */
+static int64_t  ngx_http_jvm_meter_slots[2];
+
+
+/*
+ * Not cacheable: a value read before the handler ran (a "set" in the
+ * rewrite phase) must not stand for the one the access log reads.
+ */
+
+static ngx_http_variable_t  ngx_http_jvm_variables[] = {
+
+    { ngx_string("jvm_alloc_bytes"), NULL, ngx_http_jvm_cost_variable,
+      NGX_HTTP_JVM_COST_ALLOC, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("jvm_cpu_us"), NULL, ngx_http_jvm_cost_variable,
+      NGX_HTTP_JVM_COST_CPU, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+      ngx_http_null_variable
+};
 
 
 /*
@@ -209,4 +242,101 @@ ngx_http_jvm_variable_find(ngx_http_request_t *r, ngx_str_t *name,
     }
 
     return NULL;
+}
+
+
+/* preconfiguration: the module's own variables, before a directive names one */
+
+ngx_int_t
+ngx_http_jvm_variables_add(ngx_conf_t *cf)
+{
+    ngx_http_variable_t  *var, *v;
+
+    for (v = ngx_http_jvm_variables; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * At the worker's start: measuring what requests cost the JVM takes two
+ * reads of the thread's CPU clock (system calls) a request, so it is on
+ * only where something reads the figures: a jvm_status location, or a
+ * configuration that names $jvm_alloc_bytes or $jvm_cpu_us (log_format,
+ * set, ...: nginx has indexed them).  A name only looked up at run time (a
+ * handler's Request.variable, SSI) finds them empty then.
+ */
+
+void
+ngx_http_jvm_cost_init(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
+{
+    ngx_uint_t                  i, used;
+    ngx_http_variable_t        *v, *own;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_core_module);
+
+    used = (jmcf->status != NULL);
+    v = cmcf->variables.elts;
+
+    for (i = 0; i < cmcf->variables.nelts && !used; i++) {
+        for (own = ngx_http_jvm_variables; own->name.len; own++) {
+            if (v[i].name.len == own->name.len
+                && ngx_strncmp(v[i].name.data, own->name.data,
+                               own->name.len) == 0)
+            {
+                used = 1;
+            }
+        }
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
+                   "jvm: requests' JVM cost measured: %ui", used);
+
+    if (used) {
+        /* before Worker.configure, which asks for it (Natives.meter) */
+        ngx_http_jvm_meter_slots[0] = -1;
+        ngx_http_jvm_vm.meter = ngx_http_jvm_meter_slots;
+    }
+}
+
+
+/* $jvm_alloc_bytes, $jvm_cpu_us: not found ("-") where no JVM handler ran */
+
+static ngx_int_t
+ngx_http_jvm_cost_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    u_char              *p;
+    ngx_http_jvm_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_jvm_module);
+
+    if (ctx == NULL || !ctx->metered) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    v->len = ngx_sprintf(p, "%L", data == NGX_HTTP_JVM_COST_ALLOC
+                                  ? ctx->alloc : ctx->cpu_ns / 1000)
+             - p;
+    v->data = p;
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+
+    return NGX_OK;
 }

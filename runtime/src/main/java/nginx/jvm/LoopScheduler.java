@@ -112,6 +112,8 @@ final class LoopScheduler implements Executor {
     /** A thread this scheduler started: what it serves, for the watchdog's warning. */
     static final class Carried {
         final String what;
+        /** Its request's cost, measured slice by slice (null: not measured). */
+        Meter meter;
         volatile Thread thread;
         Runnable continuation;
         /** Loop only: in {@link #known}; its work is over. */
@@ -213,7 +215,16 @@ final class LoopScheduler implements Executor {
      * would run anyway), else at the loop's next pass.
      */
     Thread start(Runnable work, String what, boolean now) {
+        return start(work, what, now, null);
+    }
+
+    /**
+     * As above, the slices after the first measured into {@code meter}
+     * (the first, run at once, is its caller's: the loop measures it).
+     */
+    Thread start(Runnable work, String what, boolean now, Meter meter) {
         Carried c = new Carried(what);
+        c.meter = meter;
         Thread t = threads.newThread(() -> {
             try {
                 work.run();
@@ -317,7 +328,13 @@ final class LoopScheduler implements Executor {
         while (n < BUDGET && (r = queue.poll()) != null) {
             n++;
             Carried c = known.get(r);
-            run(r, c == null ? CHILD : c);
+            if (c != null && c.meter != null) {
+                // measured on the loop, the carrier, slice by slice
+                Runnable continuation = r;
+                c.meter.slice(() -> run(continuation, c));
+            } else {
+                run(r, c == null ? CHILD : c);
+            }
             if (System.nanoTime() - end > 0) {
                 break;
             }

@@ -16,6 +16,7 @@ import java.util.concurrent.atomic.LongAdder;
  * (nginx shared memory), under its pid with a short TTL, so that
  * {@link Status} can add up every live worker's. Counting is always on
  * (a few adds per request); publishing only where jvm_status is configured.
+ * The histograms of what requests cost the JVM only where {@link Meter} is on.
  */
 final class Metrics {
     /** The dictionary the C module declares for jvm_status. */
@@ -23,6 +24,14 @@ final class Metrics {
     /** Upper bounds of the handler time histogram's buckets, in seconds. */
     static final double[] BUCKETS = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
     static final String[] MODES = {"loop", "pool", "virtual", "coloop"};
+    /**
+     * Upper bounds of the per-request cost histograms' buckets ({@link Meter}:
+     * only where the configuration measures): bytes allocated, and CPU seconds.
+     */
+    static final double[] ALLOC_BUCKETS = {256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304,
+        16777216, 67108864};
+    static final double[] CPU_BUCKETS = {0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001,
+        0.0025, 0.005, 0.01, 0.025, 0.1, 1};
     private static final int PUBLISH_MILLIS = 1000;
     /** A worker's entry outlives a few missed publications, not its worker. */
     private static final long TTL_MILLIS = 3500;
@@ -32,6 +41,11 @@ final class Metrics {
     /** Cumulative counts per bucket; the last is +Inf. */
     private static final AtomicLongArray buckets = new AtomicLongArray(BUCKETS.length + 1);
     private static final LongAdder nanos = new LongAdder();
+    /** The cost histograms (Meter), counted on the event loop: plain sums would do, kept alike. */
+    private static final AtomicLongArray allocBuckets = new AtomicLongArray(ALLOC_BUCKETS.length + 1);
+    private static final AtomicLongArray cpuBuckets = new AtomicLongArray(CPU_BUCKETS.length + 1);
+    private static final LongAdder allocSum = new LongAdder();
+    private static final LongAdder cpuNanos = new LongAdder();
     private static final LongAdder refused = new LongAdder();
     /** Tasks whose client left before the response was complete. */
     private static final LongAdder aborted = new LongAdder();
@@ -57,6 +71,22 @@ final class Metrics {
             i++;
         }
         buckets.incrementAndGet(i);
+    }
+
+    /** What a response's request cost the JVM ({@link Meter}): {@code bytes} allocated, {@code nanos} of CPU. */
+    static void cost(long bytes, long nanos) {
+        allocSum.add(bytes);
+        cpuNanos.add(nanos);
+        allocBuckets.incrementAndGet(bucket(ALLOC_BUCKETS, bytes));
+        cpuBuckets.incrementAndGet(bucket(CPU_BUCKETS, nanos / 1e9));
+    }
+
+    private static int bucket(double[] bounds, double v) {
+        int i = 0;
+        while (i < bounds.length && v > bounds[i]) {
+            i++;
+        }
+        return i;
     }
 
     static void aborted() {
@@ -108,6 +138,12 @@ final class Metrics {
         }
         line(b, "time_sum", nanos.sum() / 1e9);
         line(b, "time_count", cumulative);
+        if (Meter.on) {
+            histogram(b, "alloc", ALLOC_BUCKETS, allocBuckets);
+            line(b, "alloc_sum", allocSum.sum());
+            histogram(b, "cpu", CPU_BUCKETS, cpuBuckets);
+            line(b, "cpu_sum", cpuNanos.sum() / 1e9);
+        }
         line(b, "in_flight", inFlight.get());
         Tasks t = tasks;
         line(b, "queued", t == null ? 0 : t.queued());
@@ -127,6 +163,27 @@ final class Metrics {
         line(b, "threads", ManagementFactory.getThreadMXBean().getThreadCount());
         line(b, "classes", ManagementFactory.getClassLoadingMXBean().getLoadedClassCount());
         return b.toString();
+    }
+
+    /** Cumulative counts as "NAME_bucket LE" lines, and "NAME_count". */
+    private static void histogram(StringBuilder b, String name, double[] bounds, AtomicLongArray counts) {
+        long cumulative = 0;
+        for (int i = 0; i <= bounds.length; i++) {
+            cumulative += counts.get(i);
+            line(b, name + "_bucket " + le(bounds, i), cumulative);
+        }
+        line(b, name + "_count", cumulative);
+    }
+
+    /** A bucket's bound as Prometheus writes it ("+Inf" for the last). */
+    static String le(double[] bounds, int i) {
+        if (i >= bounds.length) {
+            return "+Inf";
+        }
+        double v = bounds[i];
+        // plain decimals (0.00001, not 1.0E-5), as the latency buckets read
+        return v == Math.rint(v) && v >= 1 ? Long.toString((long) v)
+                : java.math.BigDecimal.valueOf(v).stripTrailingZeros().toPlainString();
     }
 
     private static void line(StringBuilder b, String name, Object value) {

@@ -47,4 +47,11 @@ final class Natives {
      * NoClassDefFoundError or NoSuchMethodError where it has none.
      */
     static native Object virtualThreadBuilder(java.util.concurrent.Executor scheduler);
+
+    /**
+     * The slots of what a call into Java cost ({@link Meter}: long bytes,
+     * long CPU nanoseconds; the C module reads and clears them after each),
+     * or null where the configuration reads no such figure.
+     */
+    static native java.nio.ByteBuffer meter();
 }

@@ -107,6 +107,13 @@ final class Status implements Handler {
         b.append("nginx_jvm_handler_seconds_sum ").append(num(sum(workers, "time_sum"))).append('\n');
         b.append("nginx_jvm_handler_seconds_count ").append(num(sum(workers, "time_count"))).append('\n');
 
+        if (workers.stream().anyMatch(w -> w.containsKey("alloc_count"))) {
+            histogram(b, workers, "nginx_jvm_handler_alloc_bytes", "alloc", Metrics.ALLOC_BUCKETS,
+                    "Bytes the JVM allocated for a request, on the threads that ran it ($jvm_alloc_bytes)," +
+                    " all workers.");
+            histogram(b, workers, "nginx_jvm_handler_cpu_seconds", "cpu", Metrics.CPU_BUCKETS,
+                    "CPU time of the threads that ran a request's JVM code ($jvm_cpu_us), all workers.");
+        }
         perWorker(b, workers, "nginx_jvm_heap_used_bytes", "gauge", "Java heap in use.", "heap_used");
         perWorker(b, workers, "nginx_jvm_heap_committed_bytes", "gauge", "Java heap committed.",
                 "heap_committed");
@@ -117,6 +124,19 @@ final class Status implements Handler {
         perWorker(b, workers, "nginx_jvm_threads", "gauge", "Live JVM threads.", "threads");
         perWorker(b, workers, "nginx_jvm_classes_loaded", "gauge", "Classes loaded.", "classes");
         return b.toString();
+    }
+
+    /** A histogram the workers publish as NAME_bucket LE lines, NAME_sum and NAME_count. */
+    private static void histogram(StringBuilder b, List<Map<String, String>> workers, String metric,
+            String name, double[] bounds, String help) {
+        head(b, metric, "histogram", help);
+        for (int i = 0; i <= bounds.length; i++) {
+            String le = Metrics.le(bounds, i);
+            b.append(metric).append("_bucket{le=\"").append(le).append("\"} ")
+                    .append(num(sum(workers, name + "_bucket " + le))).append('\n');
+        }
+        b.append(metric).append("_sum ").append(num(sum(workers, name + "_sum"))).append('\n');
+        b.append(metric).append("_count ").append(num(sum(workers, name + "_count"))).append('\n');
     }
 
     private static void head(StringBuilder b, String name, String type, String help) {

@@ -45,6 +45,8 @@ final class Task implements Responder, Runnable {
     String what = "a handler";
     /** Whether the client left: the request's callbacks, the thread to interrupt. */
     final Abort abort;
+    /** What it cost the JVM ({@link Meter}), or null when nothing measures. */
+    final Meter meter = Meter.open();
 
     Task(long id, int mode, int phase, Object handler, Request request, boolean async, Tasks tasks) {
         this.id = id;
@@ -66,6 +68,9 @@ final class Task implements Responder, Runnable {
             return;
         }
         handlerThread = Thread.currentThread();
+        // a pool thread's window; a virtual thread's carrier has one open; on
+        // the loop (an async handler's call) the loop's share counts it already
+        boolean measured = meter != null && mode != Wire.LOOP && meter.begin();
         try {
             if (async) {
                 ((AsyncHandler) handler).handle(request, this);
@@ -81,6 +86,9 @@ final class Task implements Responder, Runnable {
         } catch (Throwable t) {
             fail("the handler threw", t);
         } finally {
+            if (measured) {
+                meter.close();
+            }
             handlerThread = null;
             abort.leave();
         }
@@ -108,6 +116,7 @@ final class Task implements Responder, Runnable {
             LOG.log(Level.DEBUG, "respond() after the response was given: ignored");
             return;
         }
+        measured();
         response = r;
         if (r == null) {
             // a rewrite or access handler lets the request go on
@@ -131,9 +140,17 @@ final class Task implements Responder, Runnable {
             LOG.log(Level.DEBUG, "raise() after the response was given: ignored", t);
             return;
         }
+        measured();
         errorMessage = message;
         error = t;
         tasks.ready(this);
+    }
+
+    /** Before the loop may take the answer: the cost so far is in the sums. */
+    private void measured() {
+        if (meter != null) {
+            meter.close();
+        }
     }
 
     Response response() {

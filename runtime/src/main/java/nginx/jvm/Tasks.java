@@ -157,7 +157,7 @@ final class Tasks {
      * a thread started, parked and unparked through them.
      */
     private String ownCarriers(int count) {
-        java.util.concurrent.Executor scheduler = r -> carriers.offer(r);
+        java.util.concurrent.Executor scheduler = r -> carriers.offer(metered(r));
         AtomicInteger handed = new AtomicInteger();
         java.util.concurrent.ThreadFactory own, probe;
         try {
@@ -213,6 +213,34 @@ final class Tasks {
         watch.setDaemon(true);
         watch.start();
         return null;
+    }
+
+    /**
+     * Measured virtual threads on the worker's own carriers ({@link Meter}),
+     * by the continuation the JDK hands the scheduler each time the thread
+     * is to run (one object for the thread's life); from the thread's start
+     * to its end.
+     */
+    private final java.util.concurrent.ConcurrentHashMap<Runnable, Meter> meters =
+            new java.util.concurrent.ConcurrentHashMap<>();
+    /** The meter of the virtual thread being started, and the thread starting it (the loop). */
+    private Meter startingMeter;
+    private Thread startingOn;
+
+    /** A continuation to hand a carrier: measured when its thread's request is. */
+    private Runnable metered(Runnable continuation) {
+        Meter starting = startingMeter;
+        if (starting != null && Thread.currentThread() == startingOn) {
+            // its first: the JDK hands it over inside Thread.start(), on the loop
+            starting.continuation = continuation;
+            meters.put(continuation, starting);
+            startingMeter = null;
+        }
+        if (meters.isEmpty()) {
+            return continuation;
+        }
+        Meter m = meters.get(continuation);
+        return m == null ? continuation : () -> m.slice(continuation);
     }
 
     /** How often the carriers' watch looks, and how many carriers it may have in all (the JDK's 256). */
@@ -285,7 +313,7 @@ final class Tasks {
                     // on the carrier thread: once per carrier, then a check
                     beforeHandlers.run();
                     task.run();
-                });
+                }, onOwnCarriers ? task.meter : null);
                 if (refused != null) {
                     live.remove(task.id);
                 }
@@ -323,18 +351,33 @@ final class Tasks {
      * null, or why not (jvm_queue of them already, or the JDK refused).
      */
     private String startVirtual(Runnable work) {
+        return startVirtual(work, null);
+    }
+
+    /** As above; on the worker's own carriers its slices are measured into {@code meter} (if not null). */
+    private String startVirtual(Runnable work, Meter meter) {
         if (!virtualSlots.tryAcquire()) {
             return "too many requests in flight on virtual threads (jvm_queue "
                     + virtualLimit + ")";
         }
         try {
-            virtual.newThread(() -> {
+            Thread t = virtual.newThread(() -> {
                 try {
                     work.run();
                 } finally {
+                    if (meter != null && meter.continuation != null) {
+                        meters.remove(meter.continuation);
+                    }
                     virtualSlots.release();
                 }
-            }).start();
+            });
+            startingMeter = meter;
+            startingOn = Thread.currentThread();
+            try {
+                t.start();
+            } finally {
+                startingMeter = null;
+            }
             return null;
         } catch (RuntimeException e) {
             // the scheduler would not take it (RejectedExecutionException):
@@ -361,7 +404,7 @@ final class Tasks {
                     // on the loop: a carried thread ends where it runs
                     coloopLive--;
                 }
-            }, what, now);
+            }, what, now, work instanceof Task ? ((Task) work).meter : null);
             return null;
         } catch (RuntimeException e) {
             coloopLive--;

@@ -148,6 +148,8 @@ final class Worker {
         request.handle = r;
         request.beforeContent = phase == Wire.PHASE_REWRITE || phase == Wire.PHASE_ACCESS;
         long started = System.nanoTime();
+        boolean metered = Meter.on;
+        long alloc = metered ? Meter.allocNow() : 0, cpu = metered ? Meter.cpuNow() : 0;
         boolean answered = true;
         Metrics.inFlight.incrementAndGet();
         // a body sent in pieces may read the request's body: it keeps the files
@@ -180,6 +182,14 @@ final class Worker {
         if (answered) {
             // a rewrite or access handler that let the request go on answered nothing
             Metrics.response(Wire.LOOP, encoder.buffer().getInt(0), System.nanoTime() - started);
+        }
+        if (metered) {
+            alloc = Meter.allocNow() - alloc;
+            cpu = Meter.cpuNow() - cpu;
+            if (answered) {
+                Metrics.cost(alloc, cpu);
+            }
+            Meter.report(alloc, cpu);
         }
         return n;
     }
@@ -409,6 +419,7 @@ final class Worker {
             sockets.configure(wsSendQueue);
             Timers.start(Natives::wake, 2);
             ExitWatch.install();
+            Meter.start();
             String error = tasks.configure(poolSize, carriers, queueSize, virtual, coloop);
             Metrics.start(tasks);
             Repl.start();
@@ -441,6 +452,8 @@ final class Worker {
             return notLoaded(index, handler, async ? AsyncHandler.class : Handler.class);
         }
         Request request = null;
+        // the loop's share: the request's decoding, the task's start (and a coloop task's first slice)
+        long alloc = Meter.on ? Meter.allocNow() : 0, cpu = Meter.on ? Meter.cpuNow() : 0;
         try {
             request = request(length);
             request.handle = r;
@@ -460,7 +473,11 @@ final class Worker {
                     int n = task.encode(encoder);
                     Metrics.response(mode, encoder.buffer().getInt(0), System.nanoTime() - task.started);
                     tasks.forget(task);
+                    report(task, alloc, cpu, true);
                     return n;
+                }
+                if (task.meter != null) {
+                    task.meter.addLoop(alloc, cpu);
                 }
                 Metrics.inFlight.incrementAndGet();
                 return Wire.ACCEPTED;
@@ -534,17 +551,35 @@ final class Worker {
         if (task == null) {
             return encoder.error(500, "no such task", null);
         }
+        long alloc = task.meter != null ? Meter.allocNow() : 0, cpu = task.meter != null ? Meter.cpuNow() : 0;
         int n = task.encode(encoder);
         int status = encoder.buffer().getInt(0);
         if (status >= 100) {
             // not a rewrite or access handler that let the request go on
             Metrics.response(task.mode, status, System.nanoTime() - task.started);
         }
+        report(task, alloc, cpu, status >= 100);
         if (tasks.done(task, status)) {
             Metrics.inFlight.decrementAndGet();
             return n | Wire.TAKE_DONE;
         }
         return n;
+    }
+
+    /**
+     * Loop: adds what the loop spent since it read {@code alloc} and
+     * {@code cpu} to task's cost, counts it in jvm_status's histograms when
+     * it {@code answered}, and hands it to the C module ($jvm_alloc_bytes).
+     */
+    private static void report(Task task, long alloc, long cpu, boolean answered) {
+        Meter m = task.meter;
+        if (m != null) {
+            m.addLoop(alloc, cpu);
+            if (answered) {
+                Metrics.cost(m.alloc(), m.cpu());
+            }
+            m.report();
+        }
     }
 
     /** Task {@code id}'s request is over: forget it, stop its body. */

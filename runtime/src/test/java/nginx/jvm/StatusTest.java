@@ -1,6 +1,7 @@
 package nginx.jvm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
@@ -31,6 +32,41 @@ class StatusTest {
         // every line is a comment or "name[{labels}] value"
         for (String line : text.split("\n")) {
             assertTrue(line.startsWith("# ") || line.matches("[a-z_]+(\\{[^}]*\\})? [0-9.e+-]+"), line);
+        }
+    }
+
+    @Test
+    void costHistogramsOnlyWhereMeasuredAndAddedUp() {
+        Map<String, String> off = Status.parse(Metrics.snapshot());
+        off.put("pid", "1");
+        assertFalse(Status.render(List.of(off), 0).contains("nginx_jvm_handler_alloc_bytes"));
+        Meter.on = true;
+        try {
+            Metrics.cost(300, 20_000);              // 300 B, 20 µs
+            Metrics.cost(10_000_000, 300_000_000);  // 10 MB, 0.3 s
+            Map<String, String> a = Status.parse(Metrics.snapshot());
+            Map<String, String> b = Status.parse(Metrics.snapshot());
+            a.put("pid", "1");
+            b.put("pid", "2");
+            String text = Status.render(List.of(a, b), 0);
+            long n = 2 * Long.parseLong(a.get("alloc_count"));
+            assertTrue(n >= 4, text);
+            assertTrue(text.contains("# TYPE nginx_jvm_handler_alloc_bytes histogram\n"), text);
+            assertTrue(text.contains("nginx_jvm_handler_alloc_bytes_bucket{le=\"+Inf\"} " + n + "\n"), text);
+            assertTrue(text.contains("nginx_jvm_handler_alloc_bytes_count " + n + "\n"), text);
+            assertTrue(text.contains("nginx_jvm_handler_alloc_bytes_bucket{le=\"256\"} "), text);
+            assertTrue(text.contains("nginx_jvm_handler_cpu_seconds_bucket{le=\"0.00001\"} "), text);
+            assertTrue(text.contains("nginx_jvm_handler_cpu_seconds_bucket{le=\"0.000025\"} "), text);
+            // the 10 MB request is above 4 MB, within 16 MB; the 300 B one within 1 KB
+            long le1k = Long.parseLong(a.get("alloc_bucket 1024"));
+            long le4m = Long.parseLong(a.get("alloc_bucket 4194304"));
+            long le16m = Long.parseLong(a.get("alloc_bucket 16777216"));
+            assertTrue(le1k >= 1 && le16m >= le4m + 1, a.toString());
+            for (String line : text.split("\n")) {
+                assertTrue(line.startsWith("# ") || line.matches("[a-z_]+(\\{[^}]*\\})? [0-9.e+-]+"), line);
+            }
+        } finally {
+            Meter.on = false;
         }
     }
 
