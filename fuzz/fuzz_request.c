@@ -72,6 +72,7 @@ ngx_int_t ngx_http_jvm_vm_handle(ngx_http_request_t *r, ngx_int_t handler,
     ngx_uint_t phase, size_t len, size_t *out) { abort(); }
 ngx_int_t ngx_http_jvm_send_response(ngx_http_request_t *r, size_t len)
     { abort(); }
+void ngx_http_jvm_cost_take(ngx_http_request_t *r) { abort(); }
 u_char *ngx_http_time(u_char *buf, time_t t) { abort(); }
 
 
