@@ -61,14 +61,19 @@ def nginx_v(nginx):
 
 def quic_nginx():
     """The nginx with http_v3_module to test HTTP/3 on: $NGINX_JVM_H3_NGINX,
-    else the newest of build/nginx-*/sbin/nginx that has it."""
+    else the newest of build/nginx-*/sbin/nginx that has it and whose module
+    is newer than the module's sources (an older one would test old code:
+    scripts/nginx-version.sh, run by `make test-nginx-other`, rebuilds it)."""
     named = os.environ.get("NGINX_JVM_H3_NGINX")
     if named:
         return named
+    sources = max(f.stat().st_mtime for f in (ROOT / "src" / "c").iterdir())
     found = []
     for d in BUILD.glob("nginx-[0-9]*"):
         nginx = d / "sbin" / "nginx"
-        if (d / "ngx_http_jvm_module.so").exists() and os.access(nginx, os.X_OK) \
+        module = d / "ngx_http_jvm_module.so"
+        if module.exists() and module.stat().st_mtime >= sources \
+                and os.access(nginx, os.X_OK) \
                 and "--with-http_v3_module" in nginx_v(str(nginx)):
             found.append((tuple(int(x) for x in d.name[6:].split(".")), str(nginx)))
     return max(found)[1] if found else None
