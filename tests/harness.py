@@ -484,6 +484,28 @@ def clear_dicts(request):
         dict_ok(n, op="clear", dict="small")
 
 
+def walk_notes(n, name, text, style=None):
+    """The notes example (examples/notes) served by `n`: its page, its
+    stylesheet (the bytes `style`, when given), a sign-in as `name`, a note
+    `text` posted through the API and found in the API's list and on the
+    signed-in page."""
+    assert 'action="/login"' in n.get("/").text
+    css = n.get("/static/style.css")
+    assert css.status == 200 and css.header("Content-Type") == "text/css"
+    if style is not None:
+        assert css.body == style
+    r = n.request("POST", "/login", body="name=" + name, headers={
+        "Content-Type": "application/x-www-form-urlencoded"})
+    assert r.status == 303, r
+    cookie = r.header("Set-Cookie").split(";")[0]
+    r = n.request("POST", "/api/notes", body='{"text": "%s"}' % text,
+                  headers={"Content-Type": "application/json",
+                           "Cookie": cookie})
+    assert r.status == 201, r
+    assert '"text":"%s"' % text in n.get("/api/notes").text
+    assert text in n.get("/", headers={"Cookie": cookie}).text
+
+
 def parse_raw(data):
     """Raw response bytes as a Reply (status, [(name, value)], body bytes)."""
     head, sep, body = data.partition(b"\r\n\r\n")

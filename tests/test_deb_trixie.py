@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import ROOT, Launcher, Nginx, free_port
+from harness import ROOT, Launcher, Nginx, free_port, walk_notes
 
 PACKAGE = "libnginx-mod-http-jvm"
 DOC = "/usr/share/doc/" + PACKAGE
@@ -250,19 +250,7 @@ def test_root_nginx_serves_the_notes_example(trixie):
         with open("/proc/%d/maps" % workers[0]) as f:
             maps = f.read()
         assert "/usr/lib/jvm/java-21-openjdk-amd64/lib/server/libjvm.so" in maps
-        page = n.get("/").text
-        assert 'action="/login"' in page
-        css = n.get("/static/style.css")
-        assert css.status == 200 and css.header("Content-Type") == "text/css"
-        r = n.request("POST", "/login", body="name=Trixie", headers={
-            "Content-Type": "application/x-www-form-urlencoded"})
-        assert r.status == 303
-        cookie = r.header("Set-Cookie").split(";")[0]
-        r = n.request("POST", "/api/notes", body='{"text": "from Debian 13"}',
-                      headers={"Content-Type": "application/json",
-                               "Cookie": cookie})
-        assert r.status == 201, r
-        assert '"text":"from Debian 13"' in n.get("/api/notes").text
+        walk_notes(n, "Trixie", "from Debian 13")
 
 
 def ring_jars(root):
