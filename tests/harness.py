@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import time
 import urllib.parse
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -504,6 +505,17 @@ def walk_notes(n, name, text, style=None):
     assert r.status == 201, r
     assert '"text":"%s"' % text in n.get("/api/notes").text
     assert text in n.get("/", headers={"Cookie": cookie}).text
+
+
+def fake_clojure_jar(path, version):
+    """A jar holding what marks a Clojure (clojure/main.class,
+    core__init.class, version.properties): what the launcher looks for."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("clojure/main.class", b"\xca\xfe\xba\xbe")
+        z.writestr("clojure/core__init.class", b"\xca\xfe\xba\xbe")
+        z.writestr("clojure/version.properties", "version=%s\n" % version)
+        z.writestr("app/core.clj", "(ns app.core)\n")
+    return path
 
 
 def parse_raw(data):
