@@ -596,19 +596,10 @@ class Nginx:
 
     def __init__(self, locations="", http="", main="", classpath="ring",
                  workers=1, mode="loop", startup_allow=()):
-        self.prefix = tempfile.mkdtemp(prefix="nginx-jvm-test-")
+        self.own(tempfile.mkdtemp(prefix="nginx-jvm-test-"), workers, mode,
+                 startup_allow, single="master_process off" in main)
         for d in ("logs", "html", "client_body_temp"):
             os.mkdir(os.path.join(self.prefix, d))
-        self.port = free_port()
-        self.port2 = free_port()
-        self.workers = workers
-        self.mode = mode
-        self.startup_allow = list(startup_allow)
-        self.single = "master_process off" in main
-        self.proc = None
-        self.stderr = None
-        self.conf = os.path.join(self.prefix, "nginx.conf")
-        self.log = os.path.join(self.prefix, "logs", "error.log")
         if classpath == "ring":
             classpath = ring_classpath()
         elif classpath == "java":
@@ -634,6 +625,22 @@ class Nginx:
         with open(self.conf, "w") as f:
             f.write(text)
         Nginx.instances.append(self)
+
+    def own(self, prefix, workers=1, mode="loop", startup_allow=(),
+            single=False):
+        """An nginx of nginx.conf and logs/error.log in `prefix`, on free
+        ports, not started: for a class that writes its own nginx.conf."""
+        self.prefix = prefix
+        self.port = free_port()
+        self.port2 = free_port()
+        self.workers = workers
+        self.mode = mode
+        self.startup_allow = list(startup_allow)
+        self.single = single
+        self.proc = None
+        self.stderr = None
+        self.conf = os.path.join(prefix, "nginx.conf")
+        self.log = os.path.join(prefix, "logs", "error.log")
 
     # -- control --
 

@@ -201,7 +201,7 @@ def test_a_log_handler_costs_no_other_request(ng):
     in loop mode, after the access log's line: what it allocates goes to no
     request, not to the next one, whatever that one's mode (here pool,
     whose start on the loop hands the C module no figure of its own)."""
-    before = len(cost_lines(ng, 1))
+    before = len(cost_lines(ng, 0))
     r = ng.request("GET", "/logged?alloc=%d" % MB8)
     assert r.status == 200, r.text
     r = ng.request("GET", "/pooled")

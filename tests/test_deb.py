@@ -20,8 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import (NGINX, RING_JARS, ROOT, Launcher, Nginx, free_port,
-                     walk_notes)
+from harness import NGINX, RING_JARS, ROOT, Launcher, Nginx, walk_notes
 
 PACKAGE = "libnginx-mod-http-jvm"
 MODULE = Path("/usr/lib/nginx/modules/ngx_http_jvm_module.so")
@@ -213,19 +212,10 @@ class SystemNginx(Nginx):
     files are in a temporary directory www-data may traverse."""
 
     def __init__(self, http, workers=1):
-        self.prefix = tempfile.mkdtemp(prefix="nginx-jvm-deb-")
+        self.own(tempfile.mkdtemp(prefix="nginx-jvm-deb-"), workers)
         os.chmod(self.prefix, 0o755)
         for d in ("logs", "tmp"):
             os.mkdir(os.path.join(self.prefix, d))
-        self.port = self.port2 = free_port()
-        self.workers = workers
-        self.mode = "loop"
-        self.startup_allow = []
-        self.single = False
-        self.proc = None
-        self.stderr = None
-        self.conf = os.path.join(self.prefix, "nginx.conf")
-        self.log = os.path.join(self.prefix, "logs", "error.log")
         text = MAIN.replace("@HTTP@", http)
         for key, value in (("@RING@", "\n                  ".join(RING_JARS)),
                            ("@DOC@", str(DOC)), ("@PREFIX@", self.prefix),

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import ROOT, Launcher, Nginx, free_port, walk_notes
+from harness import ROOT, Launcher, Nginx, walk_notes
 
 PACKAGE = "libnginx-mod-http-jvm"
 DOC = "/usr/share/doc/" + PACKAGE
@@ -209,18 +209,9 @@ class RootNginx(Nginx):
 
     def __init__(self, root, ring):
         self.root = root
-        self.prefix = root.share
+        self.own(root.share, workers=2)
         for d in ("logs", "tmp"):
             os.makedirs(os.path.join(self.prefix, d), exist_ok=True)
-        self.port = self.port2 = free_port()
-        self.workers = 2
-        self.mode = "loop"
-        self.startup_allow = []
-        self.single = False
-        self.proc = None
-        self.stderr = None
-        self.conf = os.path.join(self.prefix, "nginx.conf")
-        self.log = os.path.join(self.prefix, "logs", "error.log")
         with open(self.conf, "w") as f:
             f.write(MAIN % {"share": SHARE, "ring": "\n                  ".join(ring),
                             "doc": DOC, "port": self.port})
