@@ -18,10 +18,22 @@ packages=(nginx nginx-dev openjdk-17-jdk-headless maven gcc make dpkg-dev
 # below).
 quiet_packages=(postgresql redis-server)
 
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
-done
+# not_installed PACKAGE...: prints those of the packages dpkg has not
+# installed, one a line
+not_installed() {
+    local p
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \
+            || echo "$p"
+    done
+}
+
+# apt_update: apt-get update as root, once, before the first install
+updated=
+apt_update() {
+    [ -n "$updated" ] || [ "$(id -u)" -ne 0 ] || apt-get update -qq
+    updated=1
+}
 
 # quiet_install PACKAGE...: apt-get install as root, a policy-rc.d refusing
 # the packages' services while apt installs them
@@ -43,16 +55,22 @@ quiet_install() {
     [ -z "$made" ] || rm -f "$policy"
 }
 
-quiet_missing=()
-for p in "${quiet_packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || quiet_missing+=("$p")
-done
+# quiet_group PACKAGE...: quiet_install of those not installed yet
+quiet_group() {
+    local need
+    mapfile -t need < <(not_installed "$@")
+    [ ${#need[@]} -gt 0 ] || return 0
+    echo "install-deps: installing ${need[*]} (their services not started)"
+    apt_update
+    quiet_install "${need[@]}"
+}
 
+mapfile -t missing < <(not_installed "${packages[@]}")
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" -eq 0 ]; then
         echo "install-deps: installing ${missing[*]}"
         export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq
+        apt_update
         apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
     else
         echo "install-deps: missing packages; run as root:" >&2
@@ -60,11 +78,7 @@ if [ ${#missing[@]} -gt 0 ]; then
         exit 1
     fi
 fi
-if [ ${#quiet_missing[@]} -gt 0 ]; then
-    echo "install-deps: installing ${quiet_missing[*]} (their services not started)"
-    [ ${#missing[@]} -gt 0 ] || [ "$(id -u)" -ne 0 ] || apt-get update -qq
-    quiet_install "${quiet_missing[@]}"
-fi
+quiet_group "${quiet_packages[@]}"
 
 # Python test clients: websockets (WebSocket tests), kosoku (Autobahn's
 # RFC 6455 cases on Python 3) and aioquic (the HTTP/3 client of
@@ -86,16 +100,7 @@ done
 # Debian's chromium for the browser test (headless, driven over its
 # DevTools protocol).
 if [ "${1:-}" = cluster ]; then
-    cluster_missing=()
-    for p in iproute2 chromium; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \
-            || cluster_missing+=("$p")
-    done
-    if [ ${#cluster_missing[@]} -gt 0 ]; then
-        echo "install-deps: installing ${cluster_missing[*]}"
-        [ "$(id -u)" -ne 0 ] || apt-get update -qq
-        quiet_install "${cluster_missing[@]}"
-    fi
+    quiet_group iproute2 chromium
 fi
 
 # "install-deps.sh roots", for `make deb DIST=trixie`, `make image` and their
@@ -104,16 +109,7 @@ fi
 # hybrid cgroups; scripts/podman.sh gives it its configuration) builds and
 # runs the image; uidmap and slirp4netns are what podman needs rootless.
 if [ "${1:-}" = roots ]; then
-    roots_missing=()
-    for p in mmdebstrap podman runc uidmap slirp4netns; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \
-            || roots_missing+=("$p")
-    done
-    if [ ${#roots_missing[@]} -gt 0 ]; then
-        echo "install-deps: installing ${roots_missing[*]}"
-        [ "$(id -u)" -ne 0 ] || apt-get update -qq
-        quiet_install "${roots_missing[@]}"
-    fi
+    quiet_group mmdebstrap podman runc uidmap slirp4netns
 fi
 
 # "install-deps.sh bench", for `make bench-realapp`: Ring's Jetty adapter, matplotlib for
@@ -123,10 +119,7 @@ fi
 OHA_VERSION=1.16.0
 if [ "${1:-}" = bench ]; then
     # Ring's Jetty adapter (Jetty 9.4), one of the servers compared
-    if ! dpkg-query -W -f='${Status}' libring-jetty-adapter-clojure 2>/dev/null | grep -q "ok installed"; then
-        echo "install-deps: installing libring-jetty-adapter-clojure"
-        quiet_install libring-jetty-adapter-clojure
-    fi
+    quiet_group libring-jetty-adapter-clojure
     if ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
         echo "install-deps: installing python3-matplotlib"
         quiet_install python3-matplotlib

@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import time
 import urllib.parse
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -484,6 +485,39 @@ def clear_dicts(request):
         dict_ok(n, op="clear", dict="small")
 
 
+def walk_notes(n, name, text, style=None):
+    """The notes example (examples/notes) served by `n`: its page, its
+    stylesheet (the bytes `style`, when given), a sign-in as `name`, a note
+    `text` posted through the API and found in the API's list and on the
+    signed-in page."""
+    assert 'action="/login"' in n.get("/").text
+    css = n.get("/static/style.css")
+    assert css.status == 200 and css.header("Content-Type") == "text/css"
+    if style is not None:
+        assert css.body == style
+    r = n.request("POST", "/login", body="name=" + name, headers={
+        "Content-Type": "application/x-www-form-urlencoded"})
+    assert r.status == 303, r
+    cookie = r.header("Set-Cookie").split(";")[0]
+    r = n.request("POST", "/api/notes", body='{"text": "%s"}' % text,
+                  headers={"Content-Type": "application/json",
+                           "Cookie": cookie})
+    assert r.status == 201, r
+    assert '"text":"%s"' % text in n.get("/api/notes").text
+    assert text in n.get("/", headers={"Cookie": cookie}).text
+
+
+def fake_clojure_jar(path, version):
+    """A jar holding what marks a Clojure (clojure/main.class,
+    core__init.class, version.properties): what the launcher looks for."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("clojure/main.class", b"\xca\xfe\xba\xbe")
+        z.writestr("clojure/core__init.class", b"\xca\xfe\xba\xbe")
+        z.writestr("clojure/version.properties", "version=%s\n" % version)
+        z.writestr("app/core.clj", "(ns app.core)\n")
+    return path
+
+
 def parse_raw(data):
     """Raw response bytes as a Reply (status, [(name, value)], body bytes)."""
     head, sep, body = data.partition(b"\r\n\r\n")
@@ -562,19 +596,10 @@ class Nginx:
 
     def __init__(self, locations="", http="", main="", classpath="ring",
                  workers=1, mode="loop", startup_allow=()):
-        self.prefix = tempfile.mkdtemp(prefix="nginx-jvm-test-")
+        self.own(tempfile.mkdtemp(prefix="nginx-jvm-test-"), workers, mode,
+                 startup_allow, single="master_process off" in main)
         for d in ("logs", "html", "client_body_temp"):
             os.mkdir(os.path.join(self.prefix, d))
-        self.port = free_port()
-        self.port2 = free_port()
-        self.workers = workers
-        self.mode = mode
-        self.startup_allow = list(startup_allow)
-        self.single = "master_process off" in main
-        self.proc = None
-        self.stderr = None
-        self.conf = os.path.join(self.prefix, "nginx.conf")
-        self.log = os.path.join(self.prefix, "logs", "error.log")
         if classpath == "ring":
             classpath = ring_classpath()
         elif classpath == "java":
@@ -600,6 +625,22 @@ class Nginx:
         with open(self.conf, "w") as f:
             f.write(text)
         Nginx.instances.append(self)
+
+    def own(self, prefix, workers=1, mode="loop", startup_allow=(),
+            single=False):
+        """An nginx of nginx.conf and logs/error.log in `prefix`, on free
+        ports, not started: for a class that writes its own nginx.conf."""
+        self.prefix = prefix
+        self.port = free_port()
+        self.port2 = free_port()
+        self.workers = workers
+        self.mode = mode
+        self.startup_allow = list(startup_allow)
+        self.single = single
+        self.proc = None
+        self.stderr = None
+        self.conf = os.path.join(prefix, "nginx.conf")
+        self.log = os.path.join(prefix, "logs", "error.log")
 
     # -- control --
 

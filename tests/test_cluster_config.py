@@ -42,7 +42,7 @@ def normal(text):
     text = re.sub(r"worker_rlimit_nofile \d+", "worker_rlimit_nofile N", text)
     text = re.sub(r"ulimit -Hn \d+\)", "ulimit -Hn N)", text)
     # the launcher's unpacked jars (bin/nginx-jvm: one Clojure on the class
-    # path) are named by their path, size and time on this machine
+    # path) are named by their path, size, times and inode on this machine
     text = re.sub(r"/jars/[0-9a-f]{16}-", "/jars/KEY-", text)
     return text.strip()
 

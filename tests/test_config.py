@@ -1,5 +1,7 @@
 """`nginx -t` rejects bad jvm_* directives, naming the directive."""
 
+from pathlib import Path
+
 import pytest
 
 from harness import Nginx, ring_classpath
@@ -105,3 +107,30 @@ def test_bad_config(case):
     assert detail in t.stderr, t.stderr
     # the message points at the configuration file
     assert n.conf + ":" in t.stderr, t.stderr
+
+
+def gc_threads(pid):
+    """The names of the worker's threads a collector runs on: the serial
+    collector has none (it collects on the VM thread); the parallel one
+    and G1 have "GC Thread#N" workers from the start."""
+    names = []
+    for task in Path("/proc/%d/task" % pid).iterdir():
+        try:
+            names.append((task / "comm").read_text().strip())
+        except OSError:             # a thread that ended meanwhile
+            pass
+    return [name for name in names if name.startswith(("GC Thread", "G1 "))]
+
+
+@pytest.mark.parametrize("options, collector", [
+    ("", False), ("-Xmx64m", False), ("-XX:+UseParallelGC", True),
+    ("-XX:+UseG1GC", True)], ids=["none", "heap", "parallel", "G1"])
+def test_collector_default(options, collector):
+    """The serial collector unless jvm_options names one (-XX:+Use*GC): a
+    second collector would stop the JVM ("Conflicting collector
+    combinations"), and the worker would not serve."""
+    http = "    jvm_options %s;" % options if options else ""
+    with Nginx(OK_LOCATION, http=http) as n:
+        assert n.get("/").status == 200
+        pid = n.worker_pids()[0]
+        assert bool(gc_threads(pid)) == collector, gc_threads(pid)

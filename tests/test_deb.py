@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import NGINX, RING_JARS, ROOT, Launcher, Nginx, free_port
+from harness import NGINX, RING_JARS, ROOT, Launcher, Nginx, walk_notes
 
 PACKAGE = "libnginx-mod-http-jvm"
 MODULE = Path("/usr/lib/nginx/modules/ngx_http_jvm_module.so")
@@ -212,19 +212,10 @@ class SystemNginx(Nginx):
     files are in a temporary directory www-data may traverse."""
 
     def __init__(self, http, workers=1):
-        self.prefix = tempfile.mkdtemp(prefix="nginx-jvm-deb-")
+        self.own(tempfile.mkdtemp(prefix="nginx-jvm-deb-"), workers)
         os.chmod(self.prefix, 0o755)
         for d in ("logs", "tmp"):
             os.mkdir(os.path.join(self.prefix, d))
-        self.port = self.port2 = free_port()
-        self.workers = workers
-        self.mode = "loop"
-        self.startup_allow = []
-        self.single = False
-        self.proc = None
-        self.stderr = None
-        self.conf = os.path.join(self.prefix, "nginx.conf")
-        self.log = os.path.join(self.prefix, "logs", "error.log")
         text = MAIN.replace("@HTTP@", http)
         for key, value in (("@RING@", "\n                  ".join(RING_JARS)),
                            ("@DOC@", str(DOC)), ("@PREFIX@", self.prefix),
@@ -261,21 +252,8 @@ def test_enabled_module_leaves_other_configs_alone(deb):
 def test_system_nginx_serves_the_notes_example(deb):
     with SystemNginx(NOTES_SITE) as n:
         assert all(process_user(p) == "www-data" for p in n.worker_pids())
-        page = n.get("/").text
-        assert 'action="/login"' in page
-        css = n.get("/static/style.css")
-        assert css.status == 200 and css.header("Content-Type") == "text/css"
-        assert css.body == (DOC / "examples/notes/public/style.css").read_bytes()
-        r = n.request("POST", "/login", body="name=Debian", headers={
-            "Content-Type": "application/x-www-form-urlencoded"})
-        assert r.status == 303
-        cookie = r.header("Set-Cookie").split(";")[0]
-        r = n.request("POST", "/api/notes", body='{"text": "from apt"}',
-                      headers={"Content-Type": "application/json",
-                               "Cookie": cookie})
-        assert r.status == 201, r
-        assert '"text":"from apt"' in n.get("/api/notes").text
-        assert "from apt" in n.get("/", headers={"Cookie": cookie}).text
+        walk_notes(n, "Debian", "from apt", style=(
+            DOC / "examples/notes/public/style.css").read_bytes())
 
 
 # --- the launcher on PATH -------------------------------------------------------

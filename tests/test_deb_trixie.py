@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import ROOT, Launcher, Nginx, free_port
+from harness import ROOT, Launcher, Nginx, walk_notes
 
 PACKAGE = "libnginx-mod-http-jvm"
 DOC = "/usr/share/doc/" + PACKAGE
@@ -209,18 +209,9 @@ class RootNginx(Nginx):
 
     def __init__(self, root, ring):
         self.root = root
-        self.prefix = root.share
+        self.own(root.share, workers=2)
         for d in ("logs", "tmp"):
             os.makedirs(os.path.join(self.prefix, d), exist_ok=True)
-        self.port = self.port2 = free_port()
-        self.workers = 2
-        self.mode = "loop"
-        self.startup_allow = []
-        self.single = False
-        self.proc = None
-        self.stderr = None
-        self.conf = os.path.join(self.prefix, "nginx.conf")
-        self.log = os.path.join(self.prefix, "logs", "error.log")
         with open(self.conf, "w") as f:
             f.write(MAIN % {"share": SHARE, "ring": "\n                  ".join(ring),
                             "doc": DOC, "port": self.port})
@@ -250,19 +241,7 @@ def test_root_nginx_serves_the_notes_example(trixie):
         with open("/proc/%d/maps" % workers[0]) as f:
             maps = f.read()
         assert "/usr/lib/jvm/java-21-openjdk-amd64/lib/server/libjvm.so" in maps
-        page = n.get("/").text
-        assert 'action="/login"' in page
-        css = n.get("/static/style.css")
-        assert css.status == 200 and css.header("Content-Type") == "text/css"
-        r = n.request("POST", "/login", body="name=Trixie", headers={
-            "Content-Type": "application/x-www-form-urlencoded"})
-        assert r.status == 303
-        cookie = r.header("Set-Cookie").split(";")[0]
-        r = n.request("POST", "/api/notes", body='{"text": "from Debian 13"}',
-                      headers={"Content-Type": "application/json",
-                               "Cookie": cookie})
-        assert r.status == 201, r
-        assert '"text":"from Debian 13"' in n.get("/api/notes").text
+        walk_notes(n, "Trixie", "from Debian 13")
 
 
 def ring_jars(root):

@@ -11,12 +11,14 @@ import signal
 import socket
 import subprocess
 import tempfile
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from harness import (CLJ_APPS, RING_JARS, ROOT, alive, children, free_port,
-                     java_classes, request, wait_for)
+from harness import (CLJ_APPS, RING_JARS, ROOT, alive, children,
+                     fake_clojure_jar, free_port, java_classes, request,
+                     wait_for)
 
 LAUNCHER = str(ROOT / "bin" / "nginx-jvm")
 
@@ -77,9 +79,10 @@ def test_cache_option(cache, monkeypatch):
     assert r.returncode != 0 and "--cache needs a directory" in r.stderr
 
 
-def run(*args, **kw):
+def run(*args, timeout=60, **kw):
     return subprocess.run([LAUNCHER] + list(args), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, timeout=60, **kw)
+                          stderr=subprocess.PIPE, text=True, timeout=timeout,
+                          **kw)
 
 
 def test_print_config_for_a_ring_handler():
@@ -332,6 +335,186 @@ def test_second_start_uses_the_cache(cache):
     # Clojure, unpacked once by the launcher (the same paths both starts)
     entries = sorted(p.name for p in cache.iterdir() if p.is_dir())
     assert len(entries) == 2 and entries[1] == "jars", entries
+
+
+# --- manifests: Class-Path, and the jars served unpacked -------------------
+
+def manifest_jar(path, names, files=None, compression=zipfile.ZIP_STORED):
+    """A jar whose manifest's Class-Path names `names`, folded at 72 bytes
+    as the jar tool writes it; its files `files` (name: text)."""
+    text = "Class-Path: " + " ".join(names)
+    lines = [text[:72]] + [" " + text[i:i + 71]
+                           for i in range(72, len(text), 71)]
+    with zipfile.ZipFile(path, "w", compression) as z:
+        z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\r\n"
+                   + "".join(l + "\r\n" for l in lines) + "\r\n")
+        for name, data in (files or {"%s/x.txt" % path.stem: ""}).items():
+            z.writestr(name, data)
+    return path
+
+
+def class_path(*entries):
+    """The launcher's jvm_classpath for a Ring handler on `entries`
+    (--print-config): (its entries after the runtime and the launcher's
+    Clojure, stderr, CPU seconds it and its commands took), or (None,
+    stderr, CPU seconds) when it refused.  CPU time, not the clock's: a
+    launcher that loops spends it, a busy machine does not add to it (the
+    time limit is for one that hangs)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    r = run("run", "--print-config", "--handler", "a.b/c", "--classpath",
+            ":".join(str(e) for e in entries), timeout=600)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    took = (after.ru_utime + after.ru_stime
+            - before.ru_utime - before.ru_stime)
+    if r.returncode != 0:
+        return None, r.stderr, took
+    block = r.stdout[r.stdout.index("jvm_classpath"):]
+    cp = re.findall(r'^\s+"(.*)"$', block[:block.index(";")], re.M)
+    assert cp[0].endswith("/nginx-jvm.jar") and cp[1].endswith("/lib/*"), cp
+    return cp[2:], r.stderr, took
+
+
+def unpacked_as(entry, jar):
+    """Whether class path entry `entry` is `jar` served unpacked."""
+    return re.fullmatch(r".*/jars/[0-9a-f]{16}-" + re.escape(jar.stem),
+                        entry) is not None
+
+
+@pytest.mark.parametrize("how", ["rewritten", "renamed"])
+def test_a_jar_replaced_keeping_its_size_and_time_is_unpacked_again(
+        cache, tmp_path, how):
+    """The unpacked copy is kept by the jar's path, size and times, device
+    and inode: another jar in its place (rewritten in place, or renamed
+    over it), of the same size and given the same time (touch -r), has
+    another ctime or inode, and its own classes are served, not the old
+    copy's."""
+    fake_clojure_jar(tmp_path / "clojure.jar", "1.11.1")
+    app = manifest_jar(tmp_path / "app.jar", ["clojure.jar"],
+                       {"app/version.txt": "one"})
+    cp, err, _ = class_path(app)
+    assert cp is not None, err
+    assert len(cp) == 1 and unpacked_as(cp[0], app), cp
+    assert Path(cp[0], "app/version.txt").read_text() == "one"
+    before = os.stat(app)
+
+    new = manifest_jar(tmp_path / "new.jar", ["clojure.jar"],
+                       {"app/version.txt": "two"})
+    if how == "rewritten":
+        app.write_bytes(new.read_bytes())
+    else:
+        os.replace(new, app)
+    os.utime(app, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(app)
+    assert (after.st_size, after.st_mtime_ns) == \
+        (before.st_size, before.st_mtime_ns)
+
+    again, err, _ = class_path(app)
+    assert again is not None, err
+    assert len(again) == 1 and unpacked_as(again[0], app), again
+    assert again != cp
+    assert Path(again[0], "app/version.txt").read_text() == "two"
+    # and the same jar again: the same copy (the class cache's key)
+    assert class_path(app)[0] == again
+
+
+def test_manifests_that_name_each_other(tmp_path):
+    """a.jar names b.jar, which names a.jar and a Clojure; c.jar names
+    a.jar: followed once each, and every jar that reaches the Clojure, c.jar
+    too (through the loop), is served unpacked, the Clojure left out."""
+    fake_clojure_jar(tmp_path / "clojure.jar", "1.11.1")
+    a = manifest_jar(tmp_path / "a.jar", ["b.jar"])
+    b = manifest_jar(tmp_path / "b.jar", ["a.jar", "clojure.jar"])
+    c = manifest_jar(tmp_path / "c.jar", ["a.jar"])
+    for entries, order in [([a, c], [a, b, c]), ([c, a], [c, a, b]),
+                           ([b], [b, a])]:
+        cp, err, took = class_path(*entries)
+        assert cp is not None, err
+        assert len(cp) == len(order), cp
+        assert all(unpacked_as(e, j) for e, j in zip(cp, order)), cp
+        assert took < 20, took
+
+
+def test_a_jar_that_names_itself(tmp_path):
+    """Class-Path: ./self.jar (another spelling of its own path): one
+    entry, not a path that grows."""
+    fake_clojure_jar(tmp_path / "clojure.jar", "1.11.1")
+    me = manifest_jar(tmp_path / "self.jar", ["./self.jar", "clojure.jar",
+                                              "../%s/self.jar" % tmp_path.name])
+    cp, err, _ = class_path(me)
+    assert cp is not None, err
+    assert len(cp) == 1 and unpacked_as(cp[0], me), cp
+
+
+def test_a_long_chain_of_manifests(tmp_path):
+    """j0.jar names j1.jar, ... j49.jar names the Clojure (Debian's Ring
+    jars: two or three): all fifty served unpacked, in the JVM's order."""
+    n = 50
+    fake_clojure_jar(tmp_path / "clojure.jar", "1.11.1")
+    jars = [manifest_jar(tmp_path / ("j%d.jar" % i),
+                         ["j%d.jar" % (i + 1) if i + 1 < n else "clojure.jar"])
+            for i in range(n)]
+    cp, err, took = class_path(jars[0])
+    assert cp is not None, err
+    assert len(cp) == n, cp
+    assert all(unpacked_as(e, j) for e, j in zip(cp, jars)), cp
+    assert took < 20, took
+
+
+def test_a_manifest_of_thousands_of_names(tmp_path):
+    """5,000 names: most of no file (the JVM skips them, so does the
+    launcher), a URL and a file: URL, a name with %20, a directory, three
+    jars, the Clojure: the class path is the jar unpacked, then what exists,
+    in the manifest's order, and the URL is named."""
+    fake_clojure_jar(tmp_path / "clojure.jar", "1.11.1")
+    (tmp_path / "classes").mkdir()
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    plain = []
+    for name in ["one.jar", "two words.jar", "three.jar"]:
+        with zipfile.ZipFile(lib / name, "w") as z:
+            z.writestr("p/%s.txt" % name.split(".")[0], "")
+        plain.append(lib / name)
+    names = ["missing/m%d.jar" % i for i in range(4990)]
+    names[10:10] = ["lib/one.jar"]
+    names[2000:2000] = ["http://example.com/remote.jar",
+                        "lib/two%20words.jar", "classes/"]
+    names[4000:4000] = ["file:%s" % (lib / "three.jar"), "clojure.jar"]
+    assert len(names) == 4996
+    app = manifest_jar(tmp_path / "app.jar", names)
+    cp, err, took = class_path(app)
+    assert cp is not None, err
+    assert unpacked_as(cp[0], app), cp
+    assert cp[1:] == [str(plain[0]), str(plain[1]), str(tmp_path / "classes") + "/",
+                      str(plain[2])], cp
+    assert "names http://example.com/remote.jar, not files: left out" in err
+    assert took < 20, took
+
+
+def test_manifests_that_name_too_many_jars_are_refused(tmp_path):
+    """Over 1,000 jars reached through manifests from one entry: refused,
+    saying which and why, quickly."""
+    fake_clojure_jar(tmp_path / "clojure.jar", "1.11.1")
+    for i in range(1001):
+        with zipfile.ZipFile(tmp_path / ("d%d.jar" % i), "w") as z:
+            z.writestr("d/%d.txt" % i, "")
+    app = manifest_jar(tmp_path / "app.jar",
+                       ["d%d.jar" % i for i in range(1001)] + ["clojure.jar"])
+    cp, err, took = class_path(app)
+    assert cp is None
+    assert "%s: its manifests name more than 1000 jars" % app in err, err
+    assert took < 20, took
+
+
+def test_an_oversized_manifest_is_refused(tmp_path):
+    """A manifest of 5 MB (compressed to little): refused, not read whole."""
+    fake_clojure_jar(tmp_path / "clojure.jar", "1.11.1")
+    app = manifest_jar(tmp_path / "app.jar",
+                       ["clojure.jar"] + ["x" * 100] * 50000,
+                       compression=zipfile.ZIP_DEFLATED)
+    cp, err, took = class_path(app)
+    assert cp is None
+    assert "%s: its manifest is over 4194304 bytes" % app in err, err
+    assert took < 20, took
 
 
 def test_java_handler_through_the_launcher():

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import ROOT, request
+from harness import ROOT, fake_clojure_jar, request
 from test_launcher import launched
 from test_layers import java_classes
 
@@ -354,17 +354,6 @@ def test_debians_ring_jars_bring_no_second_clojure(workdir, after):
     assert r.returncode == 0, r.stderr
     assert "/usr/share/java/ring-core.jar" not in r.stdout and "-ring-core\"" in r.stdout
     assert "/usr/share/java/commons-fileupload.jar" in r.stdout
-
-
-def fake_clojure_jar(path, version):
-    """A jar holding what marks a Clojure (clojure/main.class,
-    core__init.class, version.properties): what the launcher looks for."""
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr("clojure/main.class", b"\xca\xfe\xba\xbe")
-        z.writestr("clojure/core__init.class", b"\xca\xfe\xba\xbe")
-        z.writestr("clojure/version.properties", "version=%s\n" % version)
-        z.writestr("app/core.clj", "(ns app.core)\n")
-    return path
 
 
 @pytest.mark.parametrize("version, warned", [("1.12.3", False), ("1.11.1", False),

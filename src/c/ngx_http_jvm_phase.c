@@ -318,11 +318,14 @@ ngx_http_jvm_phase_run(ngx_http_request_t *r, ngx_int_t handler,
         return NGX_DONE;
     }
 
-    if (ngx_http_jvm_vm_handle(r, handler, phase, len, &len) != NGX_OK) {
+    rc = ngx_http_jvm_vm_handle(r, handler, phase, len, &len);
+
+    /* whatever the answer: a figure left would go to the next call's */
+    ngx_http_jvm_cost_take(r);
+
+    if (rc != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    ngx_http_jvm_cost_take(r);
 
     if (ngx_http_jvm_response_declined(len)) {
         return NGX_DECLINED;

@@ -92,6 +92,7 @@ static ngx_int_t
 ngx_http_jvm_call(ngx_http_request_t *r)
 {
     size_t                    len;
+    ngx_int_t                 rc;
     ngx_http_jvm_loc_conf_t  *jlcf;
 
     if (!ngx_http_jvm_vm.ready) {
@@ -115,14 +116,15 @@ ngx_http_jvm_call(ngx_http_request_t *r)
                                         NGX_HTTP_JVM_PHASE_CONTENT, len);
     }
 
-    if (ngx_http_jvm_vm_handle(r, jlcf->handler, NGX_HTTP_JVM_PHASE_CONTENT,
-                               len, &len)
-        != NGX_OK)
-    {
+    rc = ngx_http_jvm_vm_handle(r, jlcf->handler, NGX_HTTP_JVM_PHASE_CONTENT,
+                                len, &len);
+
+    /* whatever the answer: a figure left would go to the next call's */
+    ngx_http_jvm_cost_take(r);
+
+    if (rc != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    ngx_http_jvm_cost_take(r);
 
     return ngx_http_jvm_send_response(r, len);
 }

@@ -31,7 +31,9 @@ static ngx_int_t ngx_http_jvm_vm_defaults(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf, JavaVMOption *options, ngx_uint_t *np);
 static ngx_int_t ngx_http_jvm_vm_thread_defaults(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf, JavaVMOption *options, ngx_uint_t *np);
-static ngx_uint_t ngx_http_jvm_vm_chooses_gc(ngx_http_jvm_main_conf_t *jmcf);
+static ngx_uint_t ngx_http_jvm_vm_has_option(ngx_http_jvm_main_conf_t *jmcf,
+    char **patterns);
+static ngx_uint_t ngx_http_jvm_vm_option_is(ngx_str_t *opt, char *pattern);
 static void ngx_http_jvm_check_readable(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 static ngx_uint_t ngx_http_jvm_vm_mapped(ngx_http_jvm_main_conf_t *jmcf);
@@ -103,37 +105,14 @@ ngx_http_jvm_vm_start(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 }
 
 
-/* -XX:+UseG1GC, -XX:+UseParallelGC, ... */
+/*
+ * An option of jvm_options matches one of the patterns (NULL ended): a
+ * pattern is a prefix, or "PREFIX*SUFFIX" for the options that start with
+ * PREFIX and end with SUFFIX, one character or more between the two.
+ */
 
 static ngx_uint_t
-ngx_http_jvm_vm_chooses_gc(ngx_http_jvm_main_conf_t *jmcf)
-{
-    ngx_str_t   *opt;
-    ngx_uint_t   i;
-
-    if (jmcf->options == NULL) {
-        return 0;
-    }
-
-    opt = jmcf->options->elts;
-
-    for (i = 0; i < jmcf->options->nelts; i++) {
-        if (opt[i].len > 10
-            && ngx_strncmp(opt[i].data, "-XX:+Use", 8) == 0
-            && ngx_strcmp(opt[i].data + opt[i].len - 2, "GC") == 0)
-        {
-            return 1;
-        }
-    }
-
-    return 0;
-}
-
-
-/* An option of jvm_options starts with one of the prefixes. */
-
-static ngx_uint_t
-ngx_http_jvm_vm_has_option(ngx_http_jvm_main_conf_t *jmcf, char **prefixes)
+ngx_http_jvm_vm_has_option(ngx_http_jvm_main_conf_t *jmcf, char **patterns)
 {
     char        **p;
     ngx_str_t    *opt;
@@ -146,14 +125,39 @@ ngx_http_jvm_vm_has_option(ngx_http_jvm_main_conf_t *jmcf, char **prefixes)
     opt = jmcf->options->elts;
 
     for (i = 0; i < jmcf->options->nelts; i++) {
-        for (p = prefixes; *p; p++) {
-            if (ngx_strncmp(opt[i].data, *p, ngx_strlen(*p)) == 0) {
+        for (p = patterns; *p; p++) {
+            if (ngx_http_jvm_vm_option_is(&opt[i], *p)) {
                 return 1;
             }
         }
     }
 
     return 0;
+}
+
+
+static ngx_uint_t
+ngx_http_jvm_vm_option_is(ngx_str_t *opt, char *pattern)
+{
+    char    *star;
+    size_t   prefix, suffix;
+
+    star = strchr(pattern, '*');
+
+    if (star == NULL) {
+        prefix = ngx_strlen(pattern);
+
+        return opt->len >= prefix
+               && ngx_strncmp(opt->data, pattern, prefix) == 0;
+    }
+
+    prefix = star - pattern;
+    suffix = ngx_strlen(star + 1);
+
+    return opt->len > prefix + suffix
+           && ngx_strncmp(opt->data, pattern, prefix) == 0
+           && ngx_strncmp(opt->data + opt->len - suffix, star + 1, suffix)
+              == 0;
 }
 
 
@@ -322,6 +326,7 @@ ngx_http_jvm_vm_defaults(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     ngx_uint_t        n, workers, version;
     ngx_core_conf_t  *ccf;
 
+    static char  *gc[] = { "-XX:+Use*GC", NULL };
     static char  *initial[] = { "-Xms", "-XX:InitialHeapSize",
                                 "-XX:InitialRAMPercentage", NULL };
     static char  *maximum[] = { "-Xmx", "-XX:MaxHeapSize",
@@ -339,7 +344,7 @@ ngx_http_jvm_vm_defaults(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
      * Naming two collectors would stop the JVM, so it is only a default.
      */
 
-    if (!ngx_http_jvm_vm_chooses_gc(jmcf)) {
+    if (!ngx_http_jvm_vm_has_option(jmcf, gc)) {
         options[n++].optionString = "-XX:+UseSerialGC";
     }
 

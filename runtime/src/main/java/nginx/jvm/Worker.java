@@ -148,7 +148,9 @@ final class Worker {
         request.handle = r;
         request.beforeContent = phase == Wire.PHASE_REWRITE || phase == Wire.PHASE_ACCESS;
         long started = System.nanoTime();
-        boolean metered = Meter.on;
+        // a log handler is not counted: it runs after the access log's line,
+        // and nothing would take its figure (the next call's would)
+        boolean metered = Meter.on && phase != Wire.PHASE_LOG;
         long alloc = metered ? Meter.allocNow() : 0, cpu = metered ? Meter.cpuNow() : 0;
         boolean answered = true;
         Metrics.inFlight.incrementAndGet();
