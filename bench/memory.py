@@ -31,6 +31,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -130,12 +131,13 @@ def measure(app, workers, options, warmup, env, details=None):
            "--workers", str(workers)]
     for o in options:
         cmd += ["--jvm-option", o]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=env,
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                             start_new_session=True)
     try:
         url = "http://127.0.0.1:%d%s" % (port, path)
-        deadline = time.monotonic() + 120
+        # a cold class cache builds first: minutes on a loaded machine
+        deadline = time.monotonic() + 300
         while True:
             try:
                 urllib.request.urlopen(url, timeout=5).read()
@@ -144,7 +146,10 @@ def measure(app, workers, options, warmup, env, details=None):
             except OSError:
                 pass
             if time.monotonic() > deadline or proc.poll() is not None:
-                raise SystemExit("%s: not serving" % app)
+                log.seek(0)
+                tail = log.read().decode(errors="replace").splitlines()[-15:]
+                raise SystemExit("%s: not serving (exit status %s):\n%s"
+                                 % (app, proc.poll(), "\n".join(tail)))
             time.sleep(0.1)
         # every worker ready: the last to start answers too
         time.sleep(1 + 0.5 * workers)
