@@ -6,7 +6,7 @@ summed over all workers and divided by their number, after a warm-up.
 For each app (tiny: clojure.core only; compojure: the example app) and
 each worker count, starts `bin/nginx-jvm run`, waits for every worker,
 warms up with wrk (-c50 for --warmup seconds, across all workers), waits
-6 seconds, then reads every worker's PSS and RSS.
+6 seconds (--settle), then reads every worker's PSS and RSS.
 
 A file's pages (libjvm.so, the JDK's CDS archive) count 1/k in the PSS of
 each of the k processes mapping them, other JVMs on the machine included:
@@ -16,6 +16,7 @@ plus shared ones divided by the workers.
 
   bench/memory.py [--workers 2,8] [--apps tiny,compojure] [--warmup 5]
                   [--jvm-option OPT ...] [--no-cache] [--detail DIR]
+                  [--settle 6]
 
 --detail DIR attributes the memory: each worker's PSS by mapping, from
 /proc/PID/smaps (the CDS archives, libjvm.so, [heap]; the Java heap,
@@ -123,7 +124,7 @@ def detail(dirname, app, workers, pids, env, nmt):
                     stderr=subprocess.STDOUT).stdout)
 
 
-def measure(app, workers, options, warmup, env, details=None):
+def measure(app, workers, options, warmup, env, details=None, settle=6):
     handler, classpath, path = APPS[app]
     port = free_port()
     cmd = [os.path.join(TOP, "bin/nginx-jvm"), "run", "--handler", handler,
@@ -156,8 +157,9 @@ def measure(app, workers, options, warmup, env, details=None):
         if warmup:
             subprocess.run(["wrk", "-t2", "-c50", "-d%ds" % warmup, url],
                            stdout=subprocess.DEVNULL, check=True)
-        # the JVM gives freed native memory back every 5 s
-        time.sleep(6)
+        # the JVM gives freed native memory back every 5 s; on a loaded
+        # machine C2 may still be compiling (and holding arenas) for longer
+        time.sleep(settle)
         pids = workers_of(proc.pid)
         stats = [rollup(p) for p in pids]
         if details:
@@ -190,6 +192,7 @@ def main():
     ap.add_argument("--jvm-option", action="append", default=[])
     ap.add_argument("--no-cache", action="store_true")
     ap.add_argument("--detail", metavar="DIR")
+    ap.add_argument("--settle", type=int, default=6)
     args = ap.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is needed (scripts/install-deps.sh)")
@@ -204,7 +207,7 @@ def main():
     for app in args.apps.split(","):
         for n in [int(w) for w in args.workers.split(",")]:
             m = measure(app, n, args.jvm_option, args.warmup, env,
-                        args.detail)
+                        args.detail, args.settle)
             print("%-10s %7d %8.1f %8.1f %8.1f %8.1f %8.1f" % (
                 app, m["workers"], m["pss"], m["anon"], m["file"], m["rss"],
                 m["alone"]))
