@@ -134,3 +134,25 @@ def test_collector_default(options, collector):
         assert n.get("/").status == 200
         pid = n.worker_pids()[0]
         assert bool(gc_threads(pid)) == collector, gc_threads(pid)
+
+
+ARGS_LOCATION = "        location / { jvm_content testapp.ring/jvm-args; }\n"
+
+
+def jvm_args(**kw):
+    with Nginx(ARGS_LOCATION, **kw) as n:
+        r = n.get("/")
+        assert r.status == 200, r.body
+        return r.body.decode().split("\n")
+
+
+def test_vm_defaults_reach_the_jvm():
+    """The module's memory defaults (docs/directives.md, jvm_options) are the
+    worker JVM's own arguments; one that jvm_options sets replaces them."""
+    args = jvm_args(workers=2)
+    for default in ("-XX:+UseSerialGC", "-Xms16m", "-XX:MaxRAMPercentage=12"):
+        assert default in args, args
+    args = jvm_args(http="    jvm_options -Xms48m -XX:MaxRAMPercentage=5;")
+    assert "-Xms48m" in args and "-Xms16m" not in args, args
+    assert [a for a in args if "MaxRAMPercentage" in a] \
+        == ["-XX:MaxRAMPercentage=5"], args

@@ -200,8 +200,9 @@ def prefix_of(proc):
 
 # The launcher's sizing: worker_connections from the hard descriptor limit,
 # a quarter of it (at most 1,024) kept for the JVM's own files, at most 64 K
-# descriptors; worker_rlimit_nofile the descriptors.
-FD_CAP, FD_RESERVE = 65536, 1024
+# descriptors and 10,240 connections (nginx writes every one at a worker's
+# start); worker_rlimit_nofile the descriptors.
+FD_CAP, FD_RESERVE, CONN_CAP = 65536, 1024, 10240
 
 
 def hard_limit():
@@ -222,7 +223,7 @@ def sizing(conf):
                                         conf, re.M)])
 
 
-@pytest.mark.parametrize("hard", [None, 1000, 8192])
+@pytest.mark.parametrize("hard", [None, 1000, 8192, 16384])
 def test_connections_follow_the_descriptor_limit(hard):
     kw = {"preexec_fn": limited(hard)} if hard else {}
     r = run("run", "--handler", "testapp.offloop/fast", "--classpath",
@@ -231,11 +232,14 @@ def test_connections_follow_the_descriptor_limit(hard):
     limit = hard or hard_limit()
     nofile = min(limit, FD_CAP)
     reserve = min(nofile // 4, FD_RESERVE)
-    assert sizing(r.stdout) == (nofile - reserve, [nofile]), r.stdout
+    connections = min(nofile - reserve, CONN_CAP)
+    assert sizing(r.stdout) == (connections, [nofile]), r.stdout
     # --print-config says where the numbers come from
     assert ("# worker_connections %d, worker_rlimit_nofile %d: from the "
-            "descriptor limit (ulimit -Hn %d)" % (nofile - reserve, nofile,
+            "descriptor limit (ulimit -Hn %d)" % (connections, nofile,
                                                  limit)) in r.stdout
+    if nofile - reserve > CONN_CAP:
+        assert "at most %d connections" % CONN_CAP in r.stdout
 
 
 def test_given_connections_and_rlimit_are_kept():

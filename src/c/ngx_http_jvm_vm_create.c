@@ -353,11 +353,15 @@ ngx_http_jvm_vm_defaults(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
      * of the machine for each JVM, and there is a JVM per worker; and its
      * initial heap (1/64 of the machine) is touched, young generation
      * first, as the worker runs.  So: a small start, and a quarter of the
-     * machine shared by all the workers at most.
+     * machine shared by all the workers at most.  16 MB rather than 32:
+     * the serial collector's young generation, a third of it, is all
+     * touched within seconds of load; a worker whose live data is small
+     * keeps 5 MB less of it, and one whose heap needs more grows it, young
+     * generation too (bench/results/2026-11-27-memory.md).
      */
 
     if (!ngx_http_jvm_vm_has_option(jmcf, initial)) {
-        options[n++].optionString = "-Xms32m";
+        options[n++].optionString = "-Xms16m";
     }
 
     if (!ngx_http_jvm_vm_has_option(jmcf, maximum)) {

@@ -192,6 +192,15 @@
    :headers {"Content-Type" "text/plain"}
    :body (str (.pid (java.lang.ProcessHandle/current)))})
 
+(defn jvm-args
+  "The worker JVM's own arguments, one a line: the module's defaults and
+  jvm_options as the JVM took them."
+  [_]
+  {:status 200
+   :headers {"Content-Type" "text/plain"}
+   :body (apply str (interpose "\n" (.getInputArguments
+                                     (java.lang.management.ManagementFactory/getRuntimeMXBean))))})
+
 (defn slow
   "Sleeps ?ms= (default 1000) on the thread that runs handlers."
   [req]
