@@ -144,12 +144,13 @@ final class Worker {
         if (!(handler instanceof Handler)) {
             return notLoaded(index, handler, Handler.class);
         }
+        // measured from the request's decoding on, as docs/operations.md says
+        boolean metered = Meter.on;
+        long alloc = metered ? Meter.allocNow() : 0, cpu = metered ? Meter.cpuNow() : 0;
         Request request = request(length);
         request.handle = r;
         request.beforeContent = phase == Wire.PHASE_REWRITE || phase == Wire.PHASE_ACCESS;
         long started = System.nanoTime();
-        boolean metered = Meter.on;
-        long alloc = metered ? Meter.allocNow() : 0, cpu = metered ? Meter.cpuNow() : 0;
         boolean answered = true;
         Metrics.inFlight.incrementAndGet();
         // a body sent in pieces may read the request's body: it keeps the files
