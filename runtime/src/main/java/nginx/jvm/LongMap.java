@@ -7,8 +7,10 @@ import java.util.Arrays;
  * by id): open addressing with linear probing, no entry object and no
  * boxed key per put, where a HashMap of Long makes both (48 bytes a
  * request: bench/results/2026-11-27-alloc.md). Null values are not kept.
+ * As a {@link java.util.Map} it reads only (size, get, a snapshot of its
+ * entries): what the tests' apps look at by reflection.
  */
-final class LongMap<V> {
+final class LongMap<V> extends java.util.AbstractMap<Long, V> {
     private long[] keys;
     private Object[] values;
     private int size;
@@ -18,8 +20,31 @@ final class LongMap<V> {
         values = new Object[16];
     }
 
-    int size() {
+    @Override
+    public int size() {
         return size;
+    }
+
+    @Override
+    public V get(Object key) {
+        return key instanceof Long ? get(((Long) key).longValue()) : null;
+    }
+
+    @Override
+    public boolean containsKey(Object key) {
+        return get(key) != null;
+    }
+
+    /** A snapshot of the entries (tests, debugging): not a view. */
+    @Override
+    public java.util.Set<Entry<Long, V>> entrySet() {
+        java.util.Map<Long, V> copy = new java.util.LinkedHashMap<>();
+        for (int i = 0; i < keys.length; i++) {
+            if (values[i] != null) {
+                copy.put(keys[i], castValue(values[i]));
+            }
+        }
+        return java.util.Collections.unmodifiableMap(copy).entrySet();
     }
 
     private int slot(long key) {
@@ -109,7 +134,8 @@ final class LongMap<V> {
         return (V) o;
     }
 
-    void clear() {
+    @Override
+    public void clear() {
         Arrays.fill(values, null);
         size = 0;
     }

@@ -21,7 +21,7 @@ class LongMapTest {
             long key = random.nextInt(300) * (random.nextBoolean() ? 1L : 1L << 40);
             switch (random.nextInt(3)) {
                 case 0:
-                    assertEquals(ref.put(key, (long) n), map.put(key, (long) n));
+                    assertEquals(ref.put(key, Long.valueOf(n)), map.put(key, Long.valueOf(n)));
                     break;
                 case 1:
                     assertEquals(ref.remove(key), map.remove(key));
@@ -32,8 +32,12 @@ class LongMapTest {
             assertEquals(ref.size(), map.size());
         }
         for (Map.Entry<Long, Long> e : ref.entrySet()) {
-            assertEquals(e.getValue(), map.get(e.getKey()));
+            assertEquals(e.getValue(), map.get(e.getKey().longValue()));
         }
+        // read as a Map (the tests' apps do, by reflection)
+        assertEquals(ref, new HashMap<>(map));
+        Map<Long, Long> asMap = map;
+        assertEquals(ref.size(), asMap.size());
     }
 
     @Test
