@@ -20,6 +20,14 @@ import java.nio.charset.StandardCharsets;
  *     bench/java/bench/JavaRoutes.java
  * java -cp "/tmp/sites:build/nginx-jvm.jar:build/lib/*:bench/ring" nginx.jvm.AllocSites
  * </pre>
+ *
+ * With the argument {@code coloop}, on a JDK 21 to 25 started with
+ * {@code --add-opens=java.base/java.lang=ALL-UNNAMED} (a worker reaches
+ * the JDK's builder through JNI instead), Worker.submit of jvm_mode coloop
+ * too: the request's task, its virtual thread carried by the calling
+ * thread as the loop carries it, answered in its first slice. (The
+ * runtime's abort threads then print an UnsatisfiedLinkError as they
+ * start: outside a worker there are no natives; nothing measured needs them.)
  */
 public final class AllocSites {
     private static final com.sun.management.ThreadMXBean MX =
@@ -30,6 +38,10 @@ public final class AllocSites {
     public static void main(String[] args) throws Exception {
         byte[] req = request("GET", "/hello", "HTTP/1.1", "127.0.0.1", "127.0.0.1",
                 new String[] {"Host", "127.0.0.1:8080"});
+        boolean coloop = args.length > 0 && args[0].equals("coloop");
+        if (coloop) {
+            coloop();
+        }
         int index = 0;
         for (String name : new String[] {"bench.routes/handler", "bench.JavaRoutes"}) {
             Handler h = (Handler) Handlers.load(name);
@@ -56,7 +68,38 @@ public final class AllocSites {
                 sink = Handlers.call(h, shared);
             });
             measure("  the response's encoding", () -> enc.encode(r));
+            if (coloop) {
+                long[] id = {1};
+                measure("  Worker.submit, jvm_mode coloop (answered inline)", () -> {
+                    ByteBuffer b = Worker.requestBuffer(req.length);
+                    Wire.put(b, 0, req, 0, req.length);
+                    int n = Worker.submit(at, req.length, id[0]++, Wire.COLOOP, false, 0L,
+                            Wire.PHASE_CONTENT);
+                    if (n == Wire.ACCEPTED) {
+                        throw new IllegalStateException("not answered in its first slice");
+                    }
+                });
+            }
         }
+    }
+
+    /** Worker's tasks get a coloop scheduler on this thread, as a worker's loop has. */
+    private static void coloop() throws Exception {
+        java.lang.reflect.Field f = Worker.class.getDeclaredField("tasks");
+        f.setAccessible(true);
+        Tasks tasks = (Tasks) f.get(null);
+        String error = tasks.configure(0, 0, 1024, true, false);
+        if (error != null) {
+            throw new IllegalStateException(error);
+        }
+        String[] why = new String[1];
+        LoopScheduler s = LoopScheduler.open(() -> { }, why, LoopScheduler.REFLECTION);
+        if (s == null) {
+            throw new IllegalStateException(why[0]);
+        }
+        java.lang.reflect.Field c = Tasks.class.getDeclaredField("coloop");
+        c.setAccessible(true);
+        c.set(tasks, s);
     }
 
     private static void measure(String what, Runnable step) {
