@@ -303,6 +303,13 @@ bench-reload: all
 bench-reload-open: all
 	python3 bench/reload_open.py $(RELOAD_BENCH_ARGS)
 
+# Bytes allocated per request in the JVMs, Ring and Java handler, loop,
+# coloop, pool and virtual (a count, not a timing: about 20 minutes;
+# ALLOC_BENCH_ARGS="--servers ring-loop --requests 100000" for less)
+.PHONY: bench-alloc
+bench-alloc: all
+	python3 bench/alloc.py $(ALLOC_BENCH_ARGS)
+
 # A cluster on one machine (docs/scale-out.md): three nginx-jvm hosts with
 # examples/live and examples/notes, a plain nginx front, Redis, each a
 # network namespace (root). `make cluster` brings it up and prints the

@@ -387,10 +387,11 @@ class Fleet:
     def _prepare(self):
         (self.work / "index.html").write_bytes(file_body())
         if any(NGINX_JVM.get(n, ("", [], "", False))[3] for n in self.names):
+            # its handler only: bench/java's others need Jedis (shared.py's)
             classes = self.work / "classes"
             subprocess.run([JDK17 + "/bin/javac", "-nowarn", "--release", "17",
-                            "-cp", str(JAR), "-d", str(classes)]
-                           + sorted(map(str, JAVA_APP.rglob("*.java"))),
+                            "-cp", str(JAR), "-d", str(classes),
+                            str(JAVA_APP / "bench" / "JavaRoutes.java")],
                            check=True)
 
     def _start(self, name):

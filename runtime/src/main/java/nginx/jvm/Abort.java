@@ -5,7 +5,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.Executor;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 
 /**
  * Whether a task's client left before its response was complete, and what
@@ -23,15 +24,25 @@ final class Abort {
     private static final int LIVE = 0, ABORTED = 1, COMPLETED = 2;
 
     private final Executor callbacks;
-    private final Object lock = new Object();
+    /** Its own lock ({@code synchronized (this)}): no object of its own per request. */
     /**
      * LIVE until the loop ends it. Changed from LIVE under the lock, except
      * by {@link #complete}: the loop calls that for every request, while the
      * handler's thread may still hold the lock in {@link #leave}, and the
      * loop must not wait for it (profiled: the loop parked there).
      */
-    private final AtomicInteger end = new AtomicInteger(LIVE);
-    // guarded by lock
+    private volatile int end = LIVE;
+    private static final VarHandle END;
+
+    static {
+        try {
+            END = MethodHandles.lookup().findVarHandle(Abort.class, "end", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    // guarded by this
     private List<Runnable> registered;
     private Thread handlerThread;
     /** This abort interrupted handlerThread: the flag is cleared before the thread moves on. */
@@ -44,8 +55,8 @@ final class Abort {
     /** Any thread: see {@link Request#onAbort}. */
     boolean onAbort(Runnable callback) {
         Objects.requireNonNull(callback, "callback");
-        synchronized (lock) {
-            int e = end.get();
+        synchronized (this) {
+            int e = end;
             if (e == COMPLETED) {
                 return false;
             }
@@ -63,7 +74,7 @@ final class Abort {
     }
 
     boolean aborted() {
-        return end.get() == ABORTED;
+        return end == ABORTED;
     }
 
     /**
@@ -71,8 +82,8 @@ final class Abort {
      * from now on; false when the request is over already (nothing to run).
      */
     boolean enter() {
-        synchronized (lock) {
-            if (end.get() != LIVE) {
+        synchronized (this) {
+            if (end != LIVE) {
                 return false;
             }
             handlerThread = Thread.currentThread();
@@ -82,7 +93,7 @@ final class Abort {
 
     /** The handler's call is over: no interrupt reaches the thread's next work. */
     void leave() {
-        synchronized (lock) {
+        synchronized (this) {
             handlerThread = null;
             if (interruptSent) {
                 interruptSent = false;
@@ -94,8 +105,8 @@ final class Abort {
     /** Event loop: the client left; interrupts the handler's call if asked. */
     void abort(boolean interrupt) {
         List<Runnable> todo;
-        synchronized (lock) {
-            if (!end.compareAndSet(LIVE, ABORTED)) {
+        synchronized (this) {
+            if (!END.compareAndSet(this, LIVE, ABORTED)) {
                 return;
             }
             todo = registered;
@@ -116,7 +127,7 @@ final class Abort {
      * before the end). Without the lock, see {@link #end}.
      */
     void complete() {
-        end.compareAndSet(LIVE, COMPLETED);
+        END.compareAndSet(this, LIVE, COMPLETED);
     }
 
     private void run(List<Runnable> todo) {

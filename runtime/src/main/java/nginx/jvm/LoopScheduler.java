@@ -109,9 +109,16 @@ final class LoopScheduler implements Executor {
         }
     }
 
-    /** A thread this scheduler started: what it serves, for the watchdog's warning. */
-    static final class Carried {
+    /**
+     * A thread this scheduler started: what it serves, for the watchdog's
+     * warning; and what the thread runs (it is the thread's Runnable: no
+     * wrapper object per thread).
+     */
+    static final class Carried implements Runnable {
         final String what;
+        private final Runnable work;
+        /** Run as the thread ends, on the loop (null: nothing). */
+        private final Runnable onEnd;
         /** Its request's cost, measured slice by slice (null: not measured). */
         Meter meter;
         volatile Thread thread;
@@ -121,7 +128,25 @@ final class LoopScheduler implements Executor {
         boolean ended;
 
         Carried(String what) {
+            this(what, null, null);
+        }
+
+        Carried(String what, Runnable work, Runnable onEnd) {
             this.what = what;
+            this.work = work;
+            this.onEnd = onEnd;
+        }
+
+        @Override
+        public void run() {
+            try {
+                work.run();
+            } finally {
+                ended = true;
+                if (onEnd != null) {
+                    onEnd.run();
+                }
+            }
         }
     }
 
@@ -223,15 +248,14 @@ final class LoopScheduler implements Executor {
      * (the first, run at once, is its caller's: the loop measures it).
      */
     Thread start(Runnable work, String what, boolean now, Meter meter) {
-        Carried c = new Carried(what);
+        return start(work, what, now, meter, null);
+    }
+
+    /** As above; {@code onEnd} runs on the loop as the thread ends, whatever way it does. */
+    Thread start(Runnable work, String what, boolean now, Meter meter, Runnable onEnd) {
+        Carried c = new Carried(what, work, onEnd);
         c.meter = meter;
-        Thread t = threads.newThread(() -> {
-            try {
-                work.run();
-            } finally {
-                c.ended = true;
-            }
-        });
+        Thread t = threads.newThread(c);
         c.thread = t;
         starting = c;
         startNow = now;

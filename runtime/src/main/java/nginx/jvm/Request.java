@@ -19,12 +19,15 @@ import java.util.Map;
 public final class Request {
     private static final int METHOD = 0, URI = 1, QUERY = 2, PROTOCOL = 3,
             SERVER_NAME = 4, REMOTE_ADDR = 5, CLIENT_CERT = 6, STRINGS = 7;
+    /** int flags, int server port, int status, long bytes sent; then the strings. */
+    private static final int FIXED = 20;
 
+    /**
+     * The request's bytes, whose fixed part (flags, port, status, bytes
+     * sent) is read from here when asked: every field is an allocated byte
+     * per request (bench/results/2026-11-27-alloc.md).
+     */
     private final byte[] data;
-    private final int flags;
-    private final int serverPort;
-    private final int status;
-    private final long bytesSent;
     /**
      * The address of nginx's request while it lives, 0 afterwards; read and
      * written on the event loop only (a JVM thread reads it after a hop).
@@ -44,10 +47,8 @@ public final class Request {
      * handler): what {@link #onAbort} registers with.
      */
     volatile Abort abort;
-    /** Event loop: the ids of its subrequests in flight. */
-    final java.util.List<Integer> subrequests = new java.util.ArrayList<>(0);
-    // Offsets of the length words of the fixed strings, then of the headers.
-    private final int[] offsets = new int[STRINGS];
+    /** Event loop: the ids of its subrequests in flight; null until it starts one. */
+    java.util.List<Integer> subrequests;
     private final int headerCount;
     private final int headersAt;
     private int bodyAt = -1;
@@ -66,18 +67,13 @@ public final class Request {
 
     Request(byte[] data) {
         this.data = data;
-        this.flags = Wire.getInt(data, 0);
-        this.serverPort = Wire.getInt(data, 4);
-        this.status = Wire.getInt(data, 8);
-        this.bytesSent = Wire.getLong(data, 12);
-        int pos = 20;
+        int pos = FIXED;
         for (int i = 0; i < STRINGS; i++) {
-            offsets[i] = pos;
             pos += 4 + Wire.getInt(data, pos);
         }
         this.headerCount = Wire.getInt(data, pos);
         this.headersAt = pos + 4;
-        if ((flags & Wire.REQ_BODY_FILE) != 0) {
+        if ((flags() & Wire.REQ_BODY_FILE) != 0) {
             pairs();
             try {
                 files = RequestBody.openFiles(data, bodyAt);
@@ -110,15 +106,78 @@ public final class Request {
 
     /** True when the body still arrives and is read as it does (jvm_request_buffering off). */
     boolean streamsBody() {
-        return (flags & Wire.REQ_BODY_STREAM) != 0;
+        return (flags() & Wire.REQ_BODY_STREAM) != 0;
     }
 
     private String string(int at) {
         return new String(data, at + 4, Wire.getInt(data, at), StandardCharsets.ISO_8859_1);
     }
 
+    private int flags() {
+        return Wire.getInt(data, 0);
+    }
+
+    /** Where fixed string {@code which} (its length word) is: a few reads, no table kept. */
+    private int offset(int which) {
+        int pos = FIXED;
+        for (int i = 0; i < which; i++) {
+            pos += 4 + Wire.getInt(data, pos);
+        }
+        return pos;
+    }
+
     private String field(int which) {
-        return string(offsets[which]);
+        return string(offset(which));
+    }
+
+    /**
+     * The methods, protocols and header names nearly every request has,
+     * answered as these constants rather than a new String each time (a
+     * String and its bytes: 48 bytes or more a request each;
+     * bench/results/2026-11-27-alloc.md). Header names lower-case.
+     */
+    private static final String[] METHODS = {"GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS", "PATCH"};
+    private static final String[] PROTOCOLS = {"HTTP/1.1", "HTTP/1.0", "HTTP/2.0", "HTTP/3.0"};
+    private static final String[] NAMES = {"host", "user-agent", "accept", "accept-encoding",
+        "accept-language", "connection", "content-type", "content-length", "cookie", "referer",
+        "origin", "cache-control", "pragma", "authorization", "if-none-match", "if-modified-since",
+        "upgrade", "upgrade-insecure-requests", "x-forwarded-for", "x-forwarded-proto", "x-real-ip",
+        "x-requested-with", "sec-fetch-dest", "sec-fetch-mode", "sec-fetch-site", "sec-fetch-user",
+        "sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions", "dnt", "te",
+        "transfer-encoding", "range", "priority"};
+
+    /**
+     * The string of {@code table} that the {@code len} bytes at {@code off}
+     * spell (ASCII letters in any case when {@code anyCase}: the table's are
+     * lower-case), or null.
+     */
+    static String known(String[] table, byte[] b, int off, int len, boolean anyCase) {
+        for (String k : table) {
+            if (k.length() != len) {
+                continue;
+            }
+            int i = 0;
+            while (i < len) {
+                int c = b[off + i];
+                if (anyCase && c >= 'A' && c <= 'Z') {
+                    c += 32;
+                }
+                if (c != k.charAt(i)) {
+                    break;
+                }
+                i++;
+            }
+            if (i == len) {
+                return k;
+            }
+        }
+        return null;
+    }
+
+    private String field(int which, String[] table) {
+        int at = offset(which);
+        String k = known(table, data, at + 4, Wire.getInt(data, at), false);
+        return k != null ? k : string(at);
     }
 
     /**
@@ -126,12 +185,12 @@ public final class Request {
      * (jvm_log) or header filter sees; 0 before a response exists.
      */
     public int status() {
-        return status;
+        return Wire.getInt(data, 8);
     }
 
     /** For a log handler (jvm_log): the bytes nginx sent to the client, headers included. */
     public long bytesSent() {
-        return bytesSent;
+        return Wire.getLong(data, 12);
     }
 
     /**
@@ -466,6 +525,9 @@ public final class Request {
                     throw new IllegalStateException("a subrequest needs a request that can wait for it:"
                             + " a handler with jvm_async on, or in jvm_mode pool or virtual");
                 }
+                if (subrequests == null) {
+                    subrequests = new java.util.ArrayList<>(2);
+                }
                 subrequests.add(Subrequests.start(r, spec, f));
             } catch (Throwable t) {
                 f.completeExceptionally(t);
@@ -526,7 +588,7 @@ public final class Request {
     /** The method as sent, in upper case: "GET", "POST", ... */
     public String method() {
         if (method == null) {
-            method = field(METHOD);
+            method = field(METHOD, METHODS);
         }
         return method;
     }
@@ -541,7 +603,7 @@ public final class Request {
 
     /** What follows the first '?' of the request target, or null when there is no '?'. */
     public String queryString() {
-        if ((flags & Wire.REQ_HAS_QUERY) == 0) {
+        if ((flags() & Wire.REQ_HAS_QUERY) == 0) {
             return null;
         }
         if (query == null) {
@@ -553,18 +615,18 @@ public final class Request {
     /** "HTTP/1.0", "HTTP/1.1" or "HTTP/2.0". */
     public String protocol() {
         if (protocol == null) {
-            protocol = field(PROTOCOL);
+            protocol = field(PROTOCOL, PROTOCOLS);
         }
         return protocol;
     }
 
     /** True for a valid WebSocket opening handshake (RFC 6455), which nginx checked. */
     public boolean isWebSocketUpgrade() {
-        return (flags & Wire.REQ_WEBSOCKET) != 0;
+        return (flags() & Wire.REQ_WEBSOCKET) != 0;
     }
 
     public boolean isHttps() {
-        return (flags & Wire.REQ_HTTPS) != 0;
+        return (flags() & Wire.REQ_HTTPS) != 0;
     }
 
     public String scheme() {
@@ -581,7 +643,7 @@ public final class Request {
 
     /** The local port the connection arrived on. */
     public int serverPort() {
-        return serverPort;
+        return Wire.getInt(data, 4);
     }
 
     public String remoteAddr() {
@@ -593,7 +655,7 @@ public final class Request {
 
     /** The verified client certificate of a TLS connection, or null. */
     public X509Certificate sslClientCert() {
-        int at = offsets[CLIENT_CERT];
+        int at = offset(CLIENT_CERT);
         int len = Wire.getInt(data, at);
         if (len == 0) {
             return null;
@@ -707,20 +769,30 @@ public final class Request {
      * response alike): its value without quotes, or null.
      */
     static String charsetParameter(String contentType) {
-        if (contentType == null) {
+        int at = charsetAt(contentType);
+        if (at < 0) {
             return null;
+        }
+        int n = contentType.length();
+        int end = at;
+        while (end < n && contentType.charAt(end) != ';' && contentType.charAt(end) != ' ') {
+            end++;
+        }
+        return contentType.substring(at, end).replace("\"", "");
+    }
+
+    /** Where the value of the first "charset=" of a Content-Type value begins, or -1. */
+    static int charsetAt(String contentType) {
+        if (contentType == null) {
+            return -1;
         }
         int n = contentType.length();
         for (int i = 0; i + 8 <= n; i++) {
             if (contentType.regionMatches(true, i, "charset=", 0, 8)) {
-                int end = i + 8;
-                while (end < n && contentType.charAt(end) != ';' && contentType.charAt(end) != ' ') {
-                    end++;
-                }
-                return contentType.substring(i + 8, end).replace("\"", "");
+                return i + 8;
             }
         }
-        return null;
+        return -1;
     }
 
     /**
@@ -753,6 +825,10 @@ public final class Request {
     }
 
     static String lowerCase(byte[] b, int off, int len) {
+        String k = known(NAMES, b, off, len, true);
+        if (k != null) {
+            return k;
+        }
         for (int i = off; i < off + len; i++) {
             if (b[i] >= 'A' && b[i] <= 'Z') {
                 byte[] copy = new byte[len];

@@ -2,8 +2,7 @@ package nginx.jvm;
 
 import java.io.File;
 import java.io.InputStream;
-import java.util.ArrayList;
-import java.util.List;
+import java.util.Arrays;
 
 /**
  * What a handler answers: a status, header fields and a body.
@@ -17,8 +16,16 @@ import java.util.List;
  */
 public final class Response {
     private int status;
-    // Names and values alternate; a name may repeat (Set-Cookie).
-    private final List<String> headers = new ArrayList<>(8);
+    /**
+     * {@code fields} header fields; a name may repeat (Set-Cookie). The
+     * first in two fields of its own, the others' names and values
+     * alternating in an array made at the second, grown when full: a
+     * response of one field (most: a Content-Type) is one object, with no
+     * list and no array (bench/results/2026-11-27-alloc.md).
+     */
+    private String name0, value0;
+    private String[] headers;
+    private int fields;
     private Object body;
     private WebSocketListener listener;
 
@@ -45,8 +52,21 @@ public final class Response {
 
     /** Adds a header field; call again with the same name for several fields. */
     public Response header(String name, String value) {
-        headers.add(name);
-        headers.add(value);
+        if (fields == 0) {
+            name0 = name;
+            value0 = value;
+        } else {
+            String[] h = headers;
+            int at = 2 * (fields - 1);
+            if (h == null) {
+                h = headers = new String[6];
+            } else if (at == h.length) {
+                h = headers = Arrays.copyOf(h, 2 * h.length);
+            }
+            h[at] = name;
+            h[at + 1] = value;
+        }
+        fields++;
         return this;
     }
 
@@ -81,22 +101,29 @@ public final class Response {
     }
 
     public int headerCount() {
-        return headers.size() / 2;
+        return fields;
     }
 
     public String headerName(int i) {
-        return headers.get(2 * i);
+        return check(i) == 0 ? name0 : headers[2 * (i - 1)];
     }
 
     public String headerValue(int i) {
-        return headers.get(2 * i + 1);
+        return check(i) == 0 ? value0 : headers[2 * (i - 1) + 1];
+    }
+
+    private int check(int i) {
+        if (i < 0 || i >= fields) {
+            throw new IndexOutOfBoundsException("header field " + i + " of " + fields);
+        }
+        return i;
     }
 
     /** The value of the first field named {@code name} (any case), or null. */
     public String header(String name) {
-        for (int i = 0; i < headers.size(); i += 2) {
-            if (headers.get(i).equalsIgnoreCase(name)) {
-                return headers.get(i + 1);
+        for (int i = 0; i < fields; i++) {
+            if (headerName(i).equalsIgnoreCase(name)) {
+                return headerValue(i);
             }
         }
         return null;

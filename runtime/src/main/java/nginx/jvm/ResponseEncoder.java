@@ -246,7 +246,7 @@ final class ResponseEncoder {
             return buffer.position();
         }
         if (body instanceof String) {
-            return inline(kindAt, ((String) body).getBytes(charset(contentType)));
+            return inline(kindAt, (String) body, charset(contentType));
         }
         if (body instanceof byte[]) {
             return inline(kindAt, (byte[]) body);
@@ -311,6 +311,38 @@ final class ResponseEncoder {
                 + body.getClass().getName() + ", which nginx-jvm cannot send");
     }
 
+    /** Strings up to this length are written into the buffer as they are read, when ASCII. */
+    static final int DIRECT = 8192;
+
+    /**
+     * A String body: ASCII text in an ASCII-compatible charset (UTF-8,
+     * ISO-8859-1, US-ASCII: one byte a char, the same) is written into the
+     * buffer char by char, with no byte array of its own; anything else is
+     * encoded as before.
+     */
+    private int inline(int kindAt, String s, Charset cs) {
+        int len = s.length();
+        if (len > DIRECT || len > buffer.remaining() - 4
+                || cs != StandardCharsets.UTF_8 && cs != StandardCharsets.ISO_8859_1
+                && cs != StandardCharsets.US_ASCII) {
+            return inline(kindAt, s.getBytes(cs));
+        }
+        ByteBuffer b = buffer;
+        int at = b.position() + 4;
+        for (int i = 0; i < len; i++) {
+            char c = s.charAt(i);
+            if (c >= 0x80) {
+                // what was written is written over
+                return inline(kindAt, s.getBytes(cs));
+            }
+            b.put(at + i, (byte) c);
+        }
+        b.putInt(kindAt, Wire.BODY_INLINE).putLong(kindAt + 4, len);
+        b.putInt(len);
+        b.position(at + len);
+        return b.position();
+    }
+
     private int inline(int kindAt, byte[] bytes) {
         if (buffer.remaining() < 4) {
             throw new BufferOverflowException();
@@ -364,6 +396,15 @@ final class ResponseEncoder {
 
     /** The charset named by a Content-Type value, UTF-8 when it names none or an unknown one. */
     static Charset charset(String contentType) {
+        if (contentType == null || contentType.indexOf('=') < 0) {
+            return StandardCharsets.UTF_8;      // most: no parameter, nothing to parse
+        }
+        int at = Request.charsetAt(contentType);
+        if (at >= 0 && contentType.regionMatches(true, at, "utf-8", 0, 5)
+                && (at + 5 == contentType.length() || contentType.charAt(at + 5) == ';'
+                    || contentType.charAt(at + 5) == ' ')) {
+            return StandardCharsets.UTF_8;      // the common one, without a String made of it
+        }
         String name = Request.charsetParameter(contentType);
         if (name == null) {
             return StandardCharsets.UTF_8;

@@ -2,6 +2,7 @@ package nginx.jvm;
 
 import clojure.lang.AFn;
 import clojure.lang.IFn;
+import clojure.lang.IKVReduce;
 import clojure.lang.ILookup;
 import clojure.lang.IMapIterable;
 import clojure.lang.Keyword;
@@ -219,8 +220,12 @@ final class RingHandler implements Handler, AsyncHandler, PhaseHandler, Variable
                     + RT.printString(status) + ", not a number");
         }
         Object headers = map.valAt(HEADERS);
-        if (headers instanceof IMapIterable) {
-            // Clojure's maps: keys and values without an entry object each
+        if (headers instanceof IKVReduce && headers instanceof Map) {
+            // Clojure's maps reduce over their own arrays: no iterator, no entry
+            // (a vector is an IKVReduce too, of index and element: not a map)
+            ((IKVReduce) headers).kvreduce(ADD_HEADER, response);
+        } else if (headers instanceof IMapIterable) {
+            // keys and values without an entry object each
             Iterator<?> keys = ((IMapIterable) headers).keyIterator();
             Iterator<?> values = ((IMapIterable) headers).valIterator();
             while (keys.hasNext()) {
@@ -290,6 +295,15 @@ final class RingHandler implements Handler, AsyncHandler, PhaseHandler, Variable
         }
         return (int) v;
     }
+
+    /** (f response name value): adds the field, answers the response (kvreduce's accumulator). */
+    private static final IFn ADD_HEADER = new AFn() {
+        @Override
+        public Object invoke(Object response, Object key, Object value) {
+            header((Response) response, key, value);
+            return response;
+        }
+    };
 
     /** One Ring header: a String, or a seq of Strings for several fields. */
     private static void header(Response response, Object key, Object value) {

@@ -87,6 +87,9 @@ final class Subrequests {
      * subrequests in flight) fails; nginx normally finishes them first.
      */
     static void abandon(List<Integer> ids) {
+        if (ids == null || ids.isEmpty()) {
+            return;             // most requests: no copy of an empty list
+        }
         for (Integer id : new ArrayList<>(ids)) {
             CompletableFuture<Response> f = pending.remove(id);
             if (f != null) {

@@ -1,7 +1,8 @@
 package nginx.jvm;
 
 import java.lang.System.Logger.Level;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 
 /**
  * One request served off the event loop (or answered later by an async
@@ -18,15 +19,33 @@ final class Task implements Responder, Runnable {
     final int phase;
     /** System.nanoTime() when the request reached the JVM (jvm_status). */
     final long started = System.nanoTime();
-    /** True while the task is on the ready queue (see {@link Tasks#ready}). */
-    final AtomicBoolean queued = new AtomicBoolean();
+    /**
+     * True while the task is on the ready queue (see {@link Tasks#ready}); the
+     * flags are fields of the task's own, set through VarHandles, not an
+     * AtomicBoolean each: three objects less per request
+     * (bench/results/2026-11-27-alloc.md).
+     */
+    private volatile boolean queued;
     /** True while the task is on the queue of bodies with room (see {@link Tasks#room}). */
-    final AtomicBoolean roomQueued = new AtomicBoolean();
+    private volatile boolean roomQueued;
     private final Object handler;
     final Request request;
     final boolean async;
     private final Tasks tasks;
-    private final AtomicBoolean done = new AtomicBoolean();
+    /** Set by the first respond or raise: the others are ignored. */
+    private volatile boolean done;
+    private static final VarHandle QUEUED, ROOM_QUEUED, DONE;
+
+    static {
+        try {
+            MethodHandles.Lookup l = MethodHandles.lookup();
+            QUEUED = l.findVarHandle(Task.class, "queued", boolean.class);
+            ROOM_QUEUED = l.findVarHandle(Task.class, "roomQueued", boolean.class);
+            DONE = l.findVarHandle(Task.class, "done", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     // Written once by the completing thread before the task is queued as
     // ready; the queue hands them to the event loop safely.
@@ -94,6 +113,26 @@ final class Task implements Responder, Runnable {
         }
     }
 
+    /** Any thread: puts it on the ready queue; false when it is there already. */
+    boolean enqueue() {
+        return QUEUED.compareAndSet(this, false, true);
+    }
+
+    /** Event loop: taken off the ready queue. */
+    void dequeued() {
+        queued = false;
+    }
+
+    /** Any thread: puts it on the queue of bodies with room; false when it is there already. */
+    boolean enqueueRoom() {
+        return ROOM_QUEUED.compareAndSet(this, false, true);
+    }
+
+    /** Event loop: taken off the queue of bodies with room. */
+    void dequeuedRoom() {
+        roomQueued = false;
+    }
+
     boolean onHandlerThread() {
         return handlerThread == Thread.currentThread();
     }
@@ -112,7 +151,7 @@ final class Task implements Responder, Runnable {
             fail("the handler responded with no response (null)", null);
             return;
         }
-        if (!done.compareAndSet(false, true)) {
+        if (!DONE.compareAndSet(this, false, true)) {
             LOG.log(Level.DEBUG, "respond() after the response was given: ignored");
             return;
         }
@@ -136,7 +175,7 @@ final class Task implements Responder, Runnable {
     }
 
     private void fail(String message, Throwable t) {
-        if (!done.compareAndSet(false, true)) {
+        if (!DONE.compareAndSet(this, false, true)) {
             LOG.log(Level.DEBUG, "raise() after the response was given: ignored", t);
             return;
         }

@@ -1,7 +1,5 @@
 package nginx.jvm;
 
-import java.util.HashMap;
-import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -29,7 +27,7 @@ final class Tasks {
     private final Runnable beforeHandlers;
 
     // Event loop only.
-    private final Map<Long, Task> live = new HashMap<>();
+    private final LongMap<Task> live = new LongMap<>();
 
     private Pool pool;
     /**
@@ -63,6 +61,8 @@ final class Tasks {
      */
     private int coloopLive;
     private int coloopLimit;
+    /** As a coloop thread ends, on the loop (a carried thread ends where it runs): one object for all. */
+    private final Runnable coloopEnded = () -> coloopLive--;
     /**
      * Loop: the coloop task whose first slice runs now, inside {@link #submit}
      * (volatile: another thread may answer for it later), and whether it
@@ -397,14 +397,7 @@ final class Tasks {
         }
         coloopLive++;
         try {
-            coloop.start(() -> {
-                try {
-                    work.run();
-                } finally {
-                    // on the loop: a carried thread ends where it runs
-                    coloopLive--;
-                }
-            }, what, now, work instanceof Task ? ((Task) work).meter : null);
+            coloop.start(work, what, now, work instanceof Task ? ((Task) work).meter : null, coloopEnded);
             return null;
         } catch (RuntimeException e) {
             coloopLive--;
@@ -499,7 +492,7 @@ final class Tasks {
 
     /** From any thread: the task has something for the event loop. */
     void ready(Task task) {
-        if (task.queued.compareAndSet(false, true)) {
+        if (task.enqueue()) {
             if (task == inline) {
                 // answered in its first slice, on the loop: Worker.submit takes it
                 inlineReady = true;
@@ -521,7 +514,7 @@ final class Tasks {
      * loop may read on from the client.
      */
     void room(Task task) {
-        if (task.roomQueued.compareAndSet(false, true)) {
+        if (task.enqueueRoom()) {
             room.add(task);
             if (signalled.compareAndSet(false, true)) {
                 waker.run();
@@ -537,13 +530,13 @@ final class Tasks {
         signalled.set(false);
         Task t;
         while ((t = ready.poll()) != null) {
-            t.queued.set(false);
+            t.dequeued();
             if (!t.cancelled) {
                 return t.id;
             }
         }
         while ((t = room.poll()) != null) {
-            t.roomQueued.set(false);
+            t.dequeuedRoom();
             if (!t.cancelled) {
                 return t.id + Wire.POLL_BODY;
             }

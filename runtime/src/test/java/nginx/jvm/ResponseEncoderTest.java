@@ -50,6 +50,40 @@ class ResponseEncoderTest {
         assertNull(pending());
     }
 
+    /**
+     * ASCII Strings are written into the buffer char by char, others
+     * encoded: every one of these must come out as String.getBytes of its
+     * charset would, in the buffer or sent in pieces when too large for it,
+     * and a non-ASCII char anywhere (first, last) must fall back cleanly.
+     */
+    @Test
+    void stringBodiesAsTheirCharsetEncodesThem() throws IOException {
+        String ascii = "0123456789abcdef".repeat(300);            // 4800: in a 4096 buffer, pieces
+        String[] bodies = {"", "a", "Hello, Clojure!", "\u00e9", "caf\u00e9", "\u00e9abc",
+            "abc\u20ac", "\ud83d\ude00 smile", ascii.substring(0, 4000), ascii.substring(0, 4000) + "\u00e9",
+            ascii, "\ud800 lone surrogate", "tab\there\u007f"};
+        String[] types = {"text/plain", "text/plain; charset=utf-8", "text/plain;charset=UTF-8",
+            "text/html; charset=\"utf-8\"", "text/plain; charset=iso-8859-1",
+            "text/plain; charset=US-ASCII", "text/plain; charset=utf-16", "text/plain; charset=nope"};
+        for (String type : types) {
+            java.nio.charset.Charset cs = ResponseEncoder.charset(type);
+            for (String body : bodies) {
+                kept.clear();
+                DecodedResponse d = encode(Response.of(200, type, body));
+                byte[] want = body.getBytes(cs);
+                byte[] got = d.kind.equals("INLINE") ? d.body
+                        : drain(pending()).getBytes(StandardCharsets.ISO_8859_1);
+                assertArrayEquals(want, got, type + ", a body of " + body.length() + " chars");
+                assertEquals(want.length, d.contentLength);
+            }
+        }
+        assertEquals(StandardCharsets.UTF_8, ResponseEncoder.charset("text/plain; charset=utf-8"));
+        assertEquals(StandardCharsets.UTF_8, ResponseEncoder.charset("text/plain; charset=UTF-8; x=y"));
+        assertEquals(StandardCharsets.ISO_8859_1, ResponseEncoder.charset("text/plain; charset=latin1"));
+        assertEquals(StandardCharsets.UTF_8, ResponseEncoder.charset("text/plain; charset=utf-8x"));
+        assertEquals(StandardCharsets.UTF_8, ResponseEncoder.charset(null));
+    }
+
     @Test
     void inlineString() {
         DecodedResponse d = encode(Response.of(200, "text/plain", "h\u00e9llo \u20ac"));
