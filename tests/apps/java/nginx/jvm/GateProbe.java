@@ -39,7 +39,7 @@ public final class GateProbe implements AsyncHandler {
         byte[] spec = spec(method, uri, args, name, value);
         CompletableFuture<Response> f = new CompletableFuture<>();
         LoopCalls.call(() -> {
-            r.subrequests.add(Subrequests.start(r.live(), spec, f));
+            r.started(Subrequests.start(r.live(), spec, f));
             return null;
         });
         f.whenComplete((sub, e) -> {

@@ -49,6 +49,14 @@ public final class Request {
     volatile Abort abort;
     /** Event loop: the ids of its subrequests in flight; null until it starts one. */
     java.util.List<Integer> subrequests;
+
+    /** Event loop: a subrequest of this request's started, id {@code id}. */
+    void started(int id) {
+        if (subrequests == null) {
+            subrequests = new java.util.ArrayList<>(2);
+        }
+        subrequests.add(id);
+    }
     private final int headerCount;
     private final int headersAt;
     private int bodyAt = -1;
@@ -525,10 +533,7 @@ public final class Request {
                     throw new IllegalStateException("a subrequest needs a request that can wait for it:"
                             + " a handler with jvm_async on, or in jvm_mode pool or virtual");
                 }
-                if (subrequests == null) {
-                    subrequests = new java.util.ArrayList<>(2);
-                }
-                subrequests.add(Subrequests.start(r, spec, f));
+                started(Subrequests.start(r, spec, f));
             } catch (Throwable t) {
                 f.completeExceptionally(t);
             }
