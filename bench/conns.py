@@ -32,11 +32,14 @@ What it does and reports:
     sockets closed early (counted by the clients), and the server log's
     [error]/[crit]/[alert]/[emerg] lines. The run fails (exit 1) if any.
 
-Machine-wide settings: the one this may need is net.ipv4.tcp_mem (pages
-all TCP sockets may hold): during the broadcast every WebSocket's two ends
-may each hold a page for a moment, so its maximum must be at least N
-pages; when it is lower the script raises it (and fs.file-max, when below
-2.2 N) for the run and restores it at the end, saying so on stderr.  Every
+Machine-wide settings, raised for the run only when they are too low, and
+restored at the end (each change and its restoring said on stderr):
+net.netfilter.nf_conntrack_max (the firewall's connection tracking follows
+loopback connections on this machine, one entry per connection: 262,144 by
+default, and a full table drops SYNs); net.ipv4.tcp_mem (pages all TCP
+sockets may hold: during the broadcast every WebSocket's two ends may each
+hold a page for a moment, so its maximum must be at least N pages); and
+fs.file-max (two descriptors per connection, both ends being here).  Every
 process is ours: started here, stopped by its PID.  --time-limit bounds the
 whole run: past it everything is stopped and the run fails.
 """
@@ -96,6 +99,13 @@ def plan(conns, workers=None, clients=None, per_process=PER_PROCESS):
                          "descriptors each: more --clients"
                          % (clients, conns, FD_LIMIT))
     return http, ws, workers, shares
+
+
+def conntrack_needed(count, conns):
+    """Entries the connection-tracking table must have room for: those in
+    it now (other programs' connections, TIME_WAIT), one per connection of
+    the run and a fifth more for the ones closing and reopening."""
+    return count + int(1.2 * conns) + 10000
 
 
 def client_source(i):
@@ -246,6 +256,13 @@ class Sysctls:
                      [max(tcp_mem[0], conns // 2), max(tcp_mem[1], conns),
                       max(tcp_mem[2], 2 * conns)],
                      "a page per socket end for a moment during the broadcast")
+        if self._path("net.netfilter.nf_conntrack_max").exists():
+            count = int(self.get("net.netfilter.nf_conntrack_count")[0])
+            want = conntrack_needed(count, conns)
+            if int(self.get("net.netfilter.nf_conntrack_max")[0]) < want:
+                self.set("net.netfilter.nf_conntrack_max", [want],
+                         "connection tracking follows loopback connections "
+                         "here, an entry each: a full table drops SYNs")
         file_max = int(self.get("fs.file-max")[0])
         if file_max < 2.2 * conns:
             self.set("fs.file-max", [int(2.2 * conns)],
