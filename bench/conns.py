@@ -132,6 +132,26 @@ def parse_sockstat(text):
     return {}
 
 
+def parse_slabinfo(text):
+    """/proc/slabinfo -> {cache: bytes} (objects allocated x object size)."""
+    out = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) > 4 and not line.startswith(("slabinfo", "#")):
+            try:
+                out[f[0]] = out.get(f[0], 0) + int(f[2]) * int(f[3])
+            except ValueError:
+                pass
+    return out
+
+
+def slab_growth(before, after, top=8):
+    """The caches that grew most: [(cache, MB)]."""
+    grew = {k: after[k] - before.get(k, 0) for k in after}
+    return [(k, round(v / 1048576, 1)) for k, v in
+            sorted(grew.items(), key=lambda kv: -kv[1])[:top] if v > 0]
+
+
 def percentile(sorted_values, p):
     """The p-th percentile (nearest rank) of a sorted list; None if empty."""
     if not sorted_values:
@@ -268,8 +288,15 @@ class Sysctls:
             self.set("fs.file-max", [int(2.2 * conns)],
                      "two descriptors per connection, both ends here")
 
-    def restore(self):
+    def restore(self, wait=180):
         for key, old in self.saved.items():
+            if key == "net.netfilter.nf_conntrack_max":
+                # below what the table holds, the machine's new connections
+                # would be dropped until the entries of ours expire
+                deadline = time.monotonic() + wait
+                while (int(self.get("net.netfilter.nf_conntrack_count")[0])
+                       > 0.9 * int(old[0]) and time.monotonic() < deadline):
+                    time.sleep(2)
             self._path(key).write_text(" ".join(old))
             log("sysctl %s restored to %s" % (key, " ".join(old)))
         self.saved = {}
@@ -464,15 +491,18 @@ class Clients:
 
 # --- one run -----------------------------------------------------------------
 
-def run(args, work):
+def run(args, work, res):
+    """One run; its figures go into `res` as they come (kept when it
+    fails half-way)."""
     t_start = time.monotonic()
     deadline = t_start + args.time_limit
     http, ws, workers, shares = plan(args.conns, args.workers, args.clients)
     if args.server == "http-kit":
         workers = 0
-    res = {"server": args.server, "conns": args.conns, "http": http, "ws": ws,
-           "workers": workers, "clients": len(shares),
-           "min_s": args.min, "max_s": args.max, "idle_s": args.idle}
+    res.update({"server": args.server, "conns": args.conns, "http": http,
+                "ws": ws, "workers": workers, "clients": len(shares),
+                "min_s": args.min, "max_s": args.max, "idle_s": args.idle,
+                "ok": False})
     log("%s: %d connections (%d HTTP, %d WebSockets), %d workers, %d clients"
         % (args.server, args.conns, http, ws, workers, len(shares)))
     k0 = kernel_now()
@@ -486,6 +516,7 @@ def run(args, work):
         res["ready_s"] = round(time.monotonic() - t_start, 1)
         pss0 = pss_kb(server.pids())
         k1 = kernel_now()
+        slab1 = parse_slabinfo(read("/proc/slabinfo"))
         res["server_pss_idle_mb"] = round(pss0 / 1024, 1)
         log("ready in %.0f s, PSS %.0f MB" % (res["ready_s"], pss0 / 1024))
         t_open = time.monotonic()
@@ -501,6 +532,8 @@ def run(args, work):
         time.sleep(max(0, min(args.idle, deadline - time.monotonic() - 60)))
         pss1 = pss_kb(server.pids())
         k2 = kernel_now()
+        res["slab_growth_mb"] = slab_growth(
+            slab1, parse_slabinfo(read("/proc/slabinfo")))
         held = o["http_open"] + o["ws_open"]
         res["server_pss_open_mb"] = round(pss1 / 1024, 1)
         res["client_pss_mb"] = round(pss_kb(clients.pids()) / 1024, 1)
@@ -574,6 +607,7 @@ def summary(r):
             f("user_b_per_conn"), f("server_pss_idle_mb"),
             f("server_pss_open_mb"), f("kernel_b_per_conn"), f("slab_mb"),
             f("tcp_mem_mb"), f("client_pss_mb")),
+        "  slab caches that grew (MB): %s" % r.get("slab_growth_mb"),
     ] + [
         "  broadcast %d: %s of %s got it; p50 %s ms, p99 %s ms, max %s ms; "
         "server CPU %s s" % (k + 1, rd["got"], r["ws"], rd["p50_ms"],
@@ -585,7 +619,7 @@ def summary(r):
             f("asks_http"), f("asks_ws"), f("errors"), r.get("error_kinds"),
             r.get("first_errors") or ""),
         "  server log problems: %s" % (r.get("server_log_problems") or "none"),
-    ])
+    ] + (["  stopped by: %s" % r["exception"]] if r.get("exception") else []))
 
 
 def main():
@@ -620,12 +654,18 @@ def main():
     with tempfile.TemporaryDirectory(prefix="conns-") as tmp:
         work = Path(tmp)
         build(work)
+        r = {}
         try:
             sysctls.need(args.conns)
-            r = run(args, work)
+            run(args, work, r)
+        except Exception as e:                          # noqa: BLE001
+            r["ok"] = False
+            r["exception"] = "%s: %s" % (type(e).__name__, e)
+            log("FAILED: %s" % r["exception"])
         finally:
             sysctls.restore()
-    print(summary(r))
+    if "server" in r:
+        print(summary(r))
     if args.json:
         with open(args.json, "a") as f:
             f.write(json.dumps(r) + "\n")

@@ -114,3 +114,17 @@ def test_listen_lines_multiplies_the_writers_listen():
 
 def test_conntrack_room_counts_what_is_there_already():
     assert conns.conntrack_needed(60000, 600000) == 60000 + 720000 + 10000
+
+
+def test_slabinfo_growth_names_the_caches_that_grew():
+    head = ("slabinfo - version: 2.1\n# name            <active_objs> "
+            "<num_objs> <objsize> <objperslab> <pagesperslab> : tunables\n")
+    before = conns.parse_slabinfo(
+        head + "TCP  10  20 2368 13 8 : tunables 0 0 0 : slabdata 2 2 0\n"
+               "filp 100 128  256 16 1 : tunables 0 0 0 : slabdata 8 8 0\n")
+    after = conns.parse_slabinfo(
+        head + "TCP  9000 9000 2368 13 8 : tunables 0 0 0 : slabdata 1 1 0\n"
+               "filp 100 100  256 16 1 : tunables 0 0 0 : slabdata 8 8 0\n")
+    assert before == {"TCP": 20 * 2368, "filp": 128 * 256}
+    assert conns.slab_growth(before, after) == [
+        ("TCP", round((9000 - 20) * 2368 / 1048576, 1))]

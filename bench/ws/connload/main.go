@@ -20,7 +20,7 @@
 //	{"event":"report",...}     on the command "report" (stdin): counts,
 //	                           errors and the broadcast's delivery times
 //
-// stdin closing (or "quit") closes every connection and exits.
+// stdin closing (or "quit") resets every connection and exits.
 package main
 
 import (
@@ -564,6 +564,21 @@ func (cl *client) timers(now int64) {
 	}
 }
 
+// reset closes every connection with a RST (SO_LINGER 0): no TIME_WAIT
+// socket, and the firewall's connection tracking (which follows loopback
+// connections on some machines) forgets each within seconds, not minutes.
+func (cl *client) reset() {
+	for i := range cl.conns {
+		c := &cl.conns[i]
+		if c.state != sClosed && c.fd > 0 {
+			syscall.SetsockoptLinger(int(c.fd), syscall.SOL_SOCKET, syscall.SO_LINGER,
+				&syscall.Linger{Onoff: 1, Linger: 0})
+			syscall.Close(int(c.fd))
+			c.state = sClosed
+		}
+	}
+}
+
 func (cl *client) counts() map[string]any {
 	return map[string]any{
 		"http_open": cl.httpOpen, "ws_open": cl.wsOpen,
@@ -695,7 +710,8 @@ func main() {
 		select {
 		case cmd, ok := <-cmds:
 			if !ok || cmd == "quit" {
-				os.Exit(0) // the kernel closes every socket
+				cl.reset()
+				os.Exit(0)
 			}
 			if cmd == "report" {
 				v := cl.counts()
