@@ -231,14 +231,16 @@ def pss_kb(pids):
 
 
 def cpu_seconds(pids):
-    total = 0
+    """(user, system) CPU seconds of the processes, their threads included."""
+    user = system = 0
     for pid in pids:
         try:
             fields = read("/proc/%d/stat" % pid).rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
+            user += int(fields[11])
+            system += int(fields[12])
         except (IndexError, ValueError):
             pass
-    return total / CLK_TCK
+    return user / CLK_TCK, system / CLK_TCK
 
 
 def kernel_now():
@@ -555,6 +557,7 @@ def run(args, work, res):
         res["publish"] = []
         for k in range(args.broadcasts):
             cpu0 = cpu_seconds(server.pids())
+            ccpu0 = cpu_seconds(clients.pids())
             status, body = get(server.addrs[0], "/publish")
             one = {"status": status}
             try:
@@ -566,7 +569,16 @@ def run(args, work, res):
             except (TimeoutError, ValueError) as e:
                 one["error"] = str(e)
                 log("broadcast %d: %s" % (k + 1, e))
-            one["server_cpu_s"] = round(cpu_seconds(server.pids()) - cpu0, 2)
+            cpu1 = cpu_seconds(server.pids())
+            ccpu1 = cpu_seconds(clients.pids())
+            # from the publish to the last delivery (and a bit: the time
+            # the clients' lines take to come), the asks going on meanwhile
+            one["server_user_s"] = round(cpu1[0] - cpu0[0], 2)
+            one["server_sys_s"] = round(cpu1[1] - cpu0[1], 2)
+            one["server_cpu_s"] = round(sum(cpu1) - sum(cpu0), 2)
+            one["clients_cpu_s"] = round(sum(ccpu1) - sum(ccpu0), 2)
+            one["server_us_per_socket"] = round(
+                one["server_cpu_s"] * 1e6 / max(1, o["ws_open"]), 1)
             res["publish"].append(one)
             log("broadcast %d: %s" % (k + 1, one))
             time.sleep(2)
@@ -610,10 +622,13 @@ def summary(r):
         "  slab caches that grew (MB): %s" % r.get("slab_growth_mb"),
     ] + [
         "  broadcast %d: %s of %s got it; p50 %s ms, p99 %s ms, max %s ms; "
-        "server CPU %s s" % (k + 1, rd["got"], r["ws"], rd["p50_ms"],
-                              rd["p99_ms"], rd["max_ms"], cpu)
-        for k, (rd, cpu) in enumerate(zip(r.get("rounds") or [], [
-            p.get("server_cpu_s") for p in r.get("publish") or []]))
+        "server CPU %s s (user %s, system %s; %s us a socket), clients' "
+        "%s s" % (k + 1, rd["got"], r["ws"], rd["p50_ms"], rd["p99_ms"],
+                  rd["max_ms"], p.get("server_cpu_s"), p.get("server_user_s"),
+                  p.get("server_sys_s"), p.get("server_us_per_socket"),
+                  p.get("clients_cpu_s"))
+        for k, (rd, p) in enumerate(zip(r.get("rounds") or [],
+                                        r.get("publish") or []))
     ] + [
         "  asks answered: %s HTTP, %s WebSocket; errors %s %s %s" % (
             f("asks_http"), f("asks_ws"), f("errors"), r.get("error_kinds"),
