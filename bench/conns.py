@@ -612,8 +612,11 @@ def summary(r):
         "%s workers, %s clients: %s" % (
             r["server"], r["conns"], f("http_open"), r["http"], f("ws_open"),
             r["ws"], r["workers"], r["clients"], "OK" if r["ok"] else "FAILED"),
-        "  ready %s s, opened in %s s, whole run %s s" % (
-            f("ready_s"), f("open_s"), f("seconds")),
+        "  ready %s s, opened in %s s, whole run %s s; descriptors per "
+        "worker %s" % (f("ready_s"), f("open_s"), f("seconds"),
+                       "%d to %d" % (min(r["workers_conns"]),
+                                     max(r["workers_conns"]))
+                       if r.get("workers_conns") else "-"),
         "  memory per connection: user %s B (server PSS %s -> %s MB), kernel "
         "%s B (Slab %s MB + TCP mem %s MB, both ends), clients' PSS %s MB" % (
             f("user_b_per_conn"), f("server_pss_idle_mb"),
