@@ -128,3 +128,26 @@ def test_slabinfo_growth_names_the_caches_that_grew():
     assert before == {"TCP": 20 * 2368, "filp": 128 * 256}
     assert conns.slab_growth(before, after) == [
         ("TCP", round((9000 - 20) * 2368 / 1048576, 1))]
+
+
+def test_summary_of_a_run_stopped_half_way_says_why():
+    r = {"server": "nginx-jvm", "conns": 600000, "http": 300000,
+         "ws": 300000, "workers": 40, "clients": 40, "ok": False,
+         "http_open": 299990, "exception": "TimeoutError: 39 of 40 clients"}
+    text = conns.summary(r)
+    assert "FAILED" in text and "299990 HTTP open of 300000" in text
+    assert "stopped by: TimeoutError: 39 of 40 clients" in text
+    assert "broadcast 1" not in text
+
+
+def test_summary_gives_each_broadcast_and_the_worker_balance():
+    r = {"server": "nginx-jvm", "conns": 4, "http": 2, "ws": 2,
+         "workers": 2, "clients": 1, "ok": True, "workers_conns": [130, 98],
+         "rounds": [{"ns": 1, "got": 2, "p50_ms": 1.5, "p99_ms": 2.0,
+                     "max_ms": 2.0}],
+         "publish": [{"server_cpu_s": 0.01, "server_user_s": 0.0,
+                      "server_sys_s": 0.01, "server_us_per_socket": 5000.0,
+                      "clients_cpu_s": 0.0}]}
+    text = conns.summary(r)
+    assert "OK" in text and "descriptors per worker 98 to 130" in text
+    assert "broadcast 1: 2 of 2 got it; p50 1.5 ms" in text
