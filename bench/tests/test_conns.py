@@ -108,6 +108,8 @@ def test_listen_lines_multiplies_the_writers_listen():
     for k in (1, 2, 3):
         assert "listen 127.0.0.%d:8080 backlog=4096 reuseport;" % k in out
     assert "backlog=4096;" not in out
+    assert out.count("jvm_warmup /ping") == 1
+    assert "jvm_warmup" not in conns.listen_lines(conf, 8080, 1, warmup=None)
     with pytest.raises(ValueError):
         conns.listen_lines(conf, 9090, 2)
 
