@@ -532,9 +532,6 @@ func (cl *client) wsFrame(idx int, data []byte) int {
 
 func (cl *client) timers(now int64) {
 	cur := now / slotNs
-	if cl.wheelAt == 0 {
-		cl.wheelAt = cur - 1
-	}
 	for cl.wheelAt < cur {
 		cl.wheelAt++
 		s := cl.wheelAt % slots
@@ -551,11 +548,19 @@ func (cl *client) timers(now int64) {
 					cl.ask(int(e.idx))
 				}
 			case tDeadline:
-				what := "no answer in time"
-				if c.state == sConnecting {
-					what = "connect timed out"
+				kind := "http"
+				if c.kind == kWS {
+					kind = "ws"
 				}
-				cl.fail(c, &cl.timeouts, "timeout", what)
+				switch c.state {
+				case sConnecting:
+					kind = "timeout: " + kind + " connect"
+				case sFirst:
+					kind = "timeout: " + kind + " first answer"
+				default:
+					kind = "timeout: " + kind + " answer to an ask"
+				}
+				cl.fail(c, &cl.timeouts, kind, "none in time")
 			}
 		}
 		if cap(due) > 0 && cl.wheel[s] == nil {
@@ -649,6 +654,9 @@ func main() {
 			w++
 		}
 	}
+	// the wheel starts now: entries scheduled before the first turn land
+	// at their time, not at the wheel's end
+	cl.wheelAt = time.Now().UnixNano()/slotNs - 1
 	var err error
 	cl.epfd, err = syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
