@@ -557,6 +557,8 @@ def run(args, work, res):
                                   * PAGE / 1048576, 1)
         if held:
             res["user_b_per_conn"] = round((pss1 - pss0) * 1024 / held)
+            # with what the server costs before any connection (the JVMs)
+            res["server_b_per_conn_all"] = round(pss1 * 1024 / held)
             res["kernel_b_per_conn"] = round(
                 ((k2["slab_kb"] - k1["slab_kb"]) * 1024 +
                  (k2["tcp_mem_pages"] - k1["tcp_mem_pages"]) * PAGE) / held)
@@ -629,10 +631,12 @@ def summary(r):
                        "%d to %d" % (min(r["workers_conns"]),
                                      max(r["workers_conns"]))
                        if r.get("workers_conns") else "-"),
-        "  memory per connection: user %s B (server PSS %s -> %s MB), kernel "
+        "  memory per connection: user %s B (server PSS %s -> %s MB: %s B a "
+        "connection all told), kernel "
         "%s B (Slab %s MB + TCP mem %s MB, both ends), clients' PSS %s MB" % (
             f("user_b_per_conn"), f("server_pss_idle_mb"),
-            f("server_pss_open_mb"), f("kernel_b_per_conn"), f("slab_mb"),
+            f("server_pss_open_mb"), f("server_b_per_conn_all"),
+            f("kernel_b_per_conn"), f("slab_mb"),
             f("tcp_mem_mb"), f("client_pss_mb")),
         "  slab caches that grew (MB): %s" % r.get("slab_growth_mb"),
     ] + [
