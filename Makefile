@@ -262,6 +262,26 @@ clean:
 bench-ws: all
 	python3 bench/websocket.py $(WS_BENCH_ARGS)
 
+# Many idle connections (issue 37, bench/conns.py): CONNS_N connections, half
+# keep-alive HTTP, half WebSockets, each asking every 5-45 s, then topic
+# broadcasts to every WebSocket: memory per connection, delivery times,
+# errors.  Default 600,000 on 40 nginx-jvm workers from 40 client processes
+# (the whole machine, about 10 minutes); CONNS_WORKERS, CONNS_CLIENTS,
+# CONNS_ARGS (--idle, --broadcasts, --json FILE); CONNS_SERVER=http-kit for
+# http-kit (`make bench-peers`; one process: CONNS_N at most 19600).  Bounded
+# by CONNS_TIME_LIMIT seconds (and `timeout` five minutes after that: the
+# settings it raised are restored once the connections are gone).
+CONNS_N ?= 600000
+CONNS_SERVER ?= nginx-jvm
+CONNS_TIME_LIMIT ?= 1500
+.PHONY: bench-conns
+bench-conns: all
+	timeout $$(( $(CONNS_TIME_LIMIT) + 300 )) python3 bench/conns.py \
+	    --server $(CONNS_SERVER) --conns $(CONNS_N) \
+	    $(if $(CONNS_WORKERS),--workers $(CONNS_WORKERS)) \
+	    $(if $(CONNS_CLIENTS),--clients $(CONNS_CLIENTS)) \
+	    --time-limit $(CONNS_TIME_LIMIT) $(CONNS_ARGS)
+
 # Faults under load in every mode, against plain nginx (a few minutes):
 # reload, kill -9, graceful quit with downloads, out of memory, a hung
 # handler, a full queue; results in bench/results/DATE-faults.md. The fast

@@ -1,0 +1,3 @@
+module nginx-jvm/bench/connload
+
+go 1.21
