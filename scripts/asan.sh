@@ -19,7 +19,7 @@ chmod 1777 "$reports"       # processes that dropped to another user write too
 export NGINX_JVM_MODULE=$top/build/asan/ngx_http_jvm_module.so
 NGINX_JVM_PRELOAD=$(gcc -print-file-name=libasan.so)
 export NGINX_JVM_PRELOAD
-export ASAN_OPTIONS="handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:allow_user_segv_handler=1:detect_leaks=0:fast_unwind_on_fatal=0:log_path=$reports/asan"
+export ASAN_OPTIONS="handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:allow_user_segv_handler=1:detect_leaks=0:fast_unwind_on_fatal=0:log_path=$reports/asan:suppressions=$top/scripts/asan.supp"
 # UBSan reads its options late, from /proc/self/environ, which nginx has
 # overwritten with the process title by then: they have no effect in a
 # worker.  Its reports go to stderr, the error log, where the harness counts
