@@ -299,6 +299,20 @@ ngx_http_jvm_warmup_run(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         return;
     }
 
+    /*
+     * What came during the JVM's start, before any warm-up request: a
+     * worker told to leave then (its turn's wait had ended, on its limit
+     * or not) sends itself none.
+     */
+    ngx_http_jvm_warmup_read_channel(cycle);
+
+    if (ngx_terminate || ngx_quit) {
+        ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                      "jvm: a %s came during the JVM's start: no warm-up",
+                      ngx_terminate ? "stop" : "quit");
+        return;
+    }
+
     n = jmcf->warmups->nelts;
 
     runs = ngx_pcalloc(cycle->pool, n * sizeof(ngx_http_jvm_warmup_run_t));
@@ -329,8 +343,7 @@ ngx_http_jvm_warmup_run(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         }
     }
 
-    /* what came during the JVM's start, then each command as it comes */
-    ngx_http_jvm_warmup_read_channel(cycle);
+    /* each command as it comes */
     (void) ngx_http_jvm_warmup_watch(cycle, 1);
 
     ngx_http_jvm_warmup_conf = jmcf;
