@@ -254,8 +254,8 @@ ngx_http_jvm_reload_worker_turn(ngx_cycle_t *cycle,
  * workers leave.  An old worker that wakes preempts a SCHED_IDLE thread at
  * once, where a thread at nice +10 may run out its slice first (five
  * reloads at 40,000 req/s: p99 7-30 ms against 38-94 ms at +10, bench/
- * results/2026-11-26-reload.md).  Once the worker is ready, every thread returns
- * to SCHED_OTHER, the JIT compilers at +jvm_reload_nice (ngx_http_jvm_
+ * results/2026-11-26-reload.md).  Once the worker is ready, every thread
+ * returns to SCHED_OTHER, the JIT compilers at +jvm_reload_nice (ngx_http_jvm_
  * reload_worker_ready).  On Linux a policy is a thread's: this is the main
  * thread's, before there is any other.
  */
@@ -601,6 +601,13 @@ ngx_http_jvm_reload_worker_ready(ngx_cycle_t *cycle,
     if (gen->generation == jmcf->generation) {
         (void) ngx_atomic_fetch_add(&gen->ready, 1);
     }
+
+    /* an operator's measure of a start, and a test's sign that one is over */
+    ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                  "jvm: worker %ui ready %M ms after its turn%s",
+                  ngx_worker,
+                  ngx_current_msec - ngx_http_jvm_reload_start_time,
+                  ngx_http_jvm_vm.ready ? "" : ", without a JVM");
 
     if (ngx_process != NGX_PROCESS_WORKER) {
         return;
