@@ -834,14 +834,9 @@ class Launcher(Nginx):
 
     def __init__(self, args, mode="loop", workers=1, env=None,
                  command=LAUNCHER, cwd=ROOT, startup_allow=()):
-        self.prefix = tempfile.mkdtemp(prefix="nginx-jvm-launcher-")
-        self.port = free_port()
-        self.workers = workers
-        self.mode = mode
-        self.startup_allow = list(startup_allow)
-        self.single = False
-        self.proc = None
-        self.stderr = None
+        self.own(tempfile.mkdtemp(prefix="nginx-jvm-launcher-"), workers,
+                 mode, startup_allow)
+        # its nginx's error log goes to the launcher's stderr, kept here
         self.log = os.path.join(self.prefix, "stderr.log")
         self.args = [command, "run", "--port", str(self.port),
                      "--workers", str(workers)] + list(args)
