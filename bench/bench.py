@@ -306,10 +306,11 @@ def preflight(args):
         for f in (servers.MODULE, servers.JAR, servers.BUILD / "lib"):
             if not f.exists():
                 sys.exit("bench: %s is missing: run `make all` first" % f)
-    if "jvm-virtual" in args.servers and not os.path.exists(
-            servers.JDK25 + "/lib/server/libjvm.so"):
-        args.servers.remove("jvm-virtual")
-        skipped["jvm-virtual"] = "no JDK at %s" % servers.JDK25
+    for name in ("jvm-virtual", "jvm-coloop"):
+        if name in args.servers and not os.path.exists(
+                servers.JDK25 + "/lib/server/libjvm.so"):
+            args.servers.remove(name)
+            skipped[name] = "no JDK at %s" % servers.JDK25
     for peer in servers.PEERS:
         if peer in args.servers:
             built, why = servers.peer_status(peer)

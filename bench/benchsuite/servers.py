@@ -81,6 +81,8 @@ SERVERS = {
     "jvm-loop": "nginx-jvm, Ring handler on the event loop",
     "jvm-pool": "nginx-jvm, Ring handler, `jvm_mode pool` (16 threads)",
     "jvm-virtual": "nginx-jvm, Ring handler, `jvm_mode virtual` (JDK 25)",
+    "jvm-coloop": "nginx-jvm, Ring handler, `jvm_mode coloop` (virtual "
+                  "threads the event loop carries, JDK 25)",
     "jvm-async": "nginx-jvm, Ring 3-arity handler, `jvm_async on` (loop)",
     "jvm-java": "nginx-jvm, Java handler (nginx.jvm.Handler) on the loop",
     "jetty": "Ring's current ring-jetty-adapter on Jetty 12, the same Ring "
@@ -166,6 +168,8 @@ NGINX_JVM = {
     "jvm-pool": ("bench.routes/handler", ["--mode", "pool"], JDK17, False),
     "jvm-virtual": ("bench.routes/handler", ["--mode", "virtual"], JDK25,
                     False),
+    "jvm-coloop": ("bench.routes/handler", ["--mode", "coloop"], JDK25,
+                   False),
     "jvm-async": ("bench.routes/handler", ["--async"], JDK17, False),
     "jvm-java": ("bench.JavaRoutes", [], JDK17, True),
 }
