@@ -11,6 +11,7 @@ import http.client
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import time
 from pathlib import Path
@@ -103,6 +104,9 @@ PEERS = ("nginx-clojure", "nginx-clojure-pool", "http-kit", "enso",
          "jetty", "nginx-jetty")
 # nginx-clojure's thread pool is the same build, configured otherwise
 NGINX_CLOJURE_POOL = 16
+# The servers Fleet(tls=True) can start on HTTPS with HTTP/2.
+TLS_SERVERS = ("nginx", "jvm-loop", "jvm-coloop", "jvm-pool", "jvm-virtual",
+               "jvm-java", "enso")
 # Servers that are one JVM process, no nginx workers.
 JVM_PROCESSES = ("jetty", "http-kit", "enso")
 
@@ -255,12 +259,45 @@ def nginx_clojure_http(work, peers_dir=None):
             + "".join("    jvm_options \"%s\";\n" % o for o in options))
 
 
+# A plain nginx's TLS: what `bin/nginx-jvm config --tls` writes for the
+# nginx-jvm servers (test_bench_servers.py checks they keep matching)
+TLS_CONF = """        ssl_certificate "%s";
+        ssl_certificate_key "%s";
+        ssl_session_cache shared:nginx_jvm_tls:1m;
+"""
+TLS_PASSWORD = "bench"      # of the PKCS12 keystore enso's SSLContext reads
+
+
+def make_cert(work):
+    """A self-signed certificate for localhost and 127.0.0.1 in `work`:
+    (cert.pem, key.pem, keystore.p12) -- the PKCS12 copy for the JVM
+    peers, which load an SSLContext rather than PEM files."""
+    work = Path(work)
+    cert, key, p12 = work / "cert.pem", work / "key.pem", work / "keystore.p12"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+         "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+         "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    subprocess.run(
+        ["openssl", "pkcs12", "-export", "-in", str(cert), "-inkey", str(key),
+         "-name", "bench", "-out", str(p12), "-passout",
+         "pass:" + TLS_PASSWORD], check=True, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE)
+    return cert, key, p12
+
+
 def nginx_conf(name, port, work, jetty_port=None, jvm_options="",
-               peers_dir=None):
+               peers_dir=None, tls=None):
     """The nginx.conf of server `name` (nginx, nginx-jetty, jvm-* or
     nginx-clojure); `jvm_options` are added to nginx-jvm's (none by
-    default: the JVM's defaults are part of what is measured)."""
+    default: the JVM's defaults are part of what is measured).  With
+    `tls` (make_cert's files), plain nginx and nginx-jvm listen with TLS
+    and HTTP/2 (ALPN) instead of HTTP/1.1 in the clear."""
     head, http, locations = MAIN_CONF, HTTP_CONF, ""
+    listen = ""
     if name == "nginx":
         total = expected_body("headers").decode()
         locations = (
@@ -274,6 +311,9 @@ def nginx_conf(name, port, work, jetty_port=None, jvm_options="",
             " return 200 '%s'; }\n"
             % (HELLO.decode(), json_body().decode(), work / "index.html",
                total))
+        if tls:
+            listen = " ssl http2"
+            locations = TLS_CONF % tuple(tls[:2]) + locations
     elif name == "nginx-jetty":
         http += ("    upstream jetty { server %s:%d; keepalive 64; }\n"
                  % (HOST, jetty_port))
@@ -299,10 +339,12 @@ def nginx_conf(name, port, work, jetty_port=None, jvm_options="",
             "--jvm-option", "-Dbench.file=%s" % (work / "index.html")]
         for o in ATTACH + jvm_options.split():
             options += ["--jvm-option", o]
+        if tls:
+            options += ["--tls", "%s:%s" % tuple(tls[:2])]
         return writer_conf(Path(work) / name, port, handler, classpath,
                            options)
-    return ("%shttp {\n%s    server {\n        listen %s:%d backlog=4096;"
-            "\n%s    }\n}\n" % (head, http, HOST, port, locations))
+    return ("%shttp {\n%s    server {\n        listen %s:%d%s backlog=4096;"
+            "\n%s    }\n}\n" % (head, http, HOST, port, listen, locations))
 
 
 def parse_stat_ppid(text):
@@ -334,8 +376,10 @@ def free_port():
 class Server:
     """One running server: its child process and the port it listens on."""
 
-    def __init__(self, name, port, proc, log, routes, behind=None):
+    def __init__(self, name, port, proc, log, routes, behind=None,
+                 scheme="http"):
         self.name, self.port, self.proc, self.log = name, port, proc, log
+        self.scheme = scheme          # https: TLS with HTTP/2 (Fleet's tls)
         self.routes = routes          # the routes it can serve
         self.behind = behind          # nginx-jetty: the Jetty Server
 
@@ -360,16 +404,23 @@ class Server:
         return [] if self.name == "nginx" else self.workers()
 
     def url(self, route):
-        return "http://%s:%d/%s" % (HOST, self.port, route)
+        return "%s://%s:%d/%s" % (self.scheme, HOST, self.port, route)
 
 
 class Fleet:
     """The servers of one run, in a work directory; a context manager that
     stops them all on the way out, exceptions and Ctrl-C included."""
 
-    def __init__(self, names, work, jvm_options=""):
+    def __init__(self, names, work, jvm_options="", tls=False):
         self.names, self.work = list(names), Path(work)
         self.jvm_options = jvm_options
+        # tls: every server on HTTPS with HTTP/2 (nginx, jvm-*, enso only)
+        self.tls = None
+        if tls:
+            unsupported = [n for n in self.names if n not in TLS_SERVERS]
+            if unsupported:
+                raise ValueError("no TLS set-up for %s" % unsupported)
+            self.tls = True
         self.servers = {}             # name -> Server, in start order
         self.jetty = None
 
@@ -390,6 +441,8 @@ class Fleet:
 
     def _prepare(self):
         (self.work / "index.html").write_bytes(file_body())
+        if self.tls:
+            self.tls = make_cert(self.work)
         if any(NGINX_JVM.get(n, ("", [], "", False))[3] for n in self.names):
             # its handler only: bench/java's others need Jedis (shared.py's)
             classes = self.work / "classes"
@@ -414,7 +467,7 @@ class Fleet:
         conf = prefix / "nginx.conf"
         conf.write_text(nginx_conf(name, port, self.work,
                                    self.jetty and self.jetty.port,
-                                   self.jvm_options))
+                                   self.jvm_options, tls=self.tls))
         log = prefix / "logs" / "error.log"
         with open(prefix / "logs" / "stderr.log", "w") as out:
             proc = subprocess.Popen(
@@ -423,7 +476,8 @@ class Fleet:
                 start_new_session=True)   # Ctrl-C reaches us, not them
         routes = [r for r in ROUTES if not (name == "nginx" and r == "echo")]
         return Server(name, port, proc, log, routes,
-                      self.jetty if name == "nginx-jetty" else None)
+                      self.jetty if name == "nginx-jetty" else None,
+                      "https" if self.tls else "http")
 
     def _start_jetty(self):
         port = free_port()
@@ -437,13 +491,29 @@ class Fleet:
         port, d = free_port(), PEERS_DIR / "enso"
         classpath = [d / "classes", d / "src" / "src" / "clj",
                      BUILD / "lib" / "*", RING_APP]
+        tls = ""
+        if self.tls:
+            # enso serves TLS from an SSLContext and HTTP/2 on `:http2`
+            # (ALPN h2 then http/1.1): the context from the PKCS12 copy
+            tls = (" :http2 true :ssl-context"
+                   " (let [pw (.toCharArray \"%s\")"
+                   " ks (doto (java.security.KeyStore/getInstance \"PKCS12\")"
+                   " (.load (java.io.FileInputStream. \"%s\") pw))"
+                   " kmf (doto (javax.net.ssl.KeyManagerFactory/getInstance"
+                   " (javax.net.ssl.KeyManagerFactory/getDefaultAlgorithm))"
+                   " (.init ks pw))]"
+                   " (doto (javax.net.ssl.SSLContext/getInstance \"TLS\")"
+                   " (.init (.getKeyManagers kmf) nil nil)))"
+                   % (TLS_PASSWORD, self.tls[2]))
         expr = ("(require 's-exp.enso 'bench.routes)"
                 "(s-exp.enso/run-server bench.routes/handler"
                 # as the nginx servers' keepalive_requests: wrk's
                 # connections are not recycled (enso's default: 1,000)
-                " {:host \"%s\" :port %d :max-keep-alive-requests 0})"
-                "@(promise)" % (HOST, port))
-        return self._clojure_main("enso", port, classpath, expr, JDK25)
+                " {:host \"%s\" :port %d :max-keep-alive-requests 0%s})"
+                "@(promise)" % (HOST, port, tls))
+        server = self._clojure_main("enso", port, classpath, expr, JDK25)
+        server.scheme = "https" if self.tls else "http"
+        return server
 
     def _start_http_kit(self):
         port, d = free_port(), PEERS_DIR / "http-kit"
@@ -491,6 +561,16 @@ class Fleet:
                 p.wait()
 
 
+def connection(server, timeout=30):
+    """An http.client connection to the server, HTTPS (HTTP/1.1, the
+    self-signed certificate unchecked) when it serves TLS."""
+    if server.scheme == "https":
+        return http.client.HTTPSConnection(
+            HOST, server.port, timeout=timeout,
+            context=ssl._create_unverified_context())
+    return http.client.HTTPConnection(HOST, server.port, timeout=timeout)
+
+
 def wait_ready(server, timeout=180):
     """Waits until the server answers /hello with 200 (a JVM on a busy
     2-core machine may take a while to start)."""
@@ -501,7 +581,7 @@ def wait_ready(server, timeout=180):
                                % (server.name, server.proc.returncode,
                                   server.log))
         try:
-            conn = http.client.HTTPConnection(HOST, server.port, timeout=5)
+            conn = connection(server, timeout=5)
             conn.request("GET", "/hello")
             if conn.getresponse().status == 200:
                 return
