@@ -16,7 +16,6 @@ method and the targets are those of BASELINES.md.
 
 import argparse
 import datetime
-import http.client
 import os
 import shutil
 import signal
@@ -131,7 +130,7 @@ def check(server, route):
     """None if the server answers `route` with the expected bytes, else
     what is wrong."""
     method, headers, body = servers.request_of(route)
-    conn = http.client.HTTPConnection(HOST, server.port, timeout=30)
+    conn = servers.connection(server)       # HTTPS too (protocols.py)
     try:
         conn.request(method, "/" + route, body=body, headers=dict(headers))
         resp = conn.getresponse()
