@@ -249,6 +249,15 @@ $(BUILD)/bench-lib/.done: scripts/install-deps.sh bench/redis/pom.xml
 bench-realapp: all bench-deps
 	python3 bench/realapp/driver.py $(if $(QUICK),--quick) $(REALAPP_ARGS)
 
+# Issue 37's protocol scenarios (bench/protocols.py, about 9 minutes with
+# every peer built; PROTOCOLS_ARGS=--quick for about 4): pipelined HTTP/1.1
+# at depth 16 (wrk, TechEmpower's plaintext rule) and HTTP/2 over TLS
+# (h2load -c 8 -m 32), nginx-jvm beside plain nginx and the peers; writes
+# bench/results/DATE-protocols.md.
+.PHONY: bench-protocols
+bench-protocols: all bench-deps
+	python3 bench/protocols.py $(PROTOCOLS_ARGS)
+
 # SharedDict and jvm_topic against Redis (a few minutes).
 bench-shared: all bench-deps
 	python3 bench/shared.py $(SHARED_BENCH_ARGS)

@@ -112,7 +112,8 @@ if [ "${1:-}" = roots ]; then
     quiet_group mmdebstrap podman runc uidmap slirp4netns
 fi
 
-# "install-deps.sh bench", for `make bench-realapp`: Ring's Jetty adapter, matplotlib for
+# "install-deps.sh bench", for `make bench-realapp`: Ring's Jetty adapter, h2load
+# (nghttp2-client, for make bench-protocols), matplotlib for
 # Debian's python3 (the report's plots), and oha (crates.io, built by cargo; pinned), the
 # fixed-rate load generator (-q RATE --latency-correction: wrk2's open
 # model, HDR percentiles in its JSON).
@@ -120,6 +121,8 @@ OHA_VERSION=1.16.0
 if [ "${1:-}" = bench ]; then
     # Ring's Jetty adapter (Jetty 9.4), one of the servers compared
     quiet_group libring-jetty-adapter-clojure
+    # h2load, HTTP/2's load generator (bench/protocols.py, make bench-protocols)
+    quiet_group nghttp2-client
     if ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
         echo "install-deps: installing python3-matplotlib"
         quiet_install python3-matplotlib
