@@ -51,9 +51,12 @@ PIPELINE_SERVERS = ("nginx", "jvm-loop", "jvm-coloop", "enso", "http-kit",
 H2_SERVERS = ("nginx", "jvm-loop", "jvm-coloop", "enso")
 # Why Jetty is not among the h2 servers: the report says it.
 H2_SKIPPED = {
-    "jetty": "not measured: ring-jetty-adapter 1.15's HTTP/2 needs Jetty's "
-             "http2-server and ALPN jars, which bench/peers/jetty12/pom.xml "
-             "does not fetch yet (the HTTP/1.1 peer build only)"}
+    "jetty": "not measured: ring-jetty-adapter 1.15.5 has no HTTP/2 option "
+             "(its SSL connector is SslConnectionFactory to \"http/1.1\" "
+             "only); h2 would take a :configurator adding Jetty's "
+             "HTTP2ServerConnectionFactory and ALPN, and the "
+             "jetty-http2-server and jetty-alpn-java-server jars, which "
+             "bench/peers/jetty12/pom.xml does not fetch"}
 OURS = ("jvm-loop", "jvm-coloop")
 # issue 37: nginx-jvm on the loop at least this share of plain nginx's own
 # HTTP/2 rate
