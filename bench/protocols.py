@@ -30,6 +30,7 @@ bench/results/YYYY-MM-DD-HHMM-protocols.md.
 
 import argparse
 import datetime
+import os
 import re
 import shutil
 import signal
@@ -495,8 +496,8 @@ def render(results):
             out.append("- %s (HTTP/2): %s" % (name, why))
         out.append("")
     out += ["## Machine", ""]
-    for key in ("cores", "memory", "kernel", "nginx", "build", "wrk",
-                "h2load"):
+    for key in ("cores", "cpus allowed", "memory", "kernel", "nginx", "build",
+                "wrk", "h2load"):
         out.append("- %s: %s" % (key, m.get(key)))
     for jdk in m.get("jdks", []):
         out.append("- JDK: %s" % jdk)
@@ -516,6 +517,9 @@ def main(argv):
     machine = bench.machine(None)
     del machine["oha"]
     machine["h2load"] = bench.first_line(["h2load", "--version"])
+    # under `taskset`, the servers and the load tool share fewer cores
+    machine["cpus allowed"] = ",".join(map(str, sorted(
+        os.sched_getaffinity(0))))
     results = {
         "started": started.strftime("%Y-%m-%d %H:%M"),
         "command": " ".join(["bench/protocols.py"] + argv),
