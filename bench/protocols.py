@@ -219,7 +219,7 @@ def pipelined_check(port, path, depth, want, timeout=10):
 
 def parse_h2load(text):
     """h2load's report -> {rps, total, succeeded, failed, errored, timeout,
-    2xx, 3xx, 4xx, 5xx, protocol}.  Raises ValueError without its
+    2xx, 3xx, 4xx, 5xx, protocol (ALPN's), tls (the version)}.  Raises ValueError without its
     "finished in" line (it could not connect, say)."""
     m = re.search(r"^finished in [\d.]+\w*, ([\d.]+) req/s", text, re.M)
     if not m:
@@ -239,6 +239,8 @@ def parse_h2load(text):
             out[key] = int(value)
     m = re.search(r"^Application protocol: (\S+)", text, re.M)
     out["protocol"] = m.group(1) if m else None
+    m = re.search(r"^TLS Protocol: (\S+)", text, re.M)
+    out["tls"] = m.group(1) if m else None
     return out
 
 
@@ -327,6 +329,8 @@ class Scenario:
                         parsed, _ = h2load(server.url("hello"), 1,
                                            self.args.depth, requests=64)
                         problem = h2_problem(server.name, parsed)
+                        self.out.setdefault("tls", {})[server.name] = \
+                            parsed.get("tls")
                     except (ValueError, subprocess.TimeoutExpired) as e:
                         problem = "%s: %s" % (server.name, e)
             if problem and server.name in servers.PEERS:
@@ -437,6 +441,9 @@ def render_scenario(title, data, settings, target=None):
                     report.fmt_ratio(report.median(valid(r))),
                     fmt_rounds(r, report.fmt_ratio)))
             out.append("| %s | %s |" % (s, " | ".join(cells)))
+    if data.get("tls"):
+        out += ["", "TLS version h2load negotiated: %s" % ", ".join(
+            "%s %s" % kv for kv in data["tls"].items())]
     if target:
         least, server = target
         r = report.ratio(report.median(valid(rps.get(server))), base_med)

@@ -41,9 +41,9 @@ def test_split_pipelined_answers():
 
 def test_parse_h2load():
     r = protocols.parse_h2load((DATA / "h2load.txt").read_text())
-    assert r["rps"] == pytest.approx(41234.50)
-    assert r["protocol"] == "h2"
-    assert r["done"] == r["succeeded"] == r["2xx"] == 82469
+    assert r["rps"] == pytest.approx(54273.00)
+    assert r["protocol"] == "h2" and r["tls"] == "TLSv1.2"
+    assert r["done"] == r["succeeded"] == r["2xx"] == 108546
     assert r["failed"] == r["errored"] == r["timeout"] == r["4xx"] == 0
     assert protocols.h2_problem("nginx", r) is None
 
