@@ -249,8 +249,8 @@ $(BUILD)/bench-lib/.done: scripts/install-deps.sh bench/redis/pom.xml
 bench-realapp: all bench-deps
 	python3 bench/realapp/driver.py $(if $(QUICK),--quick) $(REALAPP_ARGS)
 
-# Issue 37's protocol scenarios (bench/protocols.py, about 9 minutes with
-# every peer built; PROTOCOLS_ARGS=--quick for about 4): pipelined HTTP/1.1
+# Issue 37's protocol scenarios (bench/protocols.py, about 8 minutes with
+# every peer built; PROTOCOLS_ARGS=--quick for about 3): pipelined HTTP/1.1
 # at depth 16 (wrk, TechEmpower's plaintext rule) and HTTP/2 over TLS
 # (h2load -c 8 -m 32), nginx-jvm beside plain nginx and the peers; writes
 # bench/results/DATE-protocols.md.

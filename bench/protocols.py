@@ -64,7 +64,7 @@ OURS = ("jvm-loop", "jvm-coloop")
 H2_TARGET = 0.9
 
 DEFAULTS = dict(duration=10, rounds=3, warmup=5)
-# a smoke run: every server, short runs (about 4 minutes with every peer)
+# a smoke run: every server, short runs (about 3 minutes with every peer)
 QUICK = dict(duration=3, rounds=2, warmup=2)
 
 
