@@ -432,7 +432,7 @@ def render_scenario(title, data, settings, target=None):
         out += ["", "nginx-jvm's rate over each peer's: median of the "
                 "rounds' ratios (per round)", "",
                 "| | %s |" % " | ".join(peers),
-                "|---|%s" % "---|" * len(peers)]
+                "|---|" + "---|" * len(peers)]
         for s in ours:
             cells = []
             for p in peers:

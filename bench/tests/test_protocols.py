@@ -102,6 +102,15 @@ def test_report():
     assert "- jetty (HTTP/2): not measured" in text
 
 
+def test_report_peer_table_with_several_peers():
+    r = results()
+    r["pipeline"]["rps"]["http-kit"] = [20000, 21000]
+    text = protocols.render(r)
+    assert "| | enso | http-kit |\n|---|---|---|\n" in text
+    assert "| jvm-loop | **2.00** (2.00, n/a) | **10.00** (10.00, 10.00) |" \
+        in text
+
+
 def test_report_survives_a_scenario_left_out():
     r = results()
     del r["h2"], r["h2_skipped"]
