@@ -63,7 +63,8 @@ SERVERS = {
     "jetty": "Ring's current ring-jetty-adapter on Jetty 12 (`make "
              "bench-peers`), `:max-threads %d`, JDK 17" % THREADS,
     "enso": "enso's `run-server` (a virtual thread per connection), JDK 25, "
-            "`:max-keep-alive-requests 0` (as bench.py)",
+            "`:max-keep-alive-requests 0` (as bench.py); the handler "
+            "wrapped to add the Server header enso does not send",
     "nginx-clojure": "nginx-clojure, thread pool (`jvm_workers %d` per "
                      "worker)" % (THREADS // WORKERS),
     "nginx-http-kit": "nginx `proxy_pass` to http-kit (upstream keepalive "
@@ -214,9 +215,14 @@ def start(name, work, jdbc_url):
               BUILD / "lib" / "*"] + classpath()
         # enso runs each connection on a virtual thread, so the handler's
         # blocking JDBC calls need no pool of its own; keep-alive requests
-        # unbounded as bench.py's (oha's connections are not recycled)
+        # unbounded as bench.py's (oha's connections are not recycled).
+        # enso sends no Server header, which TechEmpower's rules (and
+        # verify.py) require: the handler is wrapped to add one, as a
+        # TechEmpower entry does for a server that does not.
         expr = ("(require 's-exp.enso 'realapp.core)"
-                "(s-exp.enso/run-server realapp.core/handler"
+                "(s-exp.enso/run-server"
+                " (fn [req] (assoc-in (realapp.core/handler req)"
+                " [:headers \"Server\"] \"enso\"))"
                 " {:host \"%s\" :port %d :max-keep-alive-requests 0})"
                 "@(promise)" % (HOST, port))
         proc, log = _java(work, name, port, cp, expr,
