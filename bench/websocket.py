@@ -3,15 +3,18 @@
 Jetty 12's WebSocket server, alone and behind nginx `proxy_pass`.
 
     bench/websocket.py [--quick] [--servers jvm-ring,jetty] [--conns 100,1000]
+                       [--inflight 1,8]
                        [--duration 5] [--rounds 3] [--idle 10000]
                        [--cycles 10000] [--no-echo] [--no-idle] [--no-cycles]
                        [--out FILE]
 
 What it measures, the servers interleaved (A B C D E, A B C D E, ...):
-  - echo: round trips per second and latency percentiles, with N
-    connections each sending a 32-byte text message and waiting for its
-    echo (closed loop), for --duration seconds after a 1 s warm-up; the
-    servers' and the client's CPU during the measured window;
+  - echo: messages per second and latency percentiles, with N
+    connections each keeping --inflight 32-byte text messages outstanding
+    (1: send one, wait for its echo; 8: send eight, then one more per echo
+    received, the echoes checked in order), for --duration seconds after a
+    1 s warm-up; the servers' and the client's CPU during the measured
+    window;
   - idle: the servers' resident memory (every process of the server) before
     and after opening --idle WebSockets (one echo each, then idle), per
     connection, and the JVMs' live heap (jcmd GC.class_histogram) with the
@@ -411,11 +414,24 @@ def per_class_delta(open_h, closed_h, top=8):
 
 # --- the load client ----------------------------------------------------------
 
-def run_echo(wsload, server, conns, duration, warmup=1.0):
+def echo_key(conns, inflight):
+    """results["echo"]'s key of a run: the connections, and "xN" for N
+    messages in flight (none for 1, as results from before --inflight)."""
+    return str(conns) if inflight == 1 else "%dx%d" % (conns, inflight)
+
+
+def parse_echo_key(key):
+    """echo_key's inverse: (connections, messages in flight)."""
+    conns, _, inflight = key.partition("x")
+    return int(conns), int(inflight or 1)
+
+
+def run_echo(wsload, server, conns, duration, warmup=1.0, inflight=1):
     """One wsload echo run; the server's CPU over the measured window."""
     proc = subprocess.Popen(
         [str(wsload), "echo", "-url", server.url(), "-conns", str(conns),
-         "-duration", str(duration), "-warmup", str(warmup)],
+         "-duration", str(duration), "-warmup", str(warmup),
+         "-inflight", str(inflight)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     marks = {}
 
@@ -436,22 +452,28 @@ def run_echo(wsload, server, conns, duration, warmup=1.0):
     return res
 
 
-def echo_phase(fleet, wsload, conn_levels, rounds, duration, results):
+def echo_phase(fleet, wsload, conn_levels, rounds, duration, results,
+               inflight_levels=(1,)):
     names = list(fleet.servers)
     log("echo warm-up: 3 s each")
     for name in names:
         run_echo(wsload, fleet.servers[name], 100, 3, 0.5)
-    for conns in conn_levels:
+    for conns, inflight in [(c, n) for c in conn_levels
+                            for n in inflight_levels]:
         for r in range(rounds):
             for name in names:
-                res = run_echo(wsload, fleet.servers[name], conns, duration)
-                log("echo c=%d round %d %-12s %8.0f rt/s p50 %.2f p99 %.2f ms"
-                    " client %.0f%% server %.0f%% errors %d/%d" % (
-                        conns, r + 1, name, res["rps"], res["p50_ms"],
+                res = run_echo(wsload, fleet.servers[name], conns, duration,
+                               inflight=inflight)
+                log("echo c=%d in flight %d round %d %-12s %8.0f msg/s p50 "
+                    "%.2f p99 %.2f ms client %.0f%% server %.0f%% errors "
+                    "%d/%d" % (
+                        conns, inflight, r + 1, name, res["rps"],
+                        res["p50_ms"],
                         res["p99_ms"], res["client_cpu_pct"],
                         res.get("server_cpu_pct", 0), res["connect_errors"],
                         res["errors"]))
-                results["echo"].setdefault(str(conns), {}).setdefault(
+                results["echo"].setdefault(
+                    echo_key(conns, inflight), {}).setdefault(
                     name, []).append(res)
                 save(results)
 
@@ -610,6 +632,41 @@ def med(values):
     return statistics.median(values) if values else None
 
 
+def inflight_table(echo):
+    """The report's summary of results["echo"]: per connection count and
+    server, the median messages/s, server CPU per message and p99 at each
+    number of messages in flight, side by side (a pure function; no lines
+    when every run had one in flight)."""
+    levels = sorted({parse_echo_key(k)[1] for k in echo})
+    if levels == [1] or not levels:
+        return []
+    out = ["## Echo by messages in flight per connection (medians)\n",
+           "| connections | server | " + " | ".join(
+               "%d in flight: msg/s | server CPU µs/msg | p99 ms" % n
+               for n in levels) + " |",
+           "|---|---|" + "---|---|---|" * len(levels)]
+    for conns in sorted({parse_echo_key(k)[0] for k in echo}):
+        names = []
+        for n in levels:
+            for name in echo.get(echo_key(conns, n), {}):
+                if name not in names:
+                    names.append(name)
+        for name in names:
+            cells = []
+            for n in levels:
+                runs = echo.get(echo_key(conns, n), {}).get(name)
+                if not runs:
+                    cells += ["-", "-", "-"]
+                    continue
+                cpu = med([r.get("server_cpu_us_per_rt") for r in runs])
+                cells += ["%.0f" % med([r["rps"] for r in runs]),
+                          "%.1f" % cpu if cpu is not None else "-",
+                          "%.2f" % med([r["p99_ms"] for r in runs])]
+            out.append("| %d | %s | %s |" % (conns, name, " | ".join(cells)))
+    out.append("")
+    return out
+
+
 def report(results):
     """The Markdown report of a results dict (a pure function)."""
     out = []
@@ -623,11 +680,15 @@ def report(results):
         out.append("- `%s`: %s" % (n, SERVERS[n]))
     out.append("")
     echo = results.get("echo") or {}
-    for conns, by in echo.items():
-        out.append("## Echo, %s connections (%s rounds of %s s, medians)\n" % (
-            conns, a["rounds"], a["duration"]))
-        out.append("| server | round trips/s | vs jetty | vs nginx-jetty "
-                   "| p50 ms | p99 ms | p99.9 ms | server CPU µs/round trip "
+    out += inflight_table(echo)
+    for key, by in echo.items():
+        conns, inflight = parse_echo_key(key)
+        out.append("## Echo, %s connections, %d message%s in flight each "
+                   "(%s rounds of %s s, medians)\n" % (
+                       conns, inflight, "" if inflight == 1 else "s",
+                       a["rounds"], a["duration"]))
+        out.append("| server | messages/s | vs jetty | vs nginx-jetty "
+                   "| p50 ms | p99 ms | p99.9 ms | server CPU µs/message "
                    "| server CPU % | client CPU % | errors |")
         out.append("|---|---|---|---|---|---|---|---|---|---|---|")
         base = {b: med([r["rps"] for r in by.get(b, [])])
@@ -647,7 +708,7 @@ def report(results):
                            med([r["client_cpu_pct"] for r in runs]),
                            sum(r["errors"] + r["connect_errors"]
                                for r in runs)))
-        out.append("\nEach round's round trips/s: " + "; ".join(
+        out.append("\nEach round's messages/s: " + "; ".join(
             "%s %s" % (n, ", ".join("%.0f" % r["rps"] for r in runs))
             for n, runs in by.items()) + "\n")
     if results.get("python_client"):
@@ -745,6 +806,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--servers", default=",".join(SERVERS))
     p.add_argument("--conns", default="100,1000")
+    p.add_argument("--inflight", default="1,8",
+                   help="messages in flight per connection in the echo "
+                   "runs, each level a run of its own")
     p.add_argument("--duration", type=float, default=5)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--idle", type=int, default=10000)
@@ -797,7 +861,8 @@ def main():
             with Fleet(names, work / "echo") as fleet:
                 echo_phase(fleet, wsload,
                            [int(c) for c in args.conns.split(",")],
-                           args.rounds, args.duration, results)
+                           args.rounds, args.duration, results,
+                           [int(n) for n in args.inflight.split(",")])
                 if not args.no_client_check:
                     target = next((n for n in ("jvm-java", "jvm-ring")
                                    if n in fleet.servers), names[0])

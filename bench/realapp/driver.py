@@ -16,7 +16,9 @@ the wall's rate fails the long run, the rates below it are tried).  Then a
 concurrency sweep (closed model, as fast as it goes) for plaintext and db at
 16, 256, 1,024 and 10,000 connections: throughput and p99.  The CPU the
 server's processes and PostgreSQL's used in each step is recorded (cores),
-to say what limits it.
+to say what limits it.  Then plaintext pipelined 16 deep as TechEmpower
+runs it (wrk, pipeline.lua: 16 requests per write) at --pipeline
+connections, beside the sweep's unpipelined figures.
 
 Writes bench/results/DATE-realapp.md (tables, the commands, the plots
 DATE-realapp-TYPE.png made by plot.py with Debian's matplotlib) and
@@ -24,7 +26,8 @@ DATE-realapp.json (every number).
 
     bench/realapp/driver.py [--quick] [--servers a,b] [--types x,y]
                            [--rates R,R,...] [--step S] [--sweep N,N]
-                           [--gc parallel|g1|zgc] [--out FILE]
+                           [--pipeline N,N] [--gc parallel|g1|zgc]
+                           [--out FILE]
 """
 
 import argparse
@@ -32,6 +35,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import resource
 import shutil
 import subprocess
@@ -67,16 +71,26 @@ LADDERS = {
 QUERIES = 20
 SWEEP_TYPES = ("plaintext", "db")
 WARMUP_CONNS = 16
+# TechEmpower's plaintext test pipelines 16 requests per write (wrk with a
+# Lua script), at 256 to 16,384 connections; its headers, its read timeout.
+# One wrk thread: the load generator shares the machine with the server
+# (the suite's wrk runs -t1 too).
+PIPELINE_DEPTH = 16
+PIPELINE_SCRIPT = HERE / "pipeline.lua"
+PIPELINE_HEADERS = [
+    "Accept: text/plain,text/html;q=0.9,application/xhtml+xml;q=0.9,"
+    "application/xml;q=0.8,*/*;q=0.7", "Connection: keep-alive"]
 
 DEFAULTS = dict(servers=",".join(servers.SERVERS),
                 types=",".join(verify.TYPES), step=10, hold=60, warmup=10,
                 sweep="16,256,1024,10000", sweep_step=15, conns=256,
+                pipeline="256,1024",
                 retries=1,
                 max_steps=len(max(LADDERS.values(), key=len)))
 # under five minutes: nginx-jvm's three modes, three rates a type, short
 QUICK = dict(servers="jvm-loop,jvm-pool,jvm-virtual", step=3, hold=0,
              warmup=2, retries=0,
-             sweep="16,256", sweep_step=3, max_steps=3)
+             sweep="16,256", sweep_step=3, max_steps=3, pipeline="256")
 
 
 def log(*a):
@@ -117,6 +131,41 @@ def run_oha(oha, url, duration, conns, rate=None):
     out["non200"] = sum(n for code, n in out["statuses"].items()
                         if code != "200")
     out["command"] = " ".join(map(str, cmd[1:])).replace(url, "URL")
+    return out
+
+
+def parse_wrk_latency(text):
+    """wrk --latency's report -> {p50, p75, p90, p99, max} in ms (None for a
+    figure it does not print)."""
+    out = dict.fromkeys(("p50", "p75", "p90", "p99", "max"))
+    for pct, value, unit in re.findall(
+            r"^\s*(50|75|90|99)(?:\.000)?%\s+([\d.]+)(us|ms|s|m|h)\s*$",
+            text, re.M):
+        out["p" + pct] = load.to_ms(value, unit)
+    # "Latency   avg  stdev  max  +/- stdev"
+    m = re.search(r"^\s*Latency\s+[\d.]+\w+\s+[\d.]+\w+\s+([\d.]+)"
+                  r"(us|ms|s|m|h)\b", text, re.M)
+    if m:
+        out["max"] = load.to_ms(*m.groups())
+    return out
+
+
+def run_wrk_pipelined(url, duration, conns, depth=PIPELINE_DEPTH):
+    """One wrk run, `depth` requests per write: rps, percentiles (ms),
+    errors (socket errors) and non200 (wrk's non-2xx/3xx), the command."""
+    cmd = ["wrk", "-t1", "-c%d" % conns, "-d%ds" % duration, "--timeout",
+           "8", "--latency", "-s", str(PIPELINE_SCRIPT)]
+    for h in PIPELINE_HEADERS:
+        cmd += ["-H", h]
+    cmd += [url, "--", str(depth)]
+    p = subprocess.run(cmd, capture_output=True, text=True,
+                       timeout=duration + 120, preexec_fn=raise_nofile)
+    text = p.stdout + p.stderr
+    w = load.parse_wrk(text)            # raises when wrk measured nothing
+    out = parse_wrk_latency(text)
+    out.update(rps=w["rps"], requests=w["requests"],
+               errors=w["socket_errors"], non200=w["non2xx"], depth=depth,
+               command=" ".join(cmd[1:]).replace(url, "URL"))
     return out
 
 
@@ -246,6 +295,24 @@ def sweep(oha, server, db, type_, args):
     return out
 
 
+def pipelined(server, db, args):
+    """plaintext pipelined PIPELINE_DEPTH deep at each of --pipeline's
+    connection counts, as fast as it goes."""
+    url = "http://%s:%d%s" % (servers.HOST, server.port,
+                              path_of("plaintext"))
+    out = []
+    for conns in [int(c) for c in args.pipeline.split(",") if c]:
+        with CpuMeter(server, db) as cpu:
+            r = run_wrk_pipelined(url, args.sweep_step, conns)
+        r.update(conns=conns, server_cores=cpu.server_cores,
+                 db_cores=cpu.db_cores)
+        out.append(r)
+        log("%s plaintext pipelined %d deep, %d connections: %.0f/s p99 %s "
+            "ms, %d errors" % (server.name, PIPELINE_DEPTH, conns, r["rps"],
+                               fmt(r["p99"]), r["errors"] + r["non200"]))
+    return out
+
+
 def measure(name, db, work, oha, args):
     result = {"server": name, "description": servers.SERVERS[name]}
     why = servers.unavailable(name)
@@ -268,6 +335,12 @@ def measure(name, db, work, oha, args):
         for t in SWEEP_TYPES:
             if t in types and not report.problems.get(t) and args.sweep:
                 result["sweeps"][t] = sweep(oha, server, db, t, args)
+        if ("plaintext" in types and not report.problems.get("plaintext")
+                and args.pipeline):
+            if shutil.which("wrk"):
+                result["pipelined"] = pipelined(server, db, args)
+            else:
+                result["pipelined_skipped"] = "no wrk (apt-get install wrk)"
         if server.conf:
             result["conf"] = server.conf
     finally:
@@ -410,7 +483,44 @@ def render(results, meta, plots):
                        fmt(s["p99"]), s["errors"] + s["non200"],
                        fmt(s["server_cores"]), fmt(s["db_cores"])))
         add("")
+    out += pipelined_section(results)
     return "\n".join(out) + "\n"
+
+
+def pipelined_section(results):
+    """The report's pipelined plaintext table: each server's runs, with the
+    sweep's unpipelined req/s at the same connections beside them."""
+    rows = [r for r in results if r.get("pipelined")
+            or r.get("pipelined_skipped")]
+    if not rows:
+        return []
+    out = ["## plaintext pipelined %d deep (TechEmpower's way)" %
+           PIPELINE_DEPTH, "",
+           "`wrk -t1 -cN --latency -s bench/realapp/pipeline.lua URL -- %d`:"
+           " %d requests per write, as fast as it goes; each response's "
+           "latency from its batch's write. Unpipelined: the concurrency "
+           "sweep's plaintext at the same connections (oha), where it ran."
+           % (PIPELINE_DEPTH, PIPELINE_DEPTH), "",
+           "| server | connections | req/s | unpipelined req/s | p50 | p90 | "
+           "p99 | max (ms) | errors | server CPU |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if r.get("pipelined_skipped"):
+            out.append("| %s | not run: %s |||||||||" % (
+                r["server"], r["pipelined_skipped"]))
+            continue
+        flat = {s["conns"]: s for s in r.get("sweeps", {}).get(
+            "plaintext", [])}
+        for s in r["pipelined"]:
+            u = flat.get(s["conns"])
+            out.append("| %s | %d | %.0f | %s | %s | %s | %s | %s | %d | %s |"
+                       % (r["server"], s["conns"], s["rps"] or 0,
+                          "%.0f" % (u["rps"] or 0) if u else "-",
+                          *[fmt(s.get(k)) for k in ("p50", "p90", "p99",
+                                                    "max")],
+                          s["errors"] + s["non200"], fmt(s["server_cores"])))
+    out.append("")
+    return out
 
 
 def make_plots(data_file, out_dir, stem):
@@ -482,6 +592,9 @@ def main(argv=None):
                     "connections go (one worker)")
     ap.add_argument("--sweep", help="connections of the sweep; '' for none")
     ap.add_argument("--sweep-step", type=int)
+    ap.add_argument("--pipeline", help="connections of the pipelined "
+                    "plaintext runs (256,1024; '' for none), --sweep-step "
+                    "seconds each")
     ap.add_argument("--conns", type=int,
                     help="connections of the ladder's load (256)")
     ap.add_argument("--max-steps", type=int)

@@ -1,7 +1,11 @@
 """The servers bench/realapp measures, each running the one Ring handler
 realapp.core/handler, started one at a time on a free port of 127.0.0.1
 and stopped by PID.  Same JDK (17; 25 for virtual threads), the same heap
-and the same database pool in total, whatever the number of JVMs:
+and the same database pool in total, whatever the number of JVMs.  The
+peers (http-kit, jetty, enso, nginx-clojure) as bench/peers/build.sh built
+them (`make bench-peers`), started as bench.py starts them
+(benchsuite.servers); one not built is skipped, and the report says why:
+
 
   jvm-loop      nginx-jvm, the handler on the event loop (json, plaintext:
                 a query there would hold up the worker's other requests)
@@ -10,7 +14,9 @@ and the same database pool in total, whatever the number of JVMs:
   jvm-coloop    nginx-jvm, jvm_mode coloop (virtual threads the event loop
                 carries), JDK 25
   http-kit      http-kit's run-server, a worker pool of THREADS threads
-  jetty         Ring's Jetty adapter (Debian's, Jetty 9.4), THREADS threads
+  jetty         Ring's current Jetty adapter on Jetty 12 (bench/peers),
+                THREADS threads
+  enso          enso's run-server (a virtual thread per connection), JDK 25
   nginx-clojure nginx-clojure, its thread pool (jvm_workers THREADS/WORKERS
                 per worker)
   nginx-http-kit  nginx proxy_pass to that http-kit (upstream keepalive)
@@ -39,6 +45,7 @@ HOST = suite.HOST
 NGINX = suite.NGINX
 JDK17, JDK25 = suite.JDK17, suite.JDK25
 HICCUP = "/usr/share/java/hiccup.jar"
+DATA_JSON = "/usr/share/java/data.json.jar"      # libdata-json-clojure
 LIBS = BUILD / "realapp-lib"
 SRC = HERE / "src"
 
@@ -53,8 +60,11 @@ SERVERS = {
     "jvm-virtual": "nginx-jvm, `jvm_mode virtual` (JDK 25)",
     "jvm-coloop": "nginx-jvm, `jvm_mode coloop` (JDK 25)",
     "http-kit": "http-kit `run-server`, `:thread %d`" % THREADS,
-    "jetty": "ring-jetty-adapter 1.8.2 (Jetty 9.4), `:max-threads %d`"
-             % THREADS,
+    "jetty": "Ring's current ring-jetty-adapter on Jetty 12 (`make "
+             "bench-peers`), `:max-threads %d`, JDK 17" % THREADS,
+    "enso": "enso's `run-server` (a virtual thread per connection), JDK 25, "
+            "`:max-keep-alive-requests 0` (as bench.py); the handler "
+            "wrapped to add the Server header enso does not send",
     "nginx-clojure": "nginx-clojure, thread pool (`jvm_workers %d` per "
                      "worker)" % (THREADS // WORKERS),
     "nginx-http-kit": "nginx `proxy_pass` to http-kit (upstream keepalive "
@@ -71,7 +81,10 @@ def types_of(name, types):
 
 
 def classpath():
-    return [str(SRC), HICCUP, str(LIBS / "*")] + suite.RING_JARS
+    """The handler's own: its source, hiccup and clojure.data.json (Debian's),
+    HikariCP and the JDBC driver.  No Ring jar: the handler needs none, and
+    the Jetty peer brings Ring's current sources."""
+    return [str(SRC), HICCUP, DATA_JSON, str(LIBS / "*")]
 
 
 # The collector every JVM of a run uses (driver.py --gc): the JDK's default
@@ -89,16 +102,17 @@ def jvm_options(jdbc_url, jvms):
 
 def unavailable(name):
     """Why server `name` cannot run here, or None."""
-    missing = [p for p in (HICCUP, LIBS / "HikariCP-5.1.0.jar")
+    missing = [p for p in (HICCUP, DATA_JSON, LIBS / "HikariCP-5.1.0.jar")
                if not Path(p).exists()]
     if missing:
         return "missing %s: make all" % missing[0]
-    for peer in ("http-kit", "nginx-clojure"):
+    for peer in ("http-kit", "nginx-clojure", "jetty", "enso"):
         if peer in name:
             built, why = suite.peer_status(peer)
             if not built:
                 return why
-    if name in ("jvm-virtual", "jvm-coloop") and not Path(JDK25).exists():
+    if (name in ("jvm-virtual", "jvm-coloop", "enso")
+            and not Path(JDK25).exists()):
         return "no JDK 25 at %s (BENCH_JDK25)" % JDK25
     return None
 
@@ -144,10 +158,10 @@ def _nginx(work, name, conf):
     return proc, prefix / "logs" / "error.log"
 
 
-def _java(work, name, port, cp, expr, options):
+def _java(work, name, port, cp, expr, options, jdk=JDK17):
     log = work / ("%s.log" % name)
     out = open(log, "w")
-    proc = subprocess.Popen([JDK17 + "/bin/java"] + options +
+    proc = subprocess.Popen([jdk + "/bin/java"] + options +
                             ["-cp", ":".join(map(str, cp)), "clojure.main",
                              "-e", expr], stdout=out, stderr=out,
                             start_new_session=True)
@@ -186,17 +200,33 @@ def start(name, work, jdbc_url):
     elif name == "http-kit":
         server = _http_kit(work, jdbc_url)
     elif name == "jetty":
-        cp = suite.JETTY_JARS + [str(BUILD / "lib" / "*")] + classpath()
-        missing = [j for j in suite.JETTY_JARS if not os.path.exists(j)]
-        if missing:
-            raise RuntimeError("missing %s: apt-get install %s"
-                               % (missing[0], suite.JETTY_PACKAGE))
+        # Ring's sources and Jetty 12's jars first, as bench.py's Jetty
+        cp = suite.jetty_classpath() + classpath()
         expr = ("(require 'ring.adapter.jetty 'realapp.core)"
                 "(ring.adapter.jetty/run-jetty realapp.core/handler"
                 " {:host \"%s\" :port %d :max-threads %d})"
                 % (HOST, port, THREADS))
         proc, log = _java(work, name, port, cp, expr,
                           jvm_options(jdbc_url, 1))
+        server = Running(name, port, [proc], log)
+    elif name == "enso":
+        d = suite.PEERS_DIR / "enso"
+        cp = [d / "classes", d / "src" / "src" / "clj",
+              BUILD / "lib" / "*"] + classpath()
+        # enso runs each connection on a virtual thread, so the handler's
+        # blocking JDBC calls need no pool of its own; keep-alive requests
+        # unbounded as bench.py's (oha's connections are not recycled).
+        # enso sends no Server header, which TechEmpower's rules (and
+        # verify.py) require: the handler is wrapped to add one, as a
+        # TechEmpower entry does for a server that does not.
+        expr = ("(require 's-exp.enso 'realapp.core)"
+                "(s-exp.enso/run-server"
+                " (fn [req] (assoc-in (realapp.core/handler req)"
+                " [:headers \"Server\"] \"enso\"))"
+                " {:host \"%s\" :port %d :max-keep-alive-requests 0})"
+                "@(promise)" % (HOST, port))
+        proc, log = _java(work, name, port, cp, expr,
+                          jvm_options(jdbc_url, 1), JDK25)
         server = Running(name, port, [proc], log)
     elif name == "nginx-clojure":
         d = suite.PEERS_DIR / "nginx-clojure"

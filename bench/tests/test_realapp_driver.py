@@ -164,3 +164,105 @@ def test_a_broken_step_is_run_again_before_the_ladder_stops(monkeypatch):
                            "ladders": {"json": lad}, "sweeps": {}}],
                          meta(["json"]), {})
     assert "| s | 2000 (again) |" in text
+
+
+WRK_PIPELINED = """Running 3s test @ http://127.0.0.1:1/plaintext
+  1 threads and 256 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency    12.31ms    3.20ms  48.10ms   81.00%
+    Req/Sec    80.00k     5.00k   90.00k    70.00%
+  Latency Distribution
+     50%   11.90ms
+     75%   13.00ms
+     90%   15.50ms
+     99%  620.00us
+  240000 requests in 3.00s, 30.00MB read
+Requests/sec:  80000.00
+Transfer/sec:     10.00MB
+"""
+
+
+def test_wrk_latency_distribution_in_ms():
+    got = driver.parse_wrk_latency(WRK_PIPELINED)
+    assert got == {"p50": 11.9, "p75": 13.0, "p90": 15.5, "p99": 0.62,
+                   "max": 48.1}
+    assert driver.parse_wrk_latency("no latency")["p99"] is None
+
+
+def test_the_pipelined_run_sends_sixteen_per_write(monkeypatch):
+    """wrk with pipeline.lua and `-- 16` after the URL; the parsed run."""
+    seen = {}
+
+    class Done:
+        stdout, stderr = WRK_PIPELINED, ""
+
+    def fake_run(cmd, **kw):
+        seen["cmd"] = cmd
+        return Done
+
+    monkeypatch.setattr(driver.subprocess, "run", fake_run)
+    r = driver.run_wrk_pipelined("http://h:1/plaintext", 3, 256)
+    cmd = seen["cmd"]
+    assert cmd[0] == "wrk" and "-c256" in cmd and "--latency" in cmd
+    assert cmd[cmd.index("-s") + 1].endswith("pipeline.lua")
+    assert cmd[-3:] == ["http://h:1/plaintext", "--", "16"]
+    assert (r["rps"], r["p99"], r["errors"], r["non200"], r["depth"]) == (
+        80000.0, 0.62, 0, 0, 16)
+    script = driver.PIPELINE_SCRIPT.read_text()
+    assert "string.rep(wrk.format(), depth)" in script
+
+
+def test_the_report_has_the_pipelined_plaintext_beside_the_unpipelined():
+    piped = dict(step(0), conns=256, rps=80000.0, depth=16)
+    results = [
+        {"server": "jvm-loop", "description": "loop",
+         "verify": {"plaintext": []}, "ladders": {},
+         "sweeps": {"plaintext": [dict(step(0), conns=256, rps=30000.0)]},
+         "pipelined": [piped]},
+        {"server": "enso", "description": "enso", "verify": {}, "ladders": {},
+         "sweeps": {}, "pipelined": [dict(piped, rps=50000.0)]},
+        {"server": "jetty", "description": "j", "verify": {}, "ladders": {},
+         "sweeps": {}, "pipelined_skipped": "no wrk"},
+    ]
+    text = driver.render(results, meta(["plaintext"]), {})
+    part = text.split("## plaintext pipelined 16 deep")[1]
+    assert "| jvm-loop | 256 | 80000 | 30000 | 1.00 | 2.00 | 3.00 | 15.00 " \
+        "| 0 | 0.70 |" in part
+    assert "| enso | 256 | 50000 | - |" in part
+    assert "| jetty | not run: no wrk |" in part
+    # no section when nothing was pipelined
+    assert "pipelined" not in driver.render(results[:0], meta([]), {})
+
+
+def test_quick_runs_one_pipelined_level_and_the_default_two():
+    assert driver.QUICK["pipeline"] == "256"
+    assert driver.DEFAULTS["pipeline"] == "256,1024"
+
+
+def test_jetty_is_jetty_12_and_enso_is_a_server():
+    import servers
+    assert "Jetty 12" in servers.SERVERS["jetty"]
+    assert "enso" in servers.SERVERS
+    # no Debian Ring jar on the handler's class path: Jetty's brings Ring's
+    assert not any("ring-core" in p for p in servers.classpath())
+
+
+def test_a_peer_not_built_is_skipped_with_why(monkeypatch):
+    import servers
+    monkeypatch.setattr(servers, "HICCUP", __file__)
+    monkeypatch.setattr(servers, "DATA_JSON", __file__)
+    monkeypatch.setattr(servers, "LIBS", Path(__file__).parent)
+    monkeypatch.setattr(servers.Path, "exists", lambda self: True)
+    asked = []
+
+    def status(name):
+        asked.append(name)
+        return (None, "not built: %s" % name) if name in ("enso", "jetty") \
+            else ("built", None)
+
+    monkeypatch.setattr(servers.suite, "peer_status", status)
+    assert servers.unavailable("jetty") == "not built: jetty"
+    assert servers.unavailable("enso") == "not built: enso"
+    assert servers.unavailable("http-kit") is None
+    assert servers.unavailable("jvm-pool") is None
+    assert asked == ["jetty", "enso", "http-kit"]

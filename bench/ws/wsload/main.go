@@ -2,7 +2,7 @@
 // library only: a minimal RFC 6455 client (handshake, masked frames out,
 // unmasked frames in), enough to drive an echo server hard from one process.
 //
-//	wsload echo   -url ws://127.0.0.1:8080/ws -conns 100 -duration 10 -warmup 2 -size 32
+//	wsload echo   -url ws://127.0.0.1:8080/ws -conns 100 -duration 10 -warmup 2 -size 32 -inflight 1
 //	wsload idle   -url ... -conns 10000      (opens, one echo each, holds until stdin closes)
 //	wsload cycles -url ... -n 10000 -parallel 20
 //
@@ -276,7 +276,46 @@ func emit(v map[string]any) {
 	fmt.Println(string(b))
 }
 
-func runEcho(u *url.URL, conns int, duration, warmup float64, size int) {
+// echoFrames builds a connection's `inflight` messages, each with its
+// index after the connection's id ("%08d%04d", then padding): with exactly
+// `inflight` outstanding, the ones in flight all differ, so an echo lost,
+// reordered or damaged shows as the wrong message where the next is due.
+func echoFrames(id, size, inflight int) (msgs, frames [][]byte) {
+	for k := 0; k < inflight; k++ {
+		m := []byte(fmt.Sprintf("%08d%04d", id, k))
+		for len(m) < size {
+			m = append(m, 'a'+byte(len(m)%26))
+		}
+		msgs = append(msgs, m[:size])
+		frames = append(frames, frame(1, m[:size]))
+	}
+	return msgs, frames
+}
+
+// readEcho reads frames until a data frame (answering pings) and checks it
+// is `want`.
+func (c *conn) readEcho(buf, want []byte) ([]byte, error) {
+	for {
+		op, p, err := c.readFrame(buf)
+		if err != nil {
+			return buf, err
+		}
+		buf = p
+		switch op {
+		case 1, 2:
+			if !bytes.Equal(p, want) {
+				return buf, fmt.Errorf("echo out of order or damaged: %q, want %q", p, want)
+			}
+			return buf, nil
+		case 8:
+			return buf, errors.New("closed by server")
+		case 9:
+			c.c.Write(frame(10, p))
+		}
+	}
+}
+
+func runEcho(u *url.URL, conns int, duration, warmup float64, size, inflight int) {
 	cs, failed, firstErr := openAll(u, conns, 50, size, false)
 	var start sync.WaitGroup
 	start.Add(1)
@@ -291,18 +330,30 @@ func runEcho(u *url.URL, conns int, duration, warmup float64, size int) {
 			defer wg.Done()
 			buf := make([]byte, 256)
 			s := make([]uint32, 0, 1024)
+			msgs, frames := echoFrames(i, size, inflight)
+			sent := make([]time.Time, inflight) // message k's send time
 			start.Wait()
-			for !stop.Load() {
-				t := time.Now()
-				var err error
-				buf, err = c.roundTrip(buf)
-				if err != nil {
-					errs[i] = err.Error()
+			// `inflight` messages out, then one more for each echo: the
+			// next echo due is always message k (mod inflight), sent
+			// `inflight` messages ago.  One goroutine writes and reads:
+			// inflight*size bytes fit in any socket buffer.
+			var err error
+			for k := 0; k < inflight && err == nil; k++ {
+				sent[k] = time.Now()
+				_, err = c.c.Write(frames[k])
+			}
+			for k := 0; err == nil && !stop.Load(); k = (k + 1) % inflight {
+				if buf, err = c.readEcho(buf, msgs[k]); err != nil {
 					break
 				}
 				if measuring.Load() {
-					s = append(s, uint32(time.Since(t).Microseconds()))
+					s = append(s, uint32(time.Since(sent[k]).Microseconds()))
 				}
+				sent[k] = time.Now()
+				_, err = c.c.Write(frames[k])
+			}
+			if err != nil {
+				errs[i] = err.Error()
 			}
 			samples[i] = s
 			counts[i] = int64(len(s))
@@ -353,7 +404,7 @@ func runEcho(u *url.URL, conns int, duration, warmup float64, size int) {
 	cw.Wait()
 	closed = int(closedN)
 	emit(map[string]any{
-		"mode": "echo", "conns": len(cs), "connect_errors": failed, "errors": nerr,
+		"mode": "echo", "conns": len(cs), "inflight": inflight, "connect_errors": failed, "errors": nerr,
 		"first_error": firstErr, "seconds": elapsed, "round_trips": len(all),
 		"rps": float64(len(all)) / elapsed, "p50_ms": pct(all, 50), "p90_ms": pct(all, 90),
 		"p99_ms": pct(all, 99), "p999_ms": pct(all, 99.9),
@@ -440,18 +491,20 @@ func main() {
 	conns := fs.Int("conns", 100, "connections")
 	duration := fs.Float64("duration", 10, "seconds measured (echo)")
 	warmup := fs.Float64("warmup", 2, "seconds before measuring (echo)")
-	size := fs.Int("size", 32, "message bytes (>= 8)")
+	size := fs.Int("size", 32, "message bytes (12..125)")
 	n := fs.Int("n", 10000, "open/close cycles (cycles)")
 	parallel := fs.Int("parallel", 20, "cycles run at once (cycles)")
+	inflight := fs.Int("inflight", 1, "messages outstanding per connection (echo)")
 	fs.Parse(os.Args[2:])
 	u, err := url.Parse(*rawURL)
-	if err != nil || u.Scheme != "ws" || *size < 8 || *size > 125 {
-		fmt.Fprintln(os.Stderr, "wsload: -url ws://... and 8 <= -size <= 125 needed")
+	if err != nil || u.Scheme != "ws" || *size < 12 || *size > 125 ||
+		*inflight < 1 || *inflight > 9999 {
+		fmt.Fprintln(os.Stderr, "wsload: -url ws://..., 12 <= -size <= 125 and 1 <= -inflight <= 9999 needed")
 		os.Exit(2)
 	}
 	switch mode {
 	case "echo":
-		runEcho(u, *conns, *duration, *warmup, *size)
+		runEcho(u, *conns, *duration, *warmup, *size, *inflight)
 	case "idle":
 		runIdle(u, *conns, *size)
 	case "cycles":
