@@ -64,6 +64,31 @@ public final class Coloop {
         }
     }
 
+    private static final ThreadLocal<String> LEFT = new ThreadLocal<>();
+
+    /**
+     * A carried thread kept for the next request: its id, what it brings
+     * from the request before (a ThreadLocal, the interrupt flag, the
+     * context class loader's name), then it leaves all three changed;
+     * ?throw=1 throws after that.
+     */
+    public static final class Reuse implements Handler {
+        @Override
+        public Response handle(Request r) {
+            Thread t = Thread.currentThread();
+            ClassLoader cl = t.getContextClassLoader();
+            String seen = t.getId() + " " + LEFT.get() + " " + Thread.interrupted() + " "
+                    + (cl == null ? "null" : cl.getName());
+            LEFT.set("left-by-" + r.queryString());
+            t.setContextClassLoader(new ClassLoader("handler-set", cl) { });
+            t.interrupt();
+            if (arg(r, "throw", 0) == 1) {
+                throw new IllegalStateException("thrown on purpose");
+            }
+            return text(seen);
+        }
+    }
+
     /** Whether java.lang is open to the handlers' classes (--add-opens). */
     public static final class Opens implements Handler {
         @Override

@@ -304,7 +304,8 @@ public final class ColoopHostile {
      * /books (jvm_mode loop: it reads what only the loop writes): the
      * WebSockets the worker keeps, the tasks it tracks, the coloop threads
      * of requests not ended (Tasks.coloopLive), the carried threads the
-     * loop's scheduler knows as parked or queued, and its continuations
+     * loop's scheduler knows as parked or queued in a work (not those kept
+     * for the next one), and its continuations
      * waiting to run. Read by reflection: a test's window into nginx.jvm.
      */
     public static final class Books implements Handler {
@@ -320,7 +321,10 @@ public final class ColoopHostile {
             b.append(" tasks=").append(size(field(tasks, tasks.getClass(), "live")));
             b.append(" coloop=").append(field(tasks, tasks.getClass(), "coloopLive"));
             if (scheduler != null) {
-                b.append(" known=").append(size(field(scheduler, ls, "known")));
+                // less the threads kept parked for the next work (LoopScheduler.idle):
+                // known are those whose work parked or waits to run
+                b.append(" known=").append(size(field(scheduler, ls, "known"))
+                        - (Integer) field(scheduler, ls, "idleCount"));
                 b.append(" waiting=").append(size(field(scheduler, ls, "queue")));
             }
             return text(b.toString());

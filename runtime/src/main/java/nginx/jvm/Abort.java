@@ -16,14 +16,15 @@ import java.lang.invoke.VarHandle;
  * callbacks registered before an abort run once, on the executor's threads
  * (never the event loop's), in the order they were registered; those
  * registered after an abort run at once there, those after completion
- * never. It uses nothing of the runtime but the executor it is given, so
- * that {@link Request} can hold it without reaching into the core.
+ * never. It uses nothing of the runtime but the executor its subclass
+ * gives, so that {@link Request} can hold it without reaching into the
+ * core. Its one subclass is {@link Task}: a task is its own request's
+ * abort, one object per request less (bench/results/2026-11-27-alloc.md).
  */
-final class Abort {
+abstract class Abort {
     private static final System.Logger LOG = System.getLogger("nginx.jvm");
     private static final int LIVE = 0, ABORTED = 1, COMPLETED = 2;
 
-    private final Executor callbacks;
     /** Its own lock ({@code synchronized (this)}): no object of its own per request. */
     /**
      * LIVE until the loop ends it. Changed from LIVE under the lock, except
@@ -48,12 +49,21 @@ final class Abort {
     /** This abort interrupted handlerThread: the flag is cleared before the thread moves on. */
     private boolean interruptSent;
 
-    Abort(Executor callbacks) {
-        this.callbacks = callbacks;
+    /** Where the callbacks run: threads that may block, never the event loop. */
+    abstract Executor callbacks();
+
+    /**
+     * Whether the calling thread is the one running the handler's call now
+     * (between {@link #enter} and {@link #leave}). Read without the lock:
+     * only the handler's thread writes itself here, and its own writes are
+     * in order for it; any other thread reads another thread or null.
+     */
+    final boolean onHandlerThread() {
+        return handlerThread == Thread.currentThread();
     }
 
     /** Any thread: see {@link Request#onAbort}. */
-    boolean onAbort(Runnable callback) {
+    final boolean onAbort(Runnable callback) {
         Objects.requireNonNull(callback, "callback");
         synchronized (this) {
             int e = end;
@@ -69,11 +79,11 @@ final class Abort {
             }
         }
         // the client has left already: at once, on a callback thread
-        run(List.of(callback));
+        runCallbacks(List.of(callback));
         return true;
     }
 
-    boolean aborted() {
+    final boolean aborted() {
         return end == ABORTED;
     }
 
@@ -81,7 +91,7 @@ final class Abort {
      * The handler's call begins on this thread, which an abort may interrupt
      * from now on; false when the request is over already (nothing to run).
      */
-    boolean enter() {
+    final boolean enter() {
         synchronized (this) {
             if (end != LIVE) {
                 return false;
@@ -92,7 +102,7 @@ final class Abort {
     }
 
     /** The handler's call is over: no interrupt reaches the thread's next work. */
-    void leave() {
+    final void leave() {
         synchronized (this) {
             handlerThread = null;
             if (interruptSent) {
@@ -103,7 +113,7 @@ final class Abort {
     }
 
     /** Event loop: the client left; interrupts the handler's call if asked. */
-    void abort(boolean interrupt) {
+    final void abort(boolean interrupt) {
         List<Runnable> todo;
         synchronized (this) {
             if (!END.compareAndSet(this, LIVE, ABORTED)) {
@@ -117,7 +127,7 @@ final class Abort {
             }
         }
         if (todo != null) {
-            run(todo);
+            runCallbacks(todo);
         }
     }
 
@@ -126,12 +136,12 @@ final class Abort {
      * dropped (a callback registered as this happens is dropped too: it came
      * before the end). Without the lock, see {@link #end}.
      */
-    void complete() {
+    final void complete() {
         END.compareAndSet(this, LIVE, COMPLETED);
     }
 
-    private void run(List<Runnable> todo) {
-        callbacks.execute(() -> {
+    private void runCallbacks(List<Runnable> todo) {
+        callbacks().execute(() -> {
             for (Runnable c : todo) {
                 try {
                     c.run();

@@ -88,6 +88,19 @@ final class LoopScheduler implements Executor {
     private boolean startNow;
     private Runnable first;
     /**
+     * How many threads wait for work at most (beyond them, a thread whose
+     * work ends ends): what a burst of blocked handlers leaves parked.
+     */
+    static final int IDLE_MAX = 64;
+    /**
+     * Loop only: the threads that wait for work, parked in {@link #idle},
+     * the last one parked on top (its stack is the warmest); none are kept
+     * until the self-test passed.
+     */
+    private final Carried[] idle = new Carried[IDLE_MAX];
+    private int idleCount;
+    private int idleMax;
+    /**
      * The thread whose continuation the loop runs now (null: none), and the
      * number of that slice, for the watchdog, which samples them: written
      * with release stores (plain stores on x86), not volatile ones, and no
@@ -110,42 +123,71 @@ final class LoopScheduler implements Executor {
     }
 
     /**
-     * A thread this scheduler started: what it serves, for the watchdog's
-     * warning; and what the thread runs (it is the thread's Runnable: no
-     * wrapper object per thread).
+     * A thread this scheduler started: what it serves now, for the
+     * watchdog's warning and Meter; and what the thread runs (it is the
+     * thread's Runnable: no wrapper object per thread). The thread is kept
+     * between works: once one ends, the thread parks in {@link #idle} until
+     * {@link #start} hands it the next (as pool mode's threads wait for
+     * theirs), so that a request which does not block costs an unpark and a
+     * park of a thread that exists, not a new virtual thread (296 B in the
+     * JDK, bench/results/2026-11-27-alloc.md). Its fields are the loop's:
+     * the thread runs only while the loop carries it.
      */
     static final class Carried implements Runnable {
-        final String what;
-        private final Runnable work;
-        /** Run as the thread ends, on the loop (null: nothing). */
-        private final Runnable onEnd;
+        /** Written by the loop before the work's first slice; the watchdog reads it. */
+        String what;
+        private Runnable work;
+        /** Run as the work ends, on the loop (null: nothing). */
+        private Runnable onEnd;
         /** Its request's cost, measured slice by slice (null: not measured). */
         Meter meter;
         volatile Thread thread;
         Runnable continuation;
-        /** Loop only: in {@link #known}; its work is over. */
+        /** Loop only: in {@link #known}; the thread is over. */
         boolean listed;
         boolean ended;
+        /** Where it waits between works (null: {@link #CHILD}, never run). */
+        private final LoopScheduler scheduler;
 
         Carried(String what) {
-            this(what, null, null);
+            this.what = what;
+            this.scheduler = null;
         }
 
-        Carried(String what, Runnable work, Runnable onEnd) {
-            this.what = what;
-            this.work = work;
-            this.onEnd = onEnd;
+        Carried(LoopScheduler scheduler) {
+            this.scheduler = scheduler;
         }
 
         @Override
         public void run() {
+            Thread self = Thread.currentThread();
+            ClassLoader loader = self.getContextClassLoader();
             try {
-                work.run();
+                do {
+                    try {
+                        work.run();
+                    } catch (Throwable t) {
+                        // a Task answers for its own failures; this thread goes on
+                        Log.error("nginx.jvm", "a coloop thread's work failed (" + what + ")", t);
+                    } finally {
+                        work = null;
+                        meter = null;
+                        Runnable e = onEnd;
+                        onEnd = null;
+                        if (e != null) {
+                            e.run();
+                        }
+                    }
+                    // what the work changed of its thread goes back, as far as
+                    // pool mode's threads do: the interrupt flag (idle() clears
+                    // it) and the context class loader; ThreadLocals stay
+                    // (docs/handlers.md, "jvm_mode coloop")
+                    if (self.getContextClassLoader() != loader) {
+                        self.setContextClassLoader(loader);
+                    }
+                } while (scheduler.idle(this));
             } finally {
                 ended = true;
-                if (onEnd != null) {
-                    onEnd.run();
-                }
             }
         }
     }
@@ -193,6 +235,7 @@ final class LoopScheduler implements Executor {
             return null;
         }
         s.waker = waker;
+        s.idleMax = IDLE_MAX;
         worker = s;
         return s;
     }
@@ -251,16 +294,48 @@ final class LoopScheduler implements Executor {
         return start(work, what, now, meter, null);
     }
 
-    /** As above; {@code onEnd} runs on the loop as the thread ends, whatever way it does. */
+    /**
+     * As above; {@code onEnd} runs on the loop as the work ends, whatever
+     * way it does. The work runs on a thread that waits in {@link #idle} if
+     * there is one, else on a new one; the thread is answered.
+     */
     Thread start(Runnable work, String what, boolean now, Meter meter, Runnable onEnd) {
-        Carried c = new Carried(what, work, onEnd);
+        Carried c = idleCount > 0 ? idle[--idleCount] : null;
+        boolean fresh = c == null;
+        if (fresh) {
+            c = new Carried(this);
+        } else {
+            idle[idleCount] = null;
+        }
+        c.what = what;
         c.meter = meter;
-        Thread t = threads.newThread(c);
-        c.thread = t;
+        c.onEnd = onEnd;
+        c.work = work;
         starting = c;
-        startNow = now;
+        // at once only from the loop's own code: a carried thread that starts
+        // one (a subrequest's handler) is a virtual thread, and a continuation
+        // runs only on a platform thread (the JDK's unpark hands it over from
+        // the carrier, which execute() cannot tell from the loop)
+        startNow = now && Thread.currentThread() == loop;
         try {
-            t.start();
+            if (fresh) {
+                Thread t = threads.newThread(c);
+                c.thread = t;
+                t.start();
+            } else {
+                // its continuation comes to execute() (unless a stray unpark
+                // queued it already: it then runs this work at the next drain)
+                LockSupport.unpark(c.thread);
+            }
+        } catch (RuntimeException | Error e) {
+            c.work = null;
+            c.onEnd = null;
+            c.meter = null;
+            if (!fresh) {
+                // still parked, with nothing to do: it waits on
+                idle[idleCount++] = c;
+            }
+            throw e;
         } finally {
             starting = null;
             startNow = false;
@@ -270,7 +345,33 @@ final class LoopScheduler implements Executor {
             first = null;
             run(r, c);
         }
-        return t;
+        return c.thread;
+    }
+
+    /**
+     * On the loop, on carried thread {@code c} whose work ended: it waits,
+     * parked, for {@link #start} to hand it the next; false when
+     * {@link #IDLE_MAX} wait already (the thread then ends).
+     */
+    private boolean idle(Carried c) {
+        if (idleCount >= idleMax) {
+            return false;
+        }
+        c.what = "an idle coloop thread";
+        idle[idleCount++] = c;
+        do {
+            // an interrupt meant for its last work (or a stray one) neither
+            // reaches the next nor keeps it from parking
+            Thread.interrupted();
+            LockSupport.park();
+        } while (c.work == null);
+        Thread.interrupted();
+        return true;
+    }
+
+    /** Threads waiting for work (tests). */
+    int idle() {
+        return idleCount;
     }
 
     /**
@@ -327,8 +428,10 @@ final class LoopScheduler implements Executor {
                 first = continuation;
                 return;
             }
-            starting.listed = true;
-            known.put(continuation, starting);
+            if (!starting.listed) {
+                starting.listed = true;
+                known.put(continuation, starting);
+            }
         }
         queue.add(continuation);
         if (signalled.compareAndSet(false, true)) {

@@ -3,6 +3,7 @@ package nginx.jvm;
 import java.lang.System.Logger.Level;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.concurrent.Executor;
 
 /**
  * One request served off the event loop (or answered later by an async
@@ -10,7 +11,7 @@ import java.lang.invoke.VarHandle;
  * when {@link Tasks} tells it the task is ready. Everything but
  * {@link #respond} and {@link #raise} runs on the event loop.
  */
-final class Task implements Responder, Runnable {
+final class Task extends Abort implements Responder, Runnable {
     private static final System.Logger LOG = System.getLogger("nginx.jvm");
 
     final long id;
@@ -59,11 +60,8 @@ final class Task implements Responder, Runnable {
     /** A body being produced on a JVM thread; see {@link Tasks#stream}. */
     volatile AsyncBody body;
 
-    private volatile Thread handlerThread;
     /** Its handler's name, for the coloop watchdog's warnings. */
     String what = "a handler";
-    /** Whether the client left: the request's callbacks, the thread to interrupt. */
-    final Abort abort;
     /** What it cost the JVM ({@link Meter}), or null when nothing measures. */
     final Meter meter = Meter.open();
 
@@ -75,18 +73,23 @@ final class Task implements Responder, Runnable {
         this.request = request;
         this.async = async;
         this.tasks = tasks;
-        this.abort = new Abort(tasks.aborts);
+    }
+
+    /** As its own request's {@link Abort}: the callbacks' threads. */
+    @Override
+    Executor callbacks() {
+        return tasks.aborts;
     }
 
     /** Runs the handler: on a pool or virtual thread, or on the loop for async handlers. */
     @Override
     public void run() {
         taken = true;
-        if (cancelled || !abort.enter()) {
+        // the thread an abort interrupts, and onHandlerThread's, from now on
+        if (cancelled || !enter()) {
             // its request ended while it waited: nobody reads the answer
             return;
         }
-        handlerThread = Thread.currentThread();
         // a pool thread's window; a virtual thread's carrier has one open; on
         // the loop (an async handler's call) the loop's share counts it already
         boolean measured = meter != null && mode != Wire.LOOP && meter.begin();
@@ -108,8 +111,7 @@ final class Task implements Responder, Runnable {
             if (measured) {
                 meter.close();
             }
-            handlerThread = null;
-            abort.leave();
+            leave();
         }
     }
 
@@ -131,10 +133,6 @@ final class Task implements Responder, Runnable {
     /** Event loop: taken off the queue of bodies with room. */
     void dequeuedRoom() {
         roomQueued = false;
-    }
-
-    boolean onHandlerThread() {
-        return handlerThread == Thread.currentThread();
     }
 
     /** The request is over: a body still being produced stops. */

@@ -55,13 +55,14 @@ final class Tasks {
     /** jvm_mode coloop: virtual threads the event loop carries (null: they run as virtual). */
     private LoopScheduler coloop;
     /**
-     * Loop only: coloop threads of requests and log handlers that have not
-     * ended, at most {@link #coloopLimit} (jvm_queue). A plain count, not a
+     * Loop only: coloop works (requests, log handlers) that have not
+     * ended, at most {@link #coloopLimit} (jvm_queue); their threads are
+     * kept for the next ones (LoopScheduler.idle). A plain count, not a
      * semaphore: they start on the loop and end on it, the only carrier.
      */
     private int coloopLive;
     private int coloopLimit;
-    /** As a coloop thread ends, on the loop (a carried thread ends where it runs): one object for all. */
+    /** As a coloop work ends, on the loop (a carried thread runs nowhere else): one object for all. */
     private final Runnable coloopEnded = () -> coloopLive--;
     /**
      * Loop: the coloop task whose first slice runs now, inside {@link #submit}
@@ -556,7 +557,7 @@ final class Tasks {
         Task t = live.get(id);
         if (t != null) {
             // never the event loop's thread (an async handler's call there)
-            t.abort.abort(interrupt && t.mode != LOOP);
+            t.abort(interrupt && t.mode != LOOP);
         }
     }
 
@@ -591,7 +592,7 @@ final class Tasks {
     /** Loop: task {@code t}'s request is over (cancelled, or answered in its first slice). */
     void forget(Task t) {
         // not aborted (or aborted just before): its callbacks never run
-        t.abort.complete();
+        t.complete();
         t.cancelled = true;
         t.request.handle = 0;
         Subrequests.abandon(t.request.subrequests);

@@ -465,7 +465,7 @@ final class Worker {
             mode = tasks.effective(mode);
             Task task = new Task(id, mode, phase, handler, request, async, tasks);
             task.what = names.get(index);
-            request.abort = task.abort;
+            request.abort = task;
             if (request.streamsBody()) {
                 request.upload = new UploadBody(() -> tasks.room(task));
             }

@@ -30,7 +30,7 @@ class AbortTest {
     private Task submit(Handler handler) {
         Request request = new RequestBytes().path("/t").request();
         Task t = new Task(nextId++, Tasks.POOL, Wire.PHASE_CONTENT, handler, request, false, tasks);
-        request.abort = t.abort;
+        request.abort = t;
         assertNull(tasks.submit(t, Tasks.POOL));
         return t;
     }
