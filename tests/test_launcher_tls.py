@@ -184,6 +184,24 @@ def test_http2_ring_and_java(tls, certs):
     assert j["query"] == "b=2"
 
 
+def tls_version(port, *args):
+    """The protocol openssl s_client agreed on with the server, or None."""
+    r = subprocess.run(["openssl", "s_client", "-connect", "127.0.0.1:%d" % port,
+                        "-servername", "localhost"] + list(args),
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=30)
+    m = re.search(r"New, (TLSv[\d.]+),", r.stdout)
+    return m.group(1) if m and r.returncode == 0 else None
+
+
+def test_tls_1_3_and_1_2_only(tls, certs):
+    # the launcher's ssl_protocols: nginx 1.22's default had 1.0 and 1.1 and
+    # not 1.3
+    assert tls_version(tls.port) == "TLSv1.3"
+    assert tls_version(tls.port, "-tls1_2") == "TLSv1.2"
+    assert tls_version(tls.port, "-tls1_1") is None
+
+
 def test_http2_streamed_response(tls, certs):
     n = 3 * 1000 * 1000 + 7
     body, version = curl(tls.port, "/stream?n=%d" % n, cafile=certs[0])

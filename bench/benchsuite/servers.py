@@ -264,6 +264,7 @@ def nginx_clojure_http(work, peers_dir=None):
 TLS_CONF = """        ssl_certificate "%s";
         ssl_certificate_key "%s";
         ssl_session_cache shared:nginx_jvm_tls:1m;
+        ssl_protocols TLSv1.2 TLSv1.3;
 """
 TLS_PASSWORD = "bench"      # of the PKCS12 keystore enso's SSLContext reads
 
