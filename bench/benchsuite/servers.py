@@ -193,9 +193,14 @@ def writer_conf(prefix, port, handler, classpath, options, workers=2):
          "--user", "root",
          "--cache", "off", "--error-log", str(Path(prefix) / "logs" /
                                                "error.log"),
-         "--error-level", "warn"] + list(options),
+         "--error-level", "warn"] + NGINX_ARG + list(options),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         check=True).stdout
+
+
+# NGINX=build/nginx-VERSION/sbin/nginx (scripts/nginx-version.sh's): the
+# launcher's --nginx, which also takes the module built for it beside it
+NGINX_ARG = [] if NGINX == "/usr/sbin/nginx" else ["--nginx", NGINX]
 
 
 def jetty_classpath(peers_dir=None):
