@@ -254,10 +254,21 @@ def h2load(url, clients, streams, duration=None, requests=None):
     return parse_h2load(p.stdout + p.stderr), p.stdout + p.stderr
 
 
-def h2_problem(name, parsed):
+# the nginx servers' keepalive_requests (the launcher's and
+# servers.HTTP_CONF's): over HTTP/2 a connection ends after that many
+# requests, and h2load does not open another, so a run whose connections
+# all reached it ended early and its rate (over -D) is a floor
+KEEPALIVE_REQUESTS = 100000
+
+
+def h2_problem(name, parsed, clients=None):
     """What is wrong with an h2load run, or None."""
     if parsed.get("protocol") != "h2":
         return "%s: h2load spoke %s, not h2" % (name, parsed.get("protocol"))
+    if clients and (parsed.get("succeeded") or 0) >= clients * KEEPALIVE_REQUESTS:
+        return ("%s: every connection reached keepalive_requests (%d): the "
+                "run ended early, its rate is a floor; take a shorter -D"
+                % (name, KEEPALIVE_REQUESTS))
     bad = sum(parsed.get(k, 0) for k in ("failed", "errored", "timeout",
                                           "3xx", "4xx", "5xx"))
     if bad or parsed.get("succeeded") != parsed.get("2xx"):
@@ -304,7 +315,8 @@ class Scenario:
                 parsed, _ = h2load(server.url("hello"), self.args.h2_clients,
                                    self.args.h2_streams, duration=duration)
                 n = parsed.get("done")
-                problem = h2_problem(server.name, parsed)
+                problem = h2_problem(server.name, parsed,
+                                     self.args.h2_clients)
                 if problem:
                     self.out["problems"].append(problem)
         except (ValueError, subprocess.TimeoutExpired) as e:

@@ -58,6 +58,11 @@ def test_h2load_problems():
     assert "12 failed" in protocols.h2_problem("enso", r)
     with pytest.raises(ValueError):
         protocols.parse_h2load("connect to 127.0.0.1 failed\n")
+    # 108,546 requests on one connection: under keepalive_requests; on
+    # one connection with the limit at 100,000: the run ended early
+    r = protocols.parse_h2load((DATA / "h2load.txt").read_text())
+    assert protocols.h2_problem("nginx", r, clients=2) is None
+    assert "ended early" in protocols.h2_problem("nginx", r, clients=1)
 
 
 def results():
