@@ -436,6 +436,9 @@ ngx_uint_t ngx_http_jvm_response_declined(size_t len);
 void ngx_http_jvm_response_log(ngx_http_request_t *r, size_t len);
 ngx_int_t ngx_http_jvm_edit_headers(ngx_http_request_t *r, size_t len);
 
+/* ngx_http_jvm_pipeline.c */
+void ngx_http_jvm_pipeline_cork(ngx_http_request_t *r);
+
 /* ngx_http_jvm_ws_handshake.c */
 ngx_uint_t ngx_http_jvm_ws_request(ngx_http_request_t *r);
 ngx_int_t ngx_http_jvm_ws_upgrade(ngx_http_request_t *r, ngx_int_t id);

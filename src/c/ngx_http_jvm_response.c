@@ -115,6 +115,8 @@ ngx_http_jvm_send_response(ngx_http_request_t *r, size_t len)
 
     ngx_http_jvm_reader_init(&rd, ngx_http_jvm_vm.resp_addr, len);
 
+    ngx_http_jvm_pipeline_cork(r);
+
     stream = -1;
 
     if (ngx_http_jvm_get_int(&rd, &status) != NGX_OK
