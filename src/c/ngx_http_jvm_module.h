@@ -48,6 +48,8 @@
  *                            too
  *   ngx_http_jvm_gate.c      the one check of every string from Java on
  *                            its way to a wire (docs/security.md, "Doors")
+ *   ngx_http_jvm_pipeline.c  the answers of a pipeline of HTTP/1.1 requests
+ *                            sent together (TCP_CORK)
  *
  * Only vm_create.c, vm.c, natives.c and child.c include jni.h (through
  * ngx_http_jvm_jni.h, the JNI state they share).
@@ -259,6 +261,7 @@ typedef struct {
     size_t                    resp_cap;
     ngx_http_jvm_quiet_t     *quiet;        /* see ngx_http_jvm_log_text */
     int64_t                  *meter;        /* a call's cost, or NULL: off */
+    uint64_t                 *ready_ids;    /* the ready buffer: task ids */
     unsigned                  ready:1;
     unsigned                  no_virtual:1; /* JDK older than 21 */
 } ngx_http_jvm_vm_t;
@@ -459,6 +462,7 @@ ngx_http_jvm_ctx_t *ngx_http_jvm_get_ctx(ngx_http_request_t *r);
 void ngx_http_jvm_cost_take(ngx_http_request_t *r);
 ngx_int_t ngx_http_jvm_send_stream(ngx_http_request_t *r, ngx_int_t id);
 void ngx_http_jvm_ctx_release(ngx_http_jvm_ctx_t *ctx);
+void ngx_http_jvm_ctx_resuming(uint64_t *ids, ngx_uint_t n);
 
 /* ngx_http_jvm_child.c: the master's JVMs, in child processes */
 void ngx_http_jvm_vm_trial(ngx_cycle_t *cycle,
@@ -494,7 +498,7 @@ ngx_int_t ngx_http_jvm_vm_filter(ngx_http_request_t *r, ngx_int_t handler,
 ngx_int_t ngx_http_jvm_vm_body(ngx_http_request_t *r, ngx_int_t handler,
     void *id, size_t len, size_t size, ngx_uint_t last, ngx_str_t *out);
 void ngx_http_jvm_vm_body_end(void *id);
-void *ngx_http_jvm_vm_poll(ngx_log_t *log);
+ngx_int_t ngx_http_jvm_vm_wake(ngx_log_t *log, ngx_uint_t timers);
 ngx_int_t ngx_http_jvm_vm_take(ngx_log_t *log, void *id, size_t *out,
     ngx_uint_t *done);
 ngx_int_t ngx_http_jvm_vm_upload(ngx_log_t *log, void *id, size_t len,
@@ -514,7 +518,6 @@ ngx_int_t ngx_http_jvm_vm_ws_poll(ngx_log_t *log);
 ngx_int_t ngx_http_jvm_vm_ws_take(ngx_log_t *log, ngx_int_t id, size_t *out);
 void ngx_http_jvm_vm_topic_deliver(ngx_log_t *log,
     ngx_http_jvm_topic_t *topic, ngx_uint_t n, size_t len);
-void ngx_http_jvm_vm_timers(ngx_log_t *log);
 void ngx_http_jvm_vm_subrequest_done(ngx_log_t *log, ngx_int_t id,
     size_t len);
 void ngx_http_jvm_vm_quitting(ngx_log_t *log);

@@ -6,7 +6,7 @@
  * byte array) stays in Java under an id; nginx asks for its next piece only
  * when the previous one has left for the client, so a slow client costs a
  * few buffers, not the whole body.  Pieces produced on a JVM thread may not
- * be there yet: the request then waits until Worker.poll() names its task,
+ * be there yet: the request then waits until Worker.wake() names its task,
  * and ngx_http_jvm_task.c calls r->write_event_handler again.
  */
 
@@ -46,6 +46,10 @@ static void ngx_http_jvm_stream_close(ngx_http_jvm_ctx_t *ctx);
 static void ngx_http_jvm_cleanup(void *data);
 static void ngx_http_jvm_stream_hold(ngx_event_t *ev);
 static void ngx_http_jvm_stream_retry(ngx_event_t *ev);
+
+
+static uint64_t    *ngx_http_jvm_resuming;
+static ngx_uint_t   ngx_http_jvm_resuming_n;
 
 
 /*
@@ -120,6 +124,20 @@ ngx_http_jvm_cost_take(ngx_http_request_t *r)
 
 
 /*
+ * The ids of the tasks the loop is resuming, one Worker.wake() at a time
+ * (ngx_http_jvm_task.c), or none: a context released meanwhile takes its
+ * ids out, so that none is resumed after its request's pool is gone.
+ */
+
+void
+ngx_http_jvm_ctx_resuming(uint64_t *ids, ngx_uint_t n)
+{
+    ngx_http_jvm_resuming = ids;
+    ngx_http_jvm_resuming_n = n;
+}
+
+
+/*
  * What Java holds for the request is let go: its task, body, socket.  A
  * task whose client left before its response was complete (the connection
  * failed or timed out, and nginx never finished the request: r->done is
@@ -131,7 +149,16 @@ ngx_http_jvm_cost_take(ngx_http_request_t *r)
 void
 ngx_http_jvm_ctx_release(ngx_http_jvm_ctx_t *ctx)
 {
+    ngx_uint_t         i;
     ngx_connection_t  *c;
+
+    for (i = 0; i < ngx_http_jvm_resuming_n; i++) {
+        if ((ngx_http_jvm_resuming[i] & ~(uint64_t) NGX_HTTP_JVM_POLL_BODY)
+            == (uintptr_t) ctx)
+        {
+            ngx_http_jvm_resuming[i] = 0;
+        }
+    }
 
     if (ctx->timer.timer_set) {
         ngx_del_timer(&ctx->timer);

@@ -24,6 +24,7 @@
 
 
 static void ngx_http_jvm_task_notified(ngx_event_t *ev);
+static void ngx_http_jvm_task_resume(uint64_t id);
 static void ngx_http_jvm_task_timeout(ngx_event_t *ev);
 static void ngx_http_jvm_task_quit_watch(ngx_event_t *ev);
 
@@ -206,69 +207,70 @@ ngx_http_jvm_task_quit_watch(ngx_event_t *ev)
 }
 
 
+/*
+ * The ids of one Worker.wake() while the loop resumes their requests.  A
+ * request that ends meanwhile (a parent with its subrequests, or one whose
+ * task is named twice: answered, and its body with room again) takes its
+ * ids out (ngx_http_jvm_ctx_resuming), so that no context is resumed after
+ * its pool is gone.
+ */
+
+static uint64_t  ngx_http_jvm_resuming[NGX_HTTP_JVM_READY_MAX];
+
+
 /* The eventfd is readable: resume every request with something ready. */
 
 static void
 ngx_http_jvm_task_notified(ngx_event_t *ev)
 {
-    uint64_t             count;
-    ngx_int_t            id;
-    ngx_connection_t    *c;
-    ngx_http_request_t  *r;
-    ngx_http_jvm_ctx_t  *ctx;
+    uint64_t    count;
+    ngx_int_t   rc, id;
+    ngx_uint_t  i, n, timers, sockets;
 
     if (read(ngx_http_jvm_notify.conn.fd, &count, sizeof(uint64_t)) == -1) {
         /* EAGAIN: woken for tasks an earlier pass already took */
     }
 
-    /* Java's timers that run on the loop (nginx.jvm.Timers) */
-    ngx_http_jvm_vm_timers(ev->log);
+    /* Java's timers that run on the loop (nginx.jvm.Timers) first */
 
-    for ( ;; ) {
-        ctx = ngx_http_jvm_vm_poll(ev->log);
+    timers = 1;
+    sockets = 0;
 
-        if (ctx == NULL) {
-            break;
+    do {
+        rc = ngx_http_jvm_vm_wake(ev->log, timers);
+
+        if (rc == -1) {
+            return;
         }
 
-        if ((uintptr_t) ctx & NGX_HTTP_JVM_POLL_BODY) {
+        timers = 0;
+        sockets |= rc & NGX_HTTP_JVM_WAKE_SOCKETS;
+        n = rc & (NGX_HTTP_JVM_WAKE_SOCKETS - 1);
 
-            /*
-             * Its handler took pieces of a body that still arrives (see
-             * ngx_http_jvm_upload.c): the request reads on from the client.
-             */
+        if (n > NGX_HTTP_JVM_READY_MAX) {
+            ngx_log_error(NGX_LOG_ALERT, ev->log, 0,
+                          "jvm: Worker.wake() named %ui tasks", n);
+            return;
+        }
 
-            ctx = (ngx_http_jvm_ctx_t *)
-                      ((uintptr_t) ctx & ~(uintptr_t) NGX_HTTP_JVM_POLL_BODY);
-            r = ctx->request;
-            c = r->connection;
+        ngx_memcpy(ngx_http_jvm_resuming, ngx_http_jvm_vm.ready_ids,
+                   n * sizeof(uint64_t));
+        ngx_http_jvm_ctx_resuming(ngx_http_jvm_resuming, n);
 
-            ngx_http_set_log_request(c->log, r);
-
-            /* not once the upload is over: answered, failed, or read */
-
-            if (ctx->upload) {
-                ctx->upload_full = 0;
-                r->read_event_handler(r);
-
-                ngx_http_run_posted_requests(c);
+        for (i = 0; i < n; i++) {
+            if (ngx_http_jvm_resuming[i] != 0) {
+                ngx_http_jvm_task_resume(ngx_http_jvm_resuming[i]);
             }
-
-            continue;
         }
 
-        r = ctx->request;
-        c = r->connection;
+        ngx_http_jvm_ctx_resuming(NULL, 0);
 
-        ngx_http_set_log_request(c->log, r);
+        /* a full buffer: more may wait */
 
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, c->log, 0,
-                       "jvm: task %p is ready", ctx);
+    } while (n == NGX_HTTP_JVM_READY_MAX);
 
-        ctx->ready = 1;
-        r->write_event_handler(r);
-
-        ngx_http_run_posted_requests(c);
+    if (!sockets) {
+        return;
     }
 
     /* WebSockets with frames to send, or room for more messages */
@@ -289,6 +291,48 @@ ngx_http_jvm_task_notified(ngx_event_t *ev)
             ngx_http_jvm_ws_ready(id, 0);
         }
     }
+}
+
+
+static void
+ngx_http_jvm_task_resume(uint64_t id)
+{
+    ngx_connection_t    *c;
+    ngx_http_request_t  *r;
+    ngx_http_jvm_ctx_t  *ctx;
+
+    ctx = (ngx_http_jvm_ctx_t *) (uintptr_t)
+              (id & ~(uint64_t) NGX_HTTP_JVM_POLL_BODY);
+    r = ctx->request;
+    c = r->connection;
+
+    ngx_http_set_log_request(c->log, r);
+
+    if (id & NGX_HTTP_JVM_POLL_BODY) {
+
+        /*
+         * Its handler took pieces of a body that still arrives (see
+         * ngx_http_jvm_upload.c): the request reads on from the client,
+         * not once the upload is over (answered, failed, or read).
+         */
+
+        if (ctx->upload) {
+            ctx->upload_full = 0;
+            r->read_event_handler(r);
+
+            ngx_http_run_posted_requests(c);
+        }
+
+        return;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, c->log, 0,
+                   "jvm: task %p is ready", ctx);
+
+    ctx->ready = 1;
+    r->write_event_handler(r);
+
+    ngx_http_run_posted_requests(c);
 }
 
 

@@ -16,7 +16,7 @@
  * When they are full it answers so, and this file stops reading from the
  * client (and stops client_body_timeout: the client is not late, the
  * handler is) until the handler has taken some; its thread then wakes the
- * loop through the eventfd, Worker.poll() names the task with
+ * loop through the eventfd, Worker.wake() names the task with
  * NGX_HTTP_JVM_POLL_BODY, and ngx_http_jvm_task.c calls the read event
  * handler again.  Neither side grows: nginx's one buffer of
  * client_body_buffer_size, Java's few pieces, no temporary file.

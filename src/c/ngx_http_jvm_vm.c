@@ -46,16 +46,18 @@ JNIEnv            *ngx_http_jvm_env;          /* the event loop's */
 static jclass      ngx_http_jvm_worker;       /* nginx.jvm.Worker */
 static jobject     ngx_http_jvm_req_ref;      /* the buffers, global refs */
 static jobject     ngx_http_jvm_resp_ref;
+static jobject     ngx_http_jvm_ready_ref;
 ngx_fd_t           ngx_http_jvm_notify_fd = -1;
 
 static jmethodID   ngx_http_jvm_request_buffer_mid;
 static jmethodID   ngx_http_jvm_response_buffer_mid;
+static jmethodID   ngx_http_jvm_ready_buffer_mid;
 static jmethodID   ngx_http_jvm_register_mid;
 static jmethodID   ngx_http_jvm_init_mid;
 static jmethodID   ngx_http_jvm_configure_mid;
 static jmethodID   ngx_http_jvm_handle_mid;
 static jmethodID   ngx_http_jvm_submit_mid;
-static jmethodID   ngx_http_jvm_poll_mid;
+static jmethodID   ngx_http_jvm_wake_mid;
 static jmethodID   ngx_http_jvm_take_mid;
 static jmethodID   ngx_http_jvm_upload_mid;
 static jmethodID   ngx_http_jvm_cancel_mid;
@@ -70,7 +72,6 @@ static jmethodID   ngx_http_jvm_ws_closed_mid;
 static jmethodID   ngx_http_jvm_ws_poll_mid;
 static jmethodID   ngx_http_jvm_ws_take_mid;
 static jmethodID   ngx_http_jvm_topic_messages_mid;
-static jmethodID   ngx_http_jvm_timers_mid;
 static jmethodID   ngx_http_jvm_quitting_mid;
 static jmethodID   ngx_http_jvm_variable_mid;
 static jmethodID   ngx_http_jvm_filter_mid;
@@ -86,6 +87,8 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
       "(I)Ljava/nio/ByteBuffer;" },
     { &ngx_http_jvm_response_buffer_mid, "responseBuffer",
       "()Ljava/nio/ByteBuffer;" },
+    { &ngx_http_jvm_ready_buffer_mid, "readyBuffer",
+      "()Ljava/nio/ByteBuffer;" },
     { &ngx_http_jvm_register_mid, "register",
       "(Ljava/lang/String;)Ljava/lang/String;" },
     { &ngx_http_jvm_init_mid, "init",
@@ -98,7 +101,7 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
     { &ngx_http_jvm_body_mid, "body", "(IIJJIZ)I" },
     { &ngx_http_jvm_body_end_mid, "bodyEnd", "(J)V" },
     { &ngx_http_jvm_subrequest_done_mid, "subrequestDone", "(II)V" },
-    { &ngx_http_jvm_poll_mid, "poll", "()J" },
+    { &ngx_http_jvm_wake_mid, "wake", "(Z)I" },
     { &ngx_http_jvm_take_mid, "take", "(J)I" },
     { &ngx_http_jvm_upload_mid, "upload", "(JII)I" },
     { &ngx_http_jvm_cancel_mid, "cancel", "(J)V" },
@@ -113,7 +116,6 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
     { &ngx_http_jvm_ws_poll_mid, "wsPoll", "()I" },
     { &ngx_http_jvm_ws_take_mid, "wsTake", "(I)I" },
     { &ngx_http_jvm_topic_messages_mid, "topicMessages", "(JII)V" },
-    { &ngx_http_jvm_timers_mid, "timers", "()V" },
     { &ngx_http_jvm_quitting_mid, "quitting", "()V" },
     { NULL, NULL, NULL }
 };
@@ -155,6 +157,8 @@ ngx_http_jvm_vm_bind(ngx_cycle_t *cycle)
 {
     jint                    version;
     jclass                  cls, wire;
+    size_t                  cap;
+    u_char                 *addr;
     jobject                 buf;
     JNIEnv                 *env;
     jfieldID                field;
@@ -226,6 +230,19 @@ ngx_http_jvm_vm_bind(ngx_cycle_t *cycle)
     {
         return ngx_http_jvm_vm_failed(cycle->log, "Worker.requestBuffer()");
     }
+
+    buf = (*env)->CallStaticObjectMethod(env, ngx_http_jvm_worker,
+                                         ngx_http_jvm_ready_buffer_mid);
+
+    if (ngx_http_jvm_vm_buffer(buf, &ngx_http_jvm_ready_ref, &addr, &cap)
+        != NGX_OK
+        || cap < NGX_HTTP_JVM_READY_MAX * sizeof(uint64_t)
+        || (uintptr_t) addr % sizeof(uint64_t))
+    {
+        return ngx_http_jvm_vm_failed(cycle->log, "Worker.readyBuffer()");
+    }
+
+    ngx_http_jvm_vm.ready_ids = (uint64_t *) addr;
 
     return ngx_http_jvm_vm_response_buffer(cycle->log);
 }
@@ -582,24 +599,6 @@ ngx_http_jvm_vm_topic_deliver(ngx_log_t *log, ngx_http_jvm_topic_t *topic,
 }
 
 
-/* Worker.timers(): the event loop runs the Java timers that are due. */
-
-void
-ngx_http_jvm_vm_timers(ngx_log_t *log)
-{
-    JNIEnv  *env;
-
-    env = ngx_http_jvm_env;
-
-    (*env)->CallStaticVoidMethod(env, ngx_http_jvm_worker,
-                                 ngx_http_jvm_timers_mid);
-
-    if ((*env)->ExceptionCheck(env)) {
-        (void) ngx_http_jvm_vm_failed(log, "Worker.timers()");
-    }
-}
-
-
 /* Worker.quitting(): a graceful quit began; Java's timers stop. */
 
 void
@@ -875,23 +874,31 @@ ngx_http_jvm_vm_body_end(void *id)
 }
 
 
-/* Worker.poll(): the next task with something for the loop, or NULL. */
+/*
+ * Worker.wake(): the eventfd was readable.  Java runs its timers that are
+ * due on the loop (when asked), then writes the ids of the tasks with
+ * something for the loop into the ready buffer: their count (at most
+ * NGX_HTTP_JVM_READY_MAX), plus NGX_HTTP_JVM_WAKE_SOCKETS when WebSockets
+ * have something too; -1 when it failed.  One call a wake-up, rather than
+ * one a task.
+ */
 
-void *
-ngx_http_jvm_vm_poll(ngx_log_t *log)
+ngx_int_t
+ngx_http_jvm_vm_wake(ngx_log_t *log, ngx_uint_t timers)
 {
-    jlong  id;
+    jint  n;
 
-    id = (*ngx_http_jvm_env)->CallStaticLongMethod(ngx_http_jvm_env,
-                                                   ngx_http_jvm_worker,
-                                                   ngx_http_jvm_poll_mid);
+    n = (*ngx_http_jvm_env)->CallStaticIntMethod(ngx_http_jvm_env,
+                                                 ngx_http_jvm_worker,
+                                                 ngx_http_jvm_wake_mid,
+                                                 (jboolean) timers);
 
     if ((*ngx_http_jvm_env)->ExceptionCheck(ngx_http_jvm_env)) {
-        (void) ngx_http_jvm_vm_failed(log, "Worker.poll()");
-        return NULL;
+        (void) ngx_http_jvm_vm_failed(log, "Worker.wake()");
+        return -1;
     }
 
-    return (void *) (uintptr_t) id;
+    return n;
 }
 
 
@@ -997,7 +1004,7 @@ ngx_http_jvm_vm_abort(void *id, ngx_uint_t interrupt)
 /*
  * Worker.next(): the next piece of a streamed body, *out bytes at the
  * start of the response buffer.  NGX_DONE: the body ended; NGX_AGAIN: a JVM
- * thread has not produced the piece yet (Worker.poll() names the task when
+ * thread has not produced the piece yet (Worker.wake() names the task when
  * it has); NGX_DECLINED: its source gave only empty pieces this time;
  * NGX_ERROR: the body failed, and why is logged.
  */

@@ -14,7 +14,7 @@
 
 
 /* The wire protocol's version: Wire.PROTOCOL must be equal. */
-#define NGX_HTTP_JVM_PROTOCOL         8
+#define NGX_HTTP_JVM_PROTOCOL         9
 
 /* Request flags, the first int of a described request. */
 #define NGX_HTTP_JVM_REQ_HTTPS        1
@@ -32,8 +32,13 @@
 #define NGX_HTTP_JVM_UPLOAD_FULL      1
 #define NGX_HTTP_JVM_UPLOAD_DROP      2
 
-/* Worker.poll(): added to a task's id, its body has room again. */
+/* Worker.wake(): added to a task's id, its body has room again. */
 #define NGX_HTTP_JVM_POLL_BODY        1
+
+/* Worker.wake(): the ready buffer's ids at most; added to their count,
+ * WebSockets have frames to send or may read again (Worker.wsPoll()). */
+#define NGX_HTTP_JVM_READY_MAX        64
+#define NGX_HTTP_JVM_WAKE_SOCKETS     65536
 
 /* Body kinds of an encoded response. */
 #define NGX_HTTP_JVM_BODY_NONE        0

@@ -545,6 +545,19 @@ final class Tasks {
         return 0;
     }
 
+    /**
+     * Event loop: the ids {@link #poll} answers, up to {@code max}, into
+     * {@code out} (longs in its order, from 0); returns how many.
+     */
+    int poll(java.nio.ByteBuffer out, int max) {
+        int n = 0;
+        long id;
+        while (n < max && (id = poll()) != 0) {
+            out.putLong(8 * n++, id);
+        }
+        return n;
+    }
+
     Task get(long id) {
         return live.get(id);
     }

@@ -189,6 +189,15 @@ final class WebSockets {
     }
 
     /**
+     * Event loop, woken: whether {@link #poll} has a socket to name. Either
+     * this sees a socket queued, or its queuing wakes the loop again.
+     */
+    boolean pending() {
+        signalled.set(false);
+        return !ready.isEmpty();
+    }
+
+    /**
      * The next frame of socket {@code id} into {@code out}: int opcode, then the
      * payload. Returns its length, 0 when none is queued, or minus the length
      * it needs when {@code out} is too small (the frame stays queued).

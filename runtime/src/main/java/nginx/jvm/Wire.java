@@ -14,7 +14,7 @@ import java.nio.ByteOrder;
  */
 final class Wire {
     /** Checked by the C module when it binds this runtime: equal, or it refuses to start. */
-    static final int PROTOCOL = 8;
+    static final int PROTOCOL = 9;
 
     /** Request flags: the first int of a described request. */
     static final int REQ_HTTPS = 1, REQ_HAS_QUERY = 2, REQ_WEBSOCKET = 4, REQ_BODY_FILE = 8;
@@ -29,13 +29,19 @@ final class Wire {
     static final int UPLOAD_GOING = 0, UPLOAD_END = 1;
 
     /**
-     * {@link Worker#upload}'s answer: read on; stop reading until {@link Worker#poll} names
+     * {@link Worker#upload}'s answer: read on; stop reading until {@link Worker#wake} names
      * the task with {@link #POLL_BODY}; read the rest and throw it away (nobody reads it).
      */
     static final int UPLOAD_MORE = 0, UPLOAD_FULL = 1, UPLOAD_DROP = 2;
 
-    /** Added to a task's id by {@link Worker#poll}: its body has room again (ids are even). */
+    /** Added to a task's id by {@link Worker#wake}: its body has room again (ids are even). */
     static final int POLL_BODY = 1;
+
+    /**
+     * {@link Worker#wake}: the ready buffer's ids at most; added to their count, WebSockets
+     * have frames to send or may read again ({@link Worker#wsPoll}).
+     */
+    static final int READY_MAX = 64, WAKE_SOCKETS = 65536;
 
     /** Body kinds of an encoded response. MOVED: the response is in the new response buffer. */
     static final int BODY_NONE = 0, BODY_INLINE = 1, BODY_FILE = 2, BODY_STREAM = 3, BODY_ERROR = 4,

@@ -36,6 +36,9 @@ final class Worker {
     private static final WebSockets sockets = new WebSockets(Natives::wake);
     private static ByteBuffer requestBuffer =
             ByteBuffer.allocateDirect(BUFFER_SIZE).order(ByteOrder.nativeOrder());
+    /** The ids {@link #wake} names to the C module. */
+    private static final ByteBuffer readyBuffer =
+            ByteBuffer.allocateDirect(8 * Wire.READY_MAX).order(ByteOrder.nativeOrder());
     /** Bodies sent in pieces, by the id their response gave the C module. */
     private static final Map<Integer, BodySource> streams = new HashMap<>();
     private static int nextStream;
@@ -59,6 +62,11 @@ final class Worker {
                     .order(ByteOrder.nativeOrder());
         }
         return requestBuffer;
+    }
+
+    /** The buffer {@link #wake} writes the ids of ready tasks into. */
+    static ByteBuffer readyBuffer() {
+        return readyBuffer;
     }
 
     /** The buffer responses and body pieces are written into. */
@@ -436,7 +444,7 @@ final class Worker {
     /**
      * Starts the request in the request buffer as task {@code id}: on the
      * loop (async handlers), a pool thread or a virtual thread. Returns
-     * {@link Wire#ACCEPTED}: {@link #poll} names the task when its response
+     * {@link Wire#ACCEPTED}: {@link #wake} names the task when its response
      * is ready. Otherwise returns the length of an encoded error response
      * (503 when refused).
      */
@@ -529,7 +537,7 @@ final class Worker {
      * start of the request buffer (copied before this returns), with its
      * status: {@link Wire#UPLOAD_GOING}, {@link Wire#UPLOAD_END} or the HTTP
      * status the body failed with. Answers {@link Wire#UPLOAD_MORE},
-     * {@link Wire#UPLOAD_FULL} (read no more until {@link #poll} names the
+     * {@link Wire#UPLOAD_FULL} (read no more until {@link #wake} names the
      * task with {@link Wire#POLL_BODY}) or {@link Wire#UPLOAD_DROP}.
      */
     static int upload(long id, int length, int status) {
@@ -543,9 +551,20 @@ final class Worker {
         return body.offer(piece, status);
     }
 
-    /** The id of the next task with something for the event loop, or 0. */
-    static long poll() {
-        return tasks.poll();
+    /**
+     * Event loop, woken through the eventfd: runs the loop's timers that are
+     * due (when {@code due}: once a wake-up), then writes the ids of up to
+     * {@link Wire#READY_MAX} tasks with something for the loop into the ready
+     * buffer, as {@link Tasks#poll} names them. Returns their count, plus
+     * {@link Wire#WAKE_SOCKETS} when WebSockets have something too. One JNI
+     * call a wake-up rather than a poll for each task and one more for none.
+     */
+    static int wake(boolean due) {
+        if (due) {
+            timers();
+        }
+        int n = tasks.poll(readyBuffer, Wire.READY_MAX);
+        return sockets.pending() ? n | Wire.WAKE_SOCKETS : n;
     }
 
     /** Encodes task {@code id}'s response, as {@link #handle} does. */
@@ -625,7 +644,7 @@ final class Worker {
     /**
      * Writes the next piece of body {@code id} into the response buffer.
      * Returns its length, or {@link Wire#NEXT_END}, {@link Wire#NEXT_WAIT}
-     * (the task is named by {@link #poll} when the piece is there) or
+     * (the task is named by {@link #wake} when the piece is there) or
      * {@link Wire#NEXT_FAILED}, with the message in the response buffer.
      */
     static int next(int id) {
@@ -726,7 +745,7 @@ final class Worker {
         }
     }
 
-    /** On the event loop, when woken: runs the loop's timers that are due. */
+    /** On the event loop, when woken ({@link #wake}): runs the loop's timers that are due. */
     static void timers() {
         LoopCalls.run();
         try {

@@ -94,6 +94,29 @@ class TasksTest {
     }
 
     @Test
+    void readyTasksAreNamedInBatches() {
+        AsyncHandler h = (r, responder) -> responder.respond(new Response(200));
+        long[] ids = new long[5];
+        for (int i = 0; i < ids.length; i++) {
+            Task t = task(Tasks.LOOP, h, true);
+            assertNull(tasks.submit(t, Tasks.LOOP));
+            ids[i] = t.id;
+        }
+        assertEquals(1, wakes.get(), "one wake-up for the five");
+        ByteBuffer out = ByteBuffer.allocate(8 * 3);
+        assertEquals(3, tasks.poll(out, 3), "a full buffer: the loop asks again");
+        assertArrayEquals(new long[] {ids[0], ids[1], ids[2]},
+                new long[] {out.getLong(0), out.getLong(8), out.getLong(16)});
+        tasks.cancel(ids[3]);
+        assertEquals(1, tasks.poll(out, 3), "a cancelled task is not named");
+        assertEquals(ids[4], out.getLong(0));
+        assertEquals(0, tasks.poll(out, 3));
+        Task again = task(Tasks.LOOP, h, true);
+        assertNull(tasks.submit(again, Tasks.LOOP));
+        assertEquals(2, wakes.get(), "after the loop's poll, the next answer wakes it again");
+    }
+
+    @Test
     void asyncHandlerAnsweringLaterFromAnotherThread() throws Exception {
         AtomicReference<Responder> saved = new AtomicReference<>();
         Task t = task(Tasks.LOOP, (AsyncHandler) (r, responder) -> saved.set(responder), true);
