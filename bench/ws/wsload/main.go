@@ -154,24 +154,7 @@ func (c *conn) roundTrip(buf []byte) ([]byte, error) {
 	if _, err := c.c.Write(c.out); err != nil {
 		return buf, err
 	}
-	for {
-		op, p, err := c.readFrame(buf)
-		if err != nil {
-			return buf, err
-		}
-		buf = p
-		switch op {
-		case 1, 2:
-			if !bytes.Equal(p, c.msg) {
-				return buf, fmt.Errorf("echo mismatch: %q", p)
-			}
-			return buf, nil
-		case 8:
-			return buf, errors.New("closed by server")
-		case 9: // ping: answer, go on waiting
-			c.c.Write(frame(10, p))
-		}
-	}
+	return c.readEcho(buf, c.msg)
 }
 
 // close does the close handshake (1000), waits up to 2 s for the server's
