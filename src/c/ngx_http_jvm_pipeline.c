@@ -54,6 +54,7 @@ ngx_http_jvm_pipeline_cork(ngx_http_request_t *r)
         || !r->keepalive
         || r->headers_in.content_length_n > 0
         || r->headers_in.chunked
+        || r->headers_in.upgrade
         || c->tcp_nopush == NGX_TCP_NOPUSH_SET
         || (c->sockaddr->sa_family != AF_INET
 #if (NGX_HAVE_INET6)
@@ -63,9 +64,9 @@ ngx_http_jvm_pipeline_cork(ngx_http_request_t *r)
     {
         /*
          * Not a pipeline's (HTTP/2 and 3 multiplex), the bytes after the
-         * request may be its body rather than the next request, nginx
-         * corked the connection itself (sendfile with tcp_nopush: it
-         * pushes it), or not TCP.
+         * request may be its body (or a WebSocket's frames) rather than
+         * the next request, nginx corked the connection itself (sendfile
+         * with tcp_nopush: it pushes it), or not TCP.
          */
         return;
     }
