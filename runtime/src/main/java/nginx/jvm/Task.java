@@ -9,13 +9,15 @@ import java.util.concurrent.Executor;
  * One request served off the event loop (or answered later by an async
  * handler). A JVM thread completes it; the event loop takes the response
  * when {@link Tasks} tells it the task is ready. Everything but
- * {@link #respond} and {@link #raise} runs on the event loop.
+ * {@link #respond} and {@link #raise} runs on the event loop. A coloop
+ * task that answered in its first slice serves the next coloop request
+ * too ({@link Tasks#recycle}): one request at a time, each its own.
  */
 final class Task extends Abort implements Responder, Runnable {
     private static final System.Logger LOG = System.getLogger("nginx.jvm");
 
     // The request's own: set once per request, by the constructor or, for
-    // a task kept for the next request, by renew (Tasks#recycle), on the
+    // a task kept for the next request, by reuse (Tasks#task), on the
     // loop before the task is handed to its thread.
     long id;
     int mode;
