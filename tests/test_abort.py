@@ -241,6 +241,47 @@ def test_a_client_leaving_after_the_response_triggers_nothing(ng, keepalive):
     assert aborted_total(ng) == before
 
 
+def test_a_request_that_is_over_reaches_nothing_of_the_next(ng):
+    """Requests one after another on one thread (jvm_mode coloop: its
+    carried thread, and the task of the one that answered at once, kept
+    for the next, Tasks.recycle): X's client leaves mid-request; A answers
+    at once, its handler keeping its request and a callback registered;
+    B, next, tries A's request (its onAbort, isAborted), then its client
+    leaves. Each callback runs for its own request only: X's once, B's
+    once, A's never, nor the one B tried to add to A's."""
+    off_loop_only(ng)
+    x, a, b = (fresh(ng, w) for w in ("x", "a", "b"))
+    settled(ng)
+    s = open_request(ng.port, "/java-int/sleep?name=%s&ms=30000" % x)
+    started(ng, "java", x)
+    leave(s)
+    assert wait_for(lambda: "ended" in state(ng, "java", x), WAIT), \
+        state(ng, "java", x)
+    assert ng.get("/java/quick?name=%s" % a).text == "quick " + a
+    s = open_request(ng.port, "/java-int/late?name=%s&kept=%s&ms=30000"
+                     % (b, a))
+    started(ng, "java", b)
+    leave(s)
+    assert wait_for(lambda: "ended" in state(ng, "java", b), WAIT), \
+        state(ng, "java", b)
+    time.sleep(0.5)                 # a wrong callback would have run
+    sx, sb = state(ng, "java", x), state(ng, "java", b)
+    assert sx["callbacks"] == "1", sx
+    assert sb["registered"] == "true" and sb["callbacks"] == "1", sb
+    assert sb["keptRegistered"] == "false", sb
+    assert sb["keptAborted"] == "false", sb
+    sa = state(ng, "java", a)
+    assert sa["registered"] == "true" and "callbacks" not in sa, sa
+    assert sa["registeredAfterEnd"] == "false", sa
+    assert sa["abortedAfterEnd"] == "false", sa
+    for late in (a + "-late", a + "-after-end"):
+        assert "callbacks" not in state(ng, "java", late)
+    if ng.mode == "coloop":
+        # one carried thread served them all: the case the kept task is for
+        assert sx["threadId"] == sa["threadId"] == sb["threadId"], (sx, sa, sb)
+    settled(ng)
+
+
 def test_a_loop_handler_cannot_be_aborted(ng):
     if ng.mode != "loop":
         pytest.skip("the event loop's handlers")

@@ -102,19 +102,32 @@ def test_a_carried_thread_serves_the_next_request(ng):
     (LoopScheduler.idle): 30 requests one after another are served by a
     thread or two per worker, not 30. What a handler leaves on it, as on
     pool mode's threads: its ThreadLocals stay; its interrupt flag and
-    context class loader do not, even after it threw."""
-    ids = set()
+    context class loader do not, even after it threw. A request sees the
+    ThreadLocal its thread's last request set: the last one known to have
+    run there, or one that threw since (whose thread is not told)."""
+    queries = []
+    last = {}                   # thread id -> its last request known
+    kept = 0
     for i in range(30):
-        reply = ng.get("/reuse?%s%d" % ("throw=1&" if i % 3 == 0 else "", i))
+        queries.append("%s%d" % ("throw=1&" if i % 3 == 0 else "", i))
+        reply = ng.get("/reuse?" + queries[i])
         if i % 3 == 0:
             assert reply.status == 500, reply
             continue
         tid, local, interrupted, loader = body(reply).split(" ")
-        ids.add(tid)
         assert interrupted == "false"
         assert loader != "handler-set"
-        assert local == "null" or local.startswith("left-by-")
-    assert len(ids) <= 4, ids
+        if tid in last:
+            may = ["left-by-" + queries[j] for j in range(last[tid], i)
+                   if j == last[tid] or j % 3 == 0]
+            assert local in may, (i, tid, local, may)
+            kept += 1
+        else:
+            assert local == "null" or local.startswith("left-by-"), local
+        last[tid] = i
+    assert len(last) <= 4, last
+    # 20 answered by at most 4 threads: most found their thread's value
+    assert kept >= 16, kept
 
 
 def test_sleep_parks_and_resumes_on_the_loop(ng):

@@ -20,8 +20,10 @@ import nginx.jvm.Response;
  * Times are System.currentTimeMillis(), the clock the test reads too.
  *
  * The last path segment chooses: sleep (?ms=), quick, stream, throwing,
- * state, and, for jvm_async on, wait (never answers) and writer (a body
- * written every 50 ms until the client leaves).
+ * late (a sleep that first tries the request ?kept= kept: its onAbort and
+ * isAborted), state, and, for jvm_async on, wait (never answers) and
+ * writer (a body written every 50 ms until the client leaves). Each notes
+ * its thread's id ("threadId").
  */
 public final class Abort implements Handler, AsyncHandler {
     private static final Map<String, Map<String, Object>> STATE = new ConcurrentHashMap<>();
@@ -71,8 +73,18 @@ public final class Abort implements Handler, AsyncHandler {
                 return state(r, name);
             case "quick":
                 note(name, "registered", r.onAbort(callback(name)));
+                note(name, "threadId", Thread.currentThread().getId());
                 KEPT.put(name, r);
                 return Response.of(200, "text/plain", "quick " + name);
+            case "late":
+                // a request that is over, kept by its handler: what it
+                // registers now reaches nothing, this request's least
+                String keptName = param(r, "kept", "none");
+                Request kept = KEPT.get(keptName);
+                note(name, "keptRegistered", kept != null && kept.onAbort(callback(keptName + "-late")));
+                note(name, "keptAborted", kept != null && kept.isAborted());
+                note(name, "registered", r.onAbort(callback(name)));
+                return sleep(r, name);
             case "stream":
                 return stream(r, name);
             case "throwing":
@@ -91,6 +103,7 @@ public final class Abort implements Handler, AsyncHandler {
         long ms = Long.parseLong(param(r, "ms", "30000"));
         note(name, "started", System.currentTimeMillis());
         note(name, "thread", Thread.currentThread().getName());
+        note(name, "threadId", Thread.currentThread().getId());
         try {
             Thread.sleep(ms);
             note(name, "slept", System.currentTimeMillis());

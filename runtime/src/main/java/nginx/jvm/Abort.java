@@ -20,6 +20,14 @@ import java.lang.invoke.VarHandle;
  * gives, so that {@link Request} can hold it without reaching into the
  * core. Its one subclass is {@link Task}: a task is its own request's
  * abort, one object per request less (bench/results/2026-11-27-alloc.md).
+ *
+ * <p>It belongs to one request at a time, its {@link #owner}: a coloop
+ * task that answered in its first slice is kept for the next request
+ * ({@link Tasks#recycle}), and {@link #renew} then gives it to that one. A
+ * request's own calls ({@link #onAbort}, {@link #aborted}) name it, so that
+ * those of a request that is over (its handler kept it, or a thread of its
+ * read {@link Request#abort} just before the loop cut it) never register
+ * with the next request, nor see it aborted.
  */
 abstract class Abort {
     private static final System.Logger LOG = System.getLogger("nginx.jvm");
@@ -43,14 +51,47 @@ abstract class Abort {
         }
     }
 
+    /**
+     * The request it belongs to now (Request passes itself). Written under
+     * the lock before {@link #end} goes back to LIVE, so that a thread that
+     * reads end first and then this sees a later request's owner along
+     * with a later request's end; written without it only once ended
+     * (COMPLETED: every call answers false, whatever it reads here).
+     */
+    private Object owner;
+
     // guarded by this
     private List<Runnable> registered;
     private Thread handlerThread;
     /** This abort interrupted handlerThread: the flag is cleared before the thread moves on. */
     private boolean interruptSent;
 
+    Abort(Object owner) {
+        this.owner = owner;
+    }
+
     /** Where the callbacks run: threads that may block, never the event loop. */
     abstract Executor callbacks();
+
+    /**
+     * Loop, once ended and not aborted ({@link #complete}): it is
+     * {@code owner}'s from now on, LIVE, with no callback and no handler
+     * thread of the last request's; none of its calls reach the new owner.
+     */
+    final void renew(Object owner) {
+        synchronized (this) {
+            this.owner = owner;
+            registered = null;
+            handlerThread = null;
+            interruptSent = false;
+            end = LIVE;
+        }
+    }
+
+    /** Loop, once completed: it keeps nothing of its last request until {@link #renew}. */
+    final void disown() {
+        owner = null;
+    }
 
     /**
      * Whether the calling thread is the one running the handler's call now
@@ -62,12 +103,13 @@ abstract class Abort {
         return handlerThread == Thread.currentThread();
     }
 
-    /** Any thread: see {@link Request#onAbort}. */
-    final boolean onAbort(Runnable callback) {
+    /** Any thread: see {@link Request#onAbort}; {@code from}: the request asking. */
+    final boolean onAbort(Object from, Runnable callback) {
         Objects.requireNonNull(callback, "callback");
         synchronized (this) {
             int e = end;
-            if (e == COMPLETED) {
+            if (e == COMPLETED || owner != from) {
+                // over, or it serves another request now: from's is over
                 return false;
             }
             if (e == LIVE) {
@@ -83,8 +125,9 @@ abstract class Abort {
         return true;
     }
 
-    final boolean aborted() {
-        return end == ABORTED;
+    /** Any thread: whether request {@code from}'s client left; end read first (see {@link #owner}). */
+    final boolean aborted(Object from) {
+        return end == ABORTED && owner == from;
     }
 
     /**

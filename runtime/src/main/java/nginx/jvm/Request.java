@@ -44,7 +44,9 @@ public final class Request {
     /**
      * Whether the client of a task's request left (a handler off the loop,
      * or async), or null (a handler on the loop, a header filter, a log
-     * handler): what {@link #onAbort} registers with.
+     * handler): what {@link #onAbort} registers with. Cut (null) when a
+     * coloop task that answered in its first slice is kept for the next
+     * request (Tasks.recycle): the request is over, nothing aborts it.
      */
     volatile Abort abort;
     /** Event loop: the ids of its subrequests in flight; null until it starts one. */
@@ -571,13 +573,13 @@ public final class Request {
             java.util.Objects.requireNonNull(callback, "callback");
             return false;
         }
-        return a.onAbort(callback);
+        return a.onAbort(this, callback);
     }
 
     /** True once the client left before the response was complete (see {@link #onAbort}). */
     public boolean isAborted() {
         Abort a = abort;
-        return a != null && a.aborted();
+        return a != null && a.aborted(this);
     }
 
     /** Event loop: the request's address, if it still lives. */

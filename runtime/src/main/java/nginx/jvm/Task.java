@@ -9,17 +9,22 @@ import java.util.concurrent.Executor;
  * One request served off the event loop (or answered later by an async
  * handler). A JVM thread completes it; the event loop takes the response
  * when {@link Tasks} tells it the task is ready. Everything but
- * {@link #respond} and {@link #raise} runs on the event loop.
+ * {@link #respond} and {@link #raise} runs on the event loop. A coloop
+ * task that answered in its first slice serves the next coloop request
+ * too ({@link Tasks#recycle}): one request at a time, each its own.
  */
 final class Task extends Abort implements Responder, Runnable {
     private static final System.Logger LOG = System.getLogger("nginx.jvm");
 
-    final long id;
-    final int mode;
+    // The request's own: set once per request, by the constructor or, for
+    // a task kept for the next request, by reuse (Tasks#task), on the
+    // loop before the task is handed to its thread.
+    long id;
+    int mode;
     /** The phase its handler serves (Wire.PHASE_*): rewrite and access may answer nothing. */
-    final int phase;
+    int phase;
     /** System.nanoTime() when the request reached the JVM (jvm_status). */
-    final long started = System.nanoTime();
+    long started;
     /**
      * True while the task is on the ready queue (see {@link Tasks#ready}); the
      * flags are fields of the task's own, set through VarHandles, not an
@@ -29,9 +34,9 @@ final class Task extends Abort implements Responder, Runnable {
     private volatile boolean queued;
     /** True while the task is on the queue of bodies with room (see {@link Tasks#room}). */
     private volatile boolean roomQueued;
-    private final Object handler;
-    final Request request;
-    final boolean async;
+    private Object handler;
+    Request request;
+    boolean async;
     private final Tasks tasks;
     /** Set by the first respond or raise: the others are ignored. */
     private volatile boolean done;
@@ -61,18 +66,74 @@ final class Task extends Abort implements Responder, Runnable {
     volatile AsyncBody body;
 
     /** Its handler's name, for the coloop watchdog's warnings. */
-    String what = "a handler";
+    String what;
     /** What it cost the JVM ({@link Meter}), or null when nothing measures. */
-    final Meter meter = Meter.open();
+    Meter meter;
+    /**
+     * Set as {@link #run} returns, on the handler's thread: nothing of
+     * the handler's call touches the task any more ({@link Tasks#recycle}).
+     */
+    private volatile boolean returned;
 
     Task(long id, int mode, int phase, Object handler, Request request, boolean async, Tasks tasks) {
+        super(request);
+        this.tasks = tasks;
+        set(id, mode, phase, handler, request, async);
+    }
+
+    private void set(long id, int mode, int phase, Object handler, Request request, boolean async) {
         this.id = id;
         this.mode = mode;
         this.phase = phase;
         this.handler = handler;
         this.request = request;
         this.async = async;
-        this.tasks = tasks;
+        this.started = System.nanoTime();
+        this.what = "a handler";
+        this.meter = Meter.open();
+    }
+
+    /**
+     * Loop: the task, kept by {@link Tasks#recycle} after its last request,
+     * serves request {@code request} as a new one would: every field of
+     * the last request's is written again, and its Abort belongs to the new
+     * request only (a callback the last one registered is gone; the last
+     * request's own calls find it is not theirs: {@link Abort#renew}).
+     */
+    void reuse(long id, int mode, int phase, Object handler, Request request, boolean async) {
+        set(id, mode, phase, handler, request, async);
+        queued = false;
+        roomQueued = false;
+        done = false;
+        response = null;
+        error = null;
+        errorMessage = null;
+        cancelled = false;
+        taken = false;
+        body = null;
+        returned = false;
+        // last, under the Abort's lock: publishes the writes above too to a
+        // thread that next takes the lock
+        renew(request);
+    }
+
+    /**
+     * Loop, as the task is kept for a next request: it holds nothing of
+     * the last one (its request, handler and answer may be collected).
+     */
+    void release() {
+        disown();
+        handler = null;
+        request = null;
+        response = null;
+        error = null;
+        errorMessage = null;
+        meter = null;
+    }
+
+    /** Whether {@link #run} has returned (see {@link #returned}). */
+    boolean returned() {
+        return returned;
     }
 
     /** As its own request's {@link Abort}: the callbacks' threads. */
@@ -84,6 +145,14 @@ final class Task extends Abort implements Responder, Runnable {
     /** Runs the handler: on a pool or virtual thread, or on the loop for async handlers. */
     @Override
     public void run() {
+        try {
+            call();
+        } finally {
+            returned = true;
+        }
+    }
+
+    private void call() {
         taken = true;
         // the thread an abort interrupts, and onHandlerThread's, from now on
         if (cancelled || !enter()) {

@@ -71,6 +71,14 @@ final class Tasks {
      */
     private volatile Task inline;
     private volatile boolean inlineReady;
+    /**
+     * Loop only: a coloop task that answered in its first slice, kept for
+     * the next coloop request ({@link #recycle}, {@link #task}): 96 B a
+     * request less, the one object coloop made over loop mode
+     * (bench/results/2026-11-28-coloop-task.md). One is enough: such a
+     * task is over before the next request begins.
+     */
+    private Task spare;
 
     private static final ExecutorService PRODUCERS = Executors.newCachedThreadPool(daemon("nginx-jvm-body"));
 
@@ -280,6 +288,44 @@ final class Tasks {
                     + System.getProperty("java.version") + " (set jvm_path)";
             return virtualError;
         }
+    }
+
+    /**
+     * Loop: the task of a request about to be submitted in {@code mode}
+     * (the effective one): the kept one for coloop if there is one
+     * ({@link #recycle}), else a new one.
+     */
+    Task task(long id, int mode, int phase, Object handler, Request request, boolean async) {
+        Task t = spare;
+        if (t == null || mode != COLOOP) {
+            return new Task(id, mode, phase, handler, request, async, this);
+        }
+        spare = null;
+        t.reuse(id, mode, phase, handler, request, async);
+        return t;
+    }
+
+    /**
+     * Loop, after {@link #answeredInline} answered true and {@link #forget}:
+     * keeps {@code t} for the next coloop request when nothing can reach
+     * it from its request any more. Such a task was never in {@link #live}
+     * (no id of the C module's names it), never on the ready or room queue,
+     * has no body produced in pieces, no request body still read, and
+     * no Responder of an async handler's; its handler's call has returned
+     * ({@link Task#returned}: a call that parked after it answered, say on
+     * the Abort's lock, still holds it, and the task is left to the GC).
+     * What is left is its request's {@link Request#abort}, cut here; a
+     * thread of the request's that read it before the cut finds the task
+     * is not its request's any more ({@link Abort#renew}).
+     */
+    void recycle(Task t) {
+        if (t.mode != COLOOP || !t.returned() || t.async || t.body != null
+                || t.request.upload != null || live.get(t.id) == t) {
+            return;
+        }
+        t.request.abort = null;
+        t.release();
+        spare = t;
     }
 
     /**

@@ -471,7 +471,7 @@ final class Worker {
             request.beforeContent = phase == Wire.PHASE_REWRITE || phase == Wire.PHASE_ACCESS;
             request.suspended = true;
             mode = tasks.effective(mode);
-            Task task = new Task(id, mode, phase, handler, request, async, tasks);
+            Task task = tasks.task(id, mode, phase, handler, request, async);
             task.what = names.get(index);
             request.abort = task;
             if (request.streamsBody()) {
@@ -485,6 +485,8 @@ final class Worker {
                     Metrics.response(mode, encoder.buffer().getInt(0), System.nanoTime() - task.started);
                     tasks.forget(task);
                     report(task, alloc, cpu, true);
+                    // over: kept for the next coloop request
+                    tasks.recycle(task);
                     return n;
                 }
                 if (task.meter != null) {

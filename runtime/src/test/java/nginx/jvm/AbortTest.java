@@ -192,4 +192,49 @@ class AbortTest {
         assertTrue(second.await(5, TimeUnit.SECONDS));
         release.countDown();
     }
+
+    /**
+     * A coloop task kept for the next request (Tasks.recycle, then
+     * Task.reuse): the request it served before is over, and nothing it
+     * does reaches the next one, even through the task itself (a thread of
+     * its that read Request.abort before the loop cut it); the next
+     * request's abort runs the next request's callbacks only.
+     */
+    @Test
+    void aTaskKeptForTheNextRequestIsTheNextRequestsOnly() throws Exception {
+        Handler handler = r -> Response.of(200, "text/plain", "ok");
+        Request first = new RequestBytes().path("/first").request();
+        Task t = new Task(nextId++, Tasks.COLOOP, Wire.PHASE_CONTENT, handler, first, false, tasks);
+        first.abort = t;
+        AtomicInteger firstRan = new AtomicInteger();
+        assertTrue(first.onAbort(firstRan::incrementAndGet));
+        t.run();                            // answered: its call returned
+        assertTrue(t.returned());
+        tasks.forget(t);                    // over, not aborted
+        Abort stale = t;                    // read by a thread of first's before the cut
+        first.abort = null;
+        t.release();
+        assertNull(t.request);
+
+        Request next = new RequestBytes().path("/next").request();
+        t.reuse(nextId++, Tasks.COLOOP, Wire.PHASE_CONTENT, handler, next, false);
+        next.abort = t;
+        assertFalse(t.returned());
+        assertNull(t.response());
+        AtomicInteger lateRan = new AtomicInteger();
+        assertFalse(stale.onAbort(first, lateRan::incrementAndGet));
+        assertFalse(first.onAbort(lateRan::incrementAndGet));
+        CountDownLatch nextRan = new CountDownLatch(1);
+        assertTrue(next.onAbort(nextRan::countDown));
+        assertFalse(next.isAborted());
+
+        t.abort(false);                     // next's client leaves
+        assertTrue(nextRan.await(5, TimeUnit.SECONDS));
+        assertTrue(next.isAborted());
+        assertFalse(first.isAborted());
+        assertFalse(stale.aborted(first));
+        Thread.sleep(100);
+        assertEquals(0, firstRan.get());
+        assertEquals(0, lateRan.get());
+    }
 }
