@@ -274,9 +274,10 @@ bench-ws: all
 # Many idle connections (issue 37, bench/conns.py): CONNS_N connections, half
 # keep-alive HTTP, half WebSockets, each asking every 5-45 s, then topic
 # broadcasts to every WebSocket: memory per connection, delivery times,
-# errors.  Default 600,000 on 40 nginx-jvm workers from 40 client processes
-# (the whole machine, about 10 minutes); CONNS_WORKERS, CONNS_CLIENTS,
-# CONNS_ARGS (--idle, --broadcasts, --json FILE); CONNS_SERVER=http-kit for
+# errors.  Default 600,000 on 32 nginx-jvm workers from 32 client processes,
+# opened at 1,200 a second (the whole machine, about 15 minutes);
+# CONNS_WORKERS, CONNS_CLIENTS, CONNS_ARGS (--idle, --broadcasts, --rate,
+# --jvm-option, --json FILE); CONNS_SERVER=http-kit for
 # http-kit (`make bench-peers`; one process: CONNS_N at most 19600).  Bounded
 # by CONNS_TIME_LIMIT seconds (and `timeout` five minutes after that: the
 # settings it raised are restored once the connections are gone).

@@ -70,7 +70,11 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 # what one process may hold here, and what each keeps for itself
 FD_LIMIT = 20000
-PER_PROCESS = 15000           # connections a worker or client gets by default
+# connections a worker or client gets by default: 600,000 on 32 workers
+# and 32 clients, the fewest the descriptor limit allows (a worker holds
+# its share, about 2.2 standard deviations more at the busiest of 32, and
+# about 150 descriptors of its own: 19,200 of 20,000 at 600,000)
+PER_PROCESS = 18750
 WORKER_CONNECTIONS = 19500
 TOPIC = "bcast"
 WARMUP = "jvm_warmup /ping requests=5000 time=60s;"
@@ -162,6 +166,44 @@ def percentile(sorted_values, p):
     return sorted_values[k]
 
 
+def hist_merge(hists):
+    """The clients' latency histograms ({"upper bound ms": count}) summed:
+    {ms: count}."""
+    out = {}
+    for h in hists:
+        for k, v in (h or {}).items():
+            out[int(k)] = out.get(int(k), 0) + v
+    return out
+
+
+def hist_diff(after, before):
+    """What a histogram gained between two samples of it."""
+    return {k: v - before.get(k, 0) for k, v in after.items()
+            if v - before.get(k, 0) > 0}
+
+
+def hist_summary(h):
+    """{"n", "p50_ms", "p99_ms", "max_ms"} of a histogram (each figure the
+    upper bound of its bucket: exact to 16 ms, within an eighth above);
+    None when empty."""
+    n = sum(h.values())
+    if not n:
+        return None
+    out, seen = {"n": n}, 0
+    marks = [("p50_ms", math.ceil(0.5 * n)), ("p99_ms", math.ceil(0.99 * n)),
+             ("max_ms", n)]
+    for ms in sorted(h):
+        seen += h[ms]
+        while marks and seen >= marks[0][1]:
+            out[marks.pop(0)[0]] = ms
+    return out
+
+
+def lat_text(s):
+    return ("-" if not s else "p50 %s, p99 %s, max %s ms (%s)"
+            % (s["p50_ms"], s["p99_ms"], s["max_ms"], s["n"]))
+
+
 COUNTS = ("http_open", "ws_open", "connect_errors", "handshake_errors",
           "request_errors", "timeouts", "closed_early", "asks_http",
           "asks_ws", "bcast_got", "bcast_extra")
@@ -178,6 +220,8 @@ def merge_reports(reports):
         for k, v in (r.get("error_kinds") or {}).items():
             kinds[k] = kinds.get(k, 0) + v
     total["error_kinds"] = kinds
+    for k in ("connect", "first", "ask"):
+        total["hist_" + k] = hist_merge(r.get("lat_" + k) for r in reports)
     total["errors"] = sum(total[k] for k in ERRORS)
     total["first_errors"] = sorted({r["first_error"] for r in reports
                                     if r.get("first_error")})[:5]
@@ -219,6 +263,23 @@ def listen_lines(conf, port, listens, warmup=WARMUP):
     return conf.replace(old, new)
 
 
+def multi_accept(conf):
+    """The writer's `events { worker_connections N; }` with `multi_accept
+    on`: a worker takes every connection waiting on its listening socket
+    each time round its loop, not one.  Without it, once a worker's loop
+    went round with hundreds of asks at a time (on two cores shared by 64
+    processes, a round took a second and more), each of its two sockets
+    gave it one new connection a round: the open of 600,000 ended at 50
+    connections a second, and connections the kernel had established
+    waited in the accept queue past the clients' 60 s for a first
+    answer."""
+    old = "events {\n    worker_connections"
+    if old not in conf:
+        raise ValueError("no %r in the writer's config" % old)
+    return conf.replace(old, "events {\n    multi_accept on;\n"
+                             "    worker_connections", 1)
+
+
 # --- /proc -------------------------------------------------------------------
 
 def read(path):
@@ -245,6 +306,47 @@ def cpu_seconds(pids):
         except (IndexError, ValueError):
             pass
     return user / CLK_TCK, system / CLK_TCK
+
+
+def machine_cpu():
+    """/proc/stat's first line: {user, nice, system, idle, iowait, irq,
+    softirq, steal} in clock ticks (all CPUs)."""
+    names = ("user", "nice", "system", "idle", "iowait", "irq", "softirq",
+             "steal")
+    for line in read("/proc/stat").splitlines():
+        if line.startswith("cpu "):
+            return dict(zip(names, map(int, line.split()[1:9])))
+    return {}
+
+
+def cpu_shares(before, after):
+    """Where the machine's time went between two machine_cpu() samples:
+    {name: percent}."""
+    d = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    total = sum(d.values()) or 1
+    return {k: round(100.0 * v / total, 1) for k, v in d.items() if v}
+
+
+TCP_COUNTERS = ("ListenOverflows", "ListenDrops", "TCPTimeouts",
+                "TCPSynRetrans", "SyncookiesSent", "TCPReqQFullDrop",
+                "TCPBacklogDrop", "RetransSegs")
+
+
+def parse_snmp(text, keys=TCP_COUNTERS):
+    """/proc/net/netstat and /proc/net/snmp ("Name: a b" then "Name: 1 2"
+    line pairs) -> {counter: value} of those in keys."""
+    out, lines = {}, text.splitlines()
+    for head, vals in zip(lines[::2], lines[1::2]):
+        for k, v in zip(head.split()[1:], vals.split()[1:]):
+            if k in keys:
+                out[k] = int(v)
+    return out
+
+
+def tcp_counters():
+    out = parse_snmp(read("/proc/net/netstat"))
+    out.update(parse_snmp(read("/proc/net/snmp")))
+    return out
 
 
 def kernel_now():
@@ -334,7 +436,7 @@ def build(work):
                         "Conns.java")], check=True)
 
 
-def start_nginx_jvm(work, workers, listens):
+def start_nginx_jvm(work, workers, listens, jvm_options=()):
     port, prefix = free_port(), work / "nginx-jvm"
     for d in ("logs", "tmp"):
         (prefix / d).mkdir(parents=True, exist_ok=True)
@@ -344,8 +446,9 @@ def start_nginx_jvm(work, workers, listens):
          "--main", "worker_rlimit_nofile %d;" % FD_LIMIT,
          "--http", "keepalive_timeout 300s;",
          "--topic", "%s:1m" % TOPIC,
-         "--jvm-path", "%s/lib/server/libjvm.so" % JDK17], workers=workers)
-    conf = listen_lines(conf, port, listens)
+         "--jvm-path", "%s/lib/server/libjvm.so" % JDK17] +
+        [x for o in jvm_options for x in ("--jvm-option", o)], workers=workers)
+    conf = multi_accept(listen_lines(conf, port, listens))
     (prefix / "nginx.conf").write_text(conf)
     with open(prefix / "logs" / "stderr.log", "w") as out:
         proc = subprocess.Popen([NGINX, "-p", "%s/" % prefix, "-c",
@@ -437,14 +540,22 @@ class Clients:
     def __init__(self, work, shares, addrs, args):
         self.lines = queue.Queue()
         self.procs = []
+        self.latest = {}          # client -> its last "counts" object
         for i, (h, w) in enumerate(shares):
             p = subprocess.Popen(
                 [str(work / "connload"), "-source", client_source(i),
                  "-servers", ",".join(addrs), "-http", str(h), "-ws", str(w),
                  "-min", str(args.min), "-max", str(args.max),
-                 "-inflight", str(args.inflight)],
+                 "-inflight", str(args.inflight)] +
+                (["-rate", "%g" % (args.rate / len(shares))]
+                 if args.rate else []) +
+                (["-cpuprofile", "%s/client-%d.prof" % (args.profile, i)]
+                 if args.profile else []),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=open(work / ("client-%d.log" % i), "w"), text=True,
+                # its one goroutine waits in a raw epoll_wait: no signal
+                # to preempt it (main.go)
+                env=dict(os.environ, GODEBUG="asyncpreemptoff=1"),
                 start_new_session=True)
             self.procs.append(p)
             threading.Thread(target=self._read, args=(i, p),
@@ -453,16 +564,37 @@ class Clients:
     def _read(self, i, p):
         for line in p.stdout:
             try:
-                self.lines.put((i, json.loads(line)))
+                obj = json.loads(line)
             except ValueError:
-                self.lines.put((i, {"event": "garbage", "line": line}))
+                obj = {"event": "garbage", "line": line}
+            if obj.get("event") == "counts":
+                self.latest[i] = obj
+            else:
+                self.lines.put((i, obj))
         self.lines.put((i, {"event": "exit", "rc": p.wait()}))
 
-    def wait_all(self, event, deadline, match=None):
+    def counts(self, wait=30):
+        """Every client's counts now (merged), or None if one did not say
+        within `wait` seconds."""
+        self.latest = {}
+        self.send("counts")
+        end = time.monotonic() + wait
+        while len(self.latest) < len(self.procs) and time.monotonic() < end:
+            time.sleep(0.05)
+        if len(self.latest) < len(self.procs):
+            return None
+        return merge_reports(list(self.latest.values()))
+
+    def wait_all(self, event, deadline, match=None, every=None):
         """{client: object} of `event` from every client (those `match`
-        accepts), or raises."""
+        accepts), or raises; `every` (seconds, function) is called that
+        often meanwhile."""
         got = {}
+        tick = time.monotonic()
         while len(got) < len(self.procs):
+            if every and time.monotonic() - tick >= every[0]:
+                tick = time.monotonic()
+                every[1]()
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError("%d of %d clients sent %r" % (
@@ -514,6 +646,8 @@ def run(args, work, res):
     if args.server == "http-kit":
         workers = 0
     res.update({"server": args.server, "conns": args.conns, "http": http,
+                "rate": args.rate, "inflight": args.inflight,
+                "jvm_options": args.jvm_option,
                 "ws": ws, "workers": workers, "clients": len(shares),
                 "min_s": args.min, "max_s": args.max, "idle_s": args.idle,
                 "ok": False})
@@ -523,7 +657,8 @@ def run(args, work, res):
     if args.server == "http-kit":
         server = start_http_kit(work)
     else:
-        server = start_nginx_jvm(work, workers, args.listens)
+        server = start_nginx_jvm(work, workers, args.listens,
+                                 args.jvm_option)
     clients = None
     try:
         wait_ready(server, deadline)
@@ -534,16 +669,59 @@ def run(args, work, res):
         res["server_pss_idle_mb"] = round(pss0 / 1024, 1)
         log("ready in %.0f s, PSS %.0f MB" % (res["ready_s"], pss0 / 1024))
         t_open = time.monotonic()
+        m0, tc0 = machine_cpu(), tcp_counters()
+        scpu0 = sum(cpu_seconds(server.pids()))
         clients = Clients(work, shares, server.addrs, args)
-        opened = clients.wait_all("open", deadline)
+        last = [m0, time.monotonic()]
+
+        def progress():
+            c, m = clients.counts(5), machine_cpu()
+            if c:
+                log("opening, %.0f s: %d open, %d errors; the machine %s"
+                    % (time.monotonic() - t_open, c["http_open"] +
+                       c["ws_open"], c["errors"], cpu_shares(last[0], m)))
+            last[0] = m
+        opened = clients.wait_all("open", deadline, every=(30, progress))
         res["open_s"] = round(time.monotonic() - t_open, 1)
         o = merge_reports(list(opened.values()))
         res["open_errors"] = o["errors"]
+        res["open_machine_cpu"] = cpu_shares(m0, machine_cpu())
+        res["open_server_cpu_s"] = round(
+            sum(cpu_seconds(server.pids())) - scpu0, 1)
+        res["open_clients_cpu_s"] = round(sum(cpu_seconds(clients.pids())), 1)
+        tc1 = tcp_counters()
+        res["open_tcp"] = {k: tc1[k] - tc0.get(k, 0) for k in tc1
+                           if tc1[k] != tc0.get(k, 0)}
+        res["lat_connect"] = hist_summary(o["hist_connect"])
+        res["lat_first"] = hist_summary(o["hist_first"])
         log("open in %.0f s: %d HTTP, %d WebSockets, %d errors %s"
             % (res["open_s"], o["http_open"], o["ws_open"], o["errors"],
                o["first_errors"]))
-        # every connection asks again at least once
+        log("  connects %s; first answers %s; the machine %s; CPU s: server "
+            "%s, clients %s; TCP %s" % (
+                lat_text(res["lat_connect"]), lat_text(res["lat_first"]),
+                res["open_machine_cpu"], res["open_server_cpu_s"],
+                res["open_clients_cpu_s"], res["open_tcp"]))
+        # every connection asks again at least once; meanwhile what an ask
+        # costs (all that runs is the asks)
+        c0, t0, m0 = clients.counts(), time.monotonic(), machine_cpu()
+        s0, k0_ = cpu_seconds(server.pids()), cpu_seconds(clients.pids())
         time.sleep(max(0, min(args.idle, deadline - time.monotonic() - 60)))
+        c1, t1, m1 = clients.counts(), time.monotonic(), machine_cpu()
+        s1, k1_ = cpu_seconds(server.pids()), cpu_seconds(clients.pids())
+        if c0 and c1:
+            asks = (c1["asks_http"] + c1["asks_ws"] - c0["asks_http"]
+                    - c0["asks_ws"])
+            res["held"] = {
+                "seconds": round(t1 - t0, 1), "asks_per_s": round(asks / (t1 - t0)),
+                "server_us_per_ask": round((sum(s1) - sum(s0)) * 1e6 / max(1, asks), 1),
+                "server_user_s": round(s1[0] - s0[0], 1),
+                "server_sys_s": round(s1[1] - s0[1], 1),
+                "clients_us_per_ask": round((sum(k1_) - sum(k0_)) * 1e6 / max(1, asks), 1),
+                "lat_ask": hist_summary(hist_diff(c1["hist_ask"], c0["hist_ask"])),
+                "machine_cpu": cpu_shares(m0, m1),
+                "errors": c1["errors"] - c0["errors"]}
+            log("held: %s" % res["held"])
         pss1 = pss_kb(server.pids())
         k2 = kernel_now()
         res["slab_growth_mb"] = slab_growth(
@@ -599,7 +777,8 @@ def run(args, work, res):
         clients.send("report")
         reports = clients.wait_all("report", deadline + 30)
         total = merge_reports(list(reports.values()))
-        res.update({k: total[k] for k in total})
+        res.update({k: total[k] for k in total if not k.startswith("hist_")})
+        res["lat_ask"] = hist_summary(total["hist_ask"])
         res["server_log_problems"] = server.problems()[:10]
         res["k0"], res["k1"], res["k2"] = k0, k1, k2
     finally:
@@ -639,7 +818,18 @@ def summary(r):
             f("kernel_b_per_conn"), f("slab_mb"),
             f("tcp_mem_mb"), f("client_pss_mb")),
         "  slab caches that grew (MB): %s" % r.get("slab_growth_mb"),
-    ] + [
+        "  the open: connects %s; first answers %s; the machine %s; CPU s "
+        "server %s, clients %s; TCP %s" % (
+            lat_text(r.get("lat_connect")), lat_text(r.get("lat_first")),
+            r.get("open_machine_cpu"), f("open_server_cpu_s"),
+            f("open_clients_cpu_s"), r.get("open_tcp")),
+    ] + ([
+        "  held %s s: %s asks a second, answered in %s; CPU per ask: server "
+        "%s us, clients %s us; the machine %s" % (
+            h["seconds"], h["asks_per_s"], lat_text(h["lat_ask"]),
+            h["server_us_per_ask"], h["clients_us_per_ask"],
+            h["machine_cpu"])
+        for h in [r["held"]]] if r.get("held") else []) + [
         "  broadcast %d: %s of %s got it; p50 %s ms, p99 %s ms, max %s ms; "
         "server CPU %s s (user %s, system %s; %s us a socket), clients' "
         "%s s" % (k + 1, rd["got"], r["ws"], rd["p50_ms"], rd["p99_ms"],
@@ -671,11 +861,20 @@ def main():
                     help="seconds all are held before memory and the broadcast")
     ap.add_argument("--inflight", type=int, default=32,
                     help="connects in progress at once per client")
+    ap.add_argument("--rate", type=float, default=1200,
+                    help="connects a second at most, all clients together "
+                    "(0: as fast as --inflight lets)")
+    ap.add_argument("--jvm-option", action="append", default=[],
+                    help="an option of the workers' JVMs (nginx-jvm); "
+                    "repeat for several")
     ap.add_argument("--broadcasts", type=int, default=3,
                     help="publishes, one after the other")
     ap.add_argument("--deliver-timeout", type=float, default=120)
     ap.add_argument("--time-limit", type=float, default=1500)
     ap.add_argument("--json", help="append the result as a JSON line here")
+    ap.add_argument("--profile", metavar="DIR",
+                    help="each client writes a CPU profile (go tool pprof) "
+                    "into DIR: client-I.prof")
     args = ap.parse_args()
     plan(args.conns, args.workers, args.clients)     # fails early when it cannot
     if args.server == "http-kit" and args.conns > FD_LIMIT - 400:

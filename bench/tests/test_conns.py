@@ -13,12 +13,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 import conns  # noqa: E402
 
 
-def test_plan_spreads_600k_over_40_workers_and_clients():
+def test_plan_spreads_600k_over_32_workers_and_clients():
     http, ws, workers, shares = conns.plan(600000)
-    assert (http, ws, workers, len(shares)) == (300000, 300000, 40, 40)
+    assert (http, ws, workers, len(shares)) == (300000, 300000, 32, 32)
     assert sum(h for h, _ in shares) == http
     assert sum(w for _, w in shares) == ws
-    assert max(h + w for h, w in shares) == 15000
+    assert max(h + w for h, w in shares) == 18750
 
 
 def test_plan_gives_the_odd_connection_and_remainders_out():
@@ -153,3 +153,44 @@ def test_summary_gives_each_broadcast_and_the_worker_balance():
     text = conns.summary(r)
     assert "OK" in text and "descriptors per worker 98 to 130" in text
     assert "broadcast 1: 2 of 2 got it; p50 1.5 ms" in text
+
+
+def test_multi_accept_goes_into_the_writers_events_block():
+    conf = "events {\n    worker_connections 19500;\n}\nhttp {\n}\n"
+    out = conns.multi_accept(conf)
+    assert "events {\n    multi_accept on;\n    worker_connections 19500;" in out
+    with pytest.raises(ValueError):
+        conns.multi_accept("http {\n}\n")
+
+
+def test_latency_histograms_merge_and_give_percentiles():
+    a = {"1": 50, "2": 40}
+    b = {"2": 9, "455": 1}
+    h = conns.hist_merge([a, b, None])
+    assert h == {1: 50, 2: 49, 455: 1}
+    assert conns.hist_summary(h) == {"n": 100, "p50_ms": 1, "p99_ms": 2,
+                                     "max_ms": 455}
+    assert conns.hist_summary({}) is None
+    assert conns.hist_diff({1: 5, 2: 3}, {1: 5, 2: 1}) == {2: 2}
+
+
+def test_merge_reports_pools_the_latency_histograms():
+    t = conns.merge_reports([{"lat_first": {"3": 2}, "lat_ask": {"1": 1}},
+                             {"lat_first": {"3": 1, "20": 1}}])
+    assert t["hist_first"] == {3: 3, 20: 1}
+    assert t["hist_ask"] == {1: 1} and t["hist_connect"] == {}
+
+
+def test_tcp_counters_parse_header_and_value_lines():
+    text = ("TcpExt: SyncookiesSent ListenOverflows ListenDrops\n"
+            "TcpExt: 1 20 21\n"
+            "IpExt: InNoRoutes\nIpExt: 0\n")
+    assert conns.parse_snmp(text) == {"SyncookiesSent": 1,
+                                      "ListenOverflows": 20, "ListenDrops": 21}
+
+
+def test_cpu_shares_are_percent_of_the_time_between():
+    a = {"user": 100, "system": 50, "idle": 850, "steal": 0}
+    b = {"user": 300, "system": 150, "idle": 1550, "steal": 0}
+    assert conns.cpu_shares(a, b) == {"user": 20.0, "system": 10.0,
+                                      "idle": 70.0}

@@ -24,21 +24,65 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"crypto/sha1"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand"
 	"net"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 )
+
+// The loop's system calls (read and write on nonblocking sockets, and
+// epoll_wait) are made raw: the Go runtime is not told (no
+// entersyscall/exitsyscall), which otherwise cost a client here about a
+// sixth of its CPU (its P handed off, its monitor thread woken, futexes,
+// context switches).  bench/conns.py runs it with
+// GODEBUG=asyncpreemptoff=1: no signal interrupts a wait to preempt the
+// one goroutine.
+
+func rawRead(fd int, b []byte) (int, error) {
+	r, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd),
+		uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(r), nil
+}
+
+func rawWrite(fd int, b []byte) (int, error) {
+	r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd),
+		uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(r), nil
+}
+
+// epollWait: the events ready, waiting at most ms for one.  Raw as well:
+// the process has one goroutine, which the runtime believes running
+// meanwhile (GOMAXPROCS 1; its monitor may ask it to yield, which it does
+// at its next call, and a signal to preempt it only interrupts the wait:
+// EINTR).
+func epollWait(epfd int, events []syscall.EpollEvent, ms int) (int, error) {
+	r, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_WAIT, uintptr(epfd),
+		uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), uintptr(ms), 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
 
 const guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -64,8 +108,35 @@ type conn struct {
 	kind  uint8
 	state uint8
 	seq   uint32 // bumped on every change of state: stale timer entries skip
+	at    uint32 // ms since t0: when the connect, first request or ask began
 	pend  []byte // input not yet a whole response or frame
 	got   uint16 // broadcasts received
+}
+
+// hist: how long things took, in buckets of about 1/8 of a doubling (ms).
+type hist map[uint32]int
+
+// bucketMs: the bucket of a duration of ms milliseconds, as its upper
+// bound: exact up to 16 ms, then within an eighth.
+func bucketMs(ms uint32) uint32 {
+	if ms <= 16 {
+		return ms
+	}
+	b := uint32(16)
+	for b < ms {
+		b += (b + 7) / 8
+	}
+	return b
+}
+
+func (h hist) add(ms uint32) { h[bucketMs(ms)]++ }
+
+func (h hist) json() map[string]int {
+	out := make(map[string]int, len(h))
+	for k, v := range h {
+		out[strconv.Itoa(int(k))] = v
+	}
+	return out
 }
 
 // round: one broadcast, by its publish time: when each WebSocket got it.
@@ -92,27 +163,33 @@ const slotNs = int64(100 * time.Millisecond)
 const slots = 2048
 
 type client struct {
-	epfd      int
-	conns     []conn
-	dests     []syscall.SockaddrInet4
-	source    [4]byte
-	host      string
-	httpReq   []byte
-	wsPath    string
-	nHTTP     int
-	nWS       int
-	next      int // next connection to open
-	inflight  int
-	maxIn     int
-	minAsk    int64
-	maxAsk    int64
-	timeout   int64
-	wheel     [slots][]entry
-	wheelAt   int64 // the slot processed last (absolute slot number)
-	pid       uint32
-	openSent  bool
-	delivSent bool
-	t0        time.Time
+	epfd     int
+	conns    []conn
+	dests    []syscall.SockaddrInet4
+	source   [4]byte
+	host     string
+	httpReq  []byte
+	wsPath   string
+	nHTTP    int
+	nWS      int
+	next     int // next connection to open
+	inflight int
+	maxIn    int
+	rate     float64 // connects a second at most (0: as fast as -inflight lets)
+	tokens   float64 // connects that may start now
+	tokensAt int64   // when tokens was last topped up (ns)
+	minAsk   int64
+	maxAsk   int64
+	timeout  int64
+	wheel    [slots][]entry
+	wheelAt  int64 // the slot processed last (absolute slot number)
+	pid      uint32
+	openSent bool
+	// how long: connects (to established), first answers (from the first
+	// request written), asks' answers (from the ask written)
+	latConnect, latFirst, latAsk hist
+	delivSent                    bool
+	t0                           time.Time
 
 	// counts
 	httpOpen, wsOpen                  int
@@ -141,6 +218,9 @@ func (cl *client) fail(c *conn, counter *int, kind string, err string) {
 		c.pend = nil
 	}
 }
+
+// ms: milliseconds since the client started.
+func (cl *client) ms() uint32 { return uint32(time.Since(cl.t0) / time.Millisecond) }
 
 func (cl *client) schedule(idx int, afterNs int64, what uint8) {
 	c := &cl.conns[idx]
@@ -171,7 +251,24 @@ func (cl *client) wsKey(idx int) string {
 }
 
 func (cl *client) openNext() {
+	if cl.rate > 0 && cl.next < len(cl.conns) {
+		now := time.Now().UnixNano()
+		if cl.tokensAt == 0 {
+			cl.tokensAt = now
+		}
+		cl.tokens += float64(now-cl.tokensAt) * cl.rate / 1e9
+		cl.tokensAt = now
+		if max := math.Max(1, cl.rate/20); cl.tokens > max {
+			cl.tokens = max // at most 50 ms' worth at once
+		}
+	}
 	for cl.inflight < cl.maxIn && cl.next < len(cl.conns) {
+		if cl.rate > 0 {
+			if cl.tokens < 1 {
+				return
+			}
+			cl.tokens--
+		}
 		idx := cl.next
 		cl.next++
 		c := &cl.conns[idx]
@@ -188,6 +285,7 @@ func (cl *client) openNext() {
 		}
 		c.fd = int32(fd)
 		c.state = sConnecting
+		c.at = cl.ms()
 		cl.inflight++
 		syscall.SetsockoptInt(fd, syscall.IPPROTO_IP, ipBindAddressNoPort, 1)
 		if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: cl.source}); err != nil {
@@ -212,7 +310,7 @@ func (cl *client) openNext() {
 
 func (cl *client) write(idx int, b []byte) bool {
 	c := &cl.conns[idx]
-	n, err := syscall.Write(int(c.fd), b)
+	n, err := rawWrite(int(c.fd), b)
 	if err != nil || n != len(b) {
 		msg := "short write"
 		if err != nil {
@@ -235,14 +333,24 @@ func (cl *client) connected(idx int) {
 		cl.fail(c, &cl.connectErr, "connect", msg)
 		return
 	}
+	// the connect's deadline is done with; the first answer has its own,
+	// from now, as every ask's answer has
+	now := cl.ms()
+	cl.latConnect.add(now - c.at)
 	c.state = sFirst
+	c.seq++
+	c.at = now
+	var ok bool
 	if c.kind == kHTTP {
-		cl.write(idx, cl.httpReq)
+		ok = cl.write(idx, cl.httpReq)
 	} else {
 		req := "GET " + cl.wsPath + " HTTP/1.1\r\nHost: " + cl.host +
 			"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: " +
 			cl.wsKey(idx) + "\r\nSec-WebSocket-Version: 13\r\n\r\n"
-		cl.write(idx, []byte(req))
+		ok = cl.write(idx, []byte(req))
+	}
+	if ok {
+		cl.schedule(idx, cl.timeout, tDeadline)
 	}
 }
 
@@ -250,6 +358,7 @@ func (cl *client) connected(idx int) {
 func (cl *client) opened(idx int) {
 	c := &cl.conns[idx]
 	cl.inflight--
+	cl.latFirst.add(cl.ms() - c.at)
 	if c.kind == kHTTP {
 		cl.httpOpen++
 	} else {
@@ -289,6 +398,7 @@ func (cl *client) ask(idx int) {
 	if ok {
 		c.state = sWaiting
 		c.seq++
+		c.at = cl.ms()
 		cl.schedule(idx, cl.timeout, tDeadline)
 	}
 }
@@ -343,10 +453,15 @@ func httpResponse(b []byte) (int, string) {
 	return end + cl, ""
 }
 
-func (cl *client) readable(idx int, buf []byte) {
+// readable reads what came.  Edge-triggered: a read that did not fill buf
+// emptied the socket, and what comes after it is a new edge, so the read
+// that would only say EAGAIN is left out (a system call of four per ask)
+// unless the peer hung up or the socket failed (hup): then it reads on to
+// the end or the error.
+func (cl *client) readable(idx int, buf []byte, hup bool) {
 	c := &cl.conns[idx]
 	for c.state != sClosed {
-		n, err := syscall.Read(int(c.fd), buf)
+		n, err := rawRead(int(c.fd), buf)
 		if err == syscall.EAGAIN {
 			return
 		}
@@ -379,6 +494,9 @@ func (cl *client) readable(idx int, buf []byte) {
 		} else {
 			c.pend = nil
 		}
+		if n < len(buf) && !hup {
+			return
+		}
 	}
 }
 
@@ -403,6 +521,7 @@ func (cl *client) consume(idx int, data []byte) []byte {
 				cl.opened(idx)
 			} else {
 				cl.asksHTTP++
+				cl.latAsk.add(cl.ms() - c.at)
 				cl.answered(idx)
 			}
 			continue
@@ -516,6 +635,7 @@ func (cl *client) wsFrame(idx int, data []byte) int {
 			return 0
 		}
 		cl.asksWS++
+		cl.latAsk.add(cl.ms() - c.at)
 		cl.answered(idx)
 	case op == 8:
 		cl.fail(c, &cl.closedEarly, "closed early", "close frame from the server")
@@ -594,6 +714,8 @@ func (cl *client) counts() map[string]any {
 		"bcast_extra": cl.bcastExtra, "first_error": cl.firstError,
 		"error_kinds": cl.errorKinds,
 		"seconds":     time.Since(cl.t0).Seconds(),
+		"lat_connect": cl.latConnect.json(), "lat_first": cl.latFirst.json(),
+		"lat_ask": cl.latAsk.json(),
 	}
 }
 
@@ -614,7 +736,22 @@ func main() {
 	maxAsk := flag.Float64("max", 45, "seconds between asks, at most")
 	timeout := flag.Float64("timeout", 60, "seconds a connect or an answer may take")
 	inflight := flag.Int("inflight", 64, "connections being opened at once")
+	rate := flag.Float64("rate", 0, "connects a second at most (0: no limit but -inflight)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile (go tool pprof) here, until quit")
 	flag.Parse()
+	// one goroutine does everything (its system calls raw, see epollWait)
+	runtime.GOMAXPROCS(1)
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "connload: -cpuprofile:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	src := net.ParseIP(*source).To4()
 	if src == nil || *nHTTP < 0 || *nWS < 0 || *minAsk <= 0 || *maxAsk < *minAsk {
@@ -623,9 +760,11 @@ func main() {
 	}
 	cl := &client{
 		pid: uint32(os.Getpid()), nHTTP: *nHTTP, nWS: *nWS, maxIn: *inflight,
+		rate:   *rate,
 		minAsk: int64(*minAsk * 1e9), maxAsk: int64(*maxAsk * 1e9),
 		timeout: int64(*timeout * 1e9), wsPath: *wsPath,
 		errorKinds: map[string]int{}, t0: time.Now(),
+		latConnect: hist{}, latFirst: hist{}, latAsk: hist{},
 	}
 	copy(cl.source[:], src)
 	for _, s := range strings.Split(*servers, ",") {
@@ -664,27 +803,59 @@ func main() {
 		os.Exit(1)
 	}
 
-	cmds := make(chan string, 4)
-	go func() {
-		sc := bufio.NewScanner(os.Stdin)
-		for sc.Scan() {
-			cmds <- strings.TrimSpace(sc.Text())
-		}
-		close(cmds)
-	}()
+	// commands come on stdin, which the loop polls too: no goroutine
+	// beside it, so that the Go runtime has no thread to wake
+	stdinEv := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: -1}
+	if err := syscall.EpollCtl(cl.epfd, syscall.EPOLL_CTL_ADD, 0, &stdinEv); err != nil {
+		fmt.Fprintln(os.Stderr, "connload: epoll stdin:", err)
+		os.Exit(1)
+	}
+	var cmdBuf []byte
 
 	events := make([]syscall.EpollEvent, 512)
 	buf := make([]byte, 65536)
 	total := len(cl.conns)
 	for {
 		cl.openNext()
-		n, err := syscall.EpollWait(cl.epfd, events, 50)
+		wait := 50
+		if cl.next < total && cl.rate > 0 {
+			wait = 5 // the connects are paced
+		}
+		n, err := epollWait(cl.epfd, events, wait)
 		if err != nil && err != syscall.EINTR {
 			fmt.Fprintln(os.Stderr, "connload: epoll_wait:", err)
 			os.Exit(1)
 		}
 		for i := 0; i < n; i++ {
 			idx := int(events[i].Fd)
+			if idx < 0 {
+				k, _ := rawRead(0, buf)
+				if k <= 0 {
+					cl.reset()
+					return
+				}
+				cmdBuf = append(cmdBuf, buf[:k]...)
+				for {
+					nl := bytes.IndexByte(cmdBuf, '\n')
+					if nl < 0 {
+						break
+					}
+					cmd := strings.TrimSpace(string(cmdBuf[:nl]))
+					cmdBuf = cmdBuf[nl+1:]
+					switch cmd {
+					case "quit":
+						cl.reset()
+						return
+					case "report":
+						v := cl.counts()
+						v["rounds"] = cl.rounds
+						emit("report", v)
+					case "counts": // the same without the broadcasts' times
+						emit("counts", cl.counts())
+					}
+				}
+				continue
+			}
 			c := &cl.conns[idx]
 			if c.state == sClosed {
 				continue
@@ -695,9 +866,9 @@ func main() {
 				}
 				cl.connected(idx)
 			}
-			if c.state != sClosed && events[i].Events&(syscall.EPOLLIN|
-				syscall.EPOLLRDHUP|syscall.EPOLLERR|syscall.EPOLLHUP) != 0 {
-				cl.readable(idx, buf)
+			hup := events[i].Events&(syscall.EPOLLRDHUP|syscall.EPOLLERR|syscall.EPOLLHUP) != 0
+			if c.state != sClosed && (hup || events[i].Events&syscall.EPOLLIN != 0) {
+				cl.readable(idx, buf, hup)
 			}
 		}
 		cl.timers(time.Now().UnixNano())
@@ -714,19 +885,6 @@ func main() {
 				emit("delivered", map[string]any{"ns": r.Ns, "got": len(r.LatUs),
 					"last_ns": r.Last})
 			}
-		}
-		select {
-		case cmd, ok := <-cmds:
-			if !ok || cmd == "quit" {
-				cl.reset()
-				os.Exit(0)
-			}
-			if cmd == "report" {
-				v := cl.counts()
-				v["rounds"] = cl.rounds
-				emit("report", v)
-			}
-		default:
 		}
 	}
 }
