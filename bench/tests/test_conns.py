@@ -97,9 +97,12 @@ def test_log_problems_finds_errors_and_failed_sends():
     text = ("2026/11/27 15:22:42 [notice] 1#1: start worker process 2\n"
             "2026/11/27 15:22:43 [error] 2#2: *7 jvm: the handler threw\n"
             "connbench: broadcast send failed (1): java.io.IOException\n"
-            "2026/11/27 15:22:44 [warn] 2#2: something mild\n")
+            "2026/11/27 15:22:44 [warn] 2#2: something mild\n"
+            "2026/11/28 03:27:01 [warn] 5#5: 19500 worker_connections are "
+            "not enough, reusing connections\n")
     bad = conns.log_problems(text)
-    assert len(bad) == 2 and "[error]" in bad[0]
+    assert len(bad) == 3 and "[error]" in bad[0]
+    assert "reusing connections" in bad[2]
 
 
 def test_listen_lines_multiplies_the_writers_listen():

@@ -6,7 +6,7 @@
 // broadcast "B<ns since the epoch>" and records how long it took to come.
 //
 //	connload -source 127.1.0.1 -servers 127.0.0.1:8080,127.0.0.2:8080 \
-//	         -http 10000 -ws 9000 [-min 5 -max 45 -inflight 64]
+//	         -http 10000 -ws 9000 [-min 5 -max 45 -inflight 64 -rate 0]
 //
 // The standard library only, and no goroutine per connection: one epoll
 // loop over nonblocking sockets, so that the client's own memory stays a
