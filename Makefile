@@ -447,10 +447,10 @@ h2spec: all
 # (MATRIX_IN_TEST), the one with HTTP/3 (about 7 minutes with its build).
 MATRIX_SUITES  ?= bookworm trixie sid
 MATRIX_IN_TEST ?= sid
-MATRIX_TESTS   ?= test_ring_request test_ring_response test_java test_phases \
+MATRIX_TESTS   ?= test_ring_request test_ring_response test_java test_phases test_pipeline \
                   test_websocket test_upload_stream test_reload test_launcher_tls
 MATRIX_IN_TEST_TESTS ?= test_ring_request test_java test_websocket \
-                        test_upload_stream test_launcher_tls
+                        test_upload_stream test_launcher_tls test_pipeline
 export MATRIX_TESTS
 # The Debian 13 package in a Debian 13 root (`make deb DIST=trixie`,
 # tests/test_deb_trixie.py), and the container image (`make image`:

@@ -10,6 +10,12 @@ at most a few segments (the client's own TCP_INFO counts them); an answer
 is never held behind a later request that waits (a blocked pool handler),
 nor behind a next request the client has not finished sending; clients
 that leave mid-pipeline, or send a body in it, break nothing.
+
+The same for HTTP/2's streams (h2c, prior knowledge, on the second port;
+a small client of the tests' own below, whose socket TCP_INFO reads): the
+answers made while nginx reads a batch of a connection's frames leave
+together; a stream that waits holds none back; clients that reset the
+connection, or cancel their streams, break nothing.
 """
 
 import socket
@@ -26,6 +32,14 @@ LOCATIONS = """
         location = /plain { return 200 "plain\\n"; }
         location = /static.txt { }
 """
+
+# HTTP/2 without TLS (prior knowledge) on the second port, the same
+# locations ("listen ... http2": nginx 1.25.1 and newer warn, and serve)
+HTTP = """
+    server {
+        listen 127.0.0.1:@PORT2@ http2;
+%s    }
+""" % LOCATIONS
 
 DEPTH = 16
 
@@ -193,4 +207,169 @@ def test_clients_that_leave_mid_pipeline(ng, mode):
         if mode in ("loop", "coloop"):
             assert len(replies) == DEPTH
     assert request(ng.port, "GET", "/plain").status == 200
+    assert request(ng.port, "GET", "/q/run?tag=still").text == "still"
+
+
+# --- HTTP/2 -----------------------------------------------------------------
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY = 0, 1, 3, 4, 6, 7
+END_STREAM, END_HEADERS, ACK = 0x1, 0x4, 0x1
+
+
+def frame(kind, flags, stream, payload=b""):
+    return struct.pack("!I", len(payload))[1:] + struct.pack(
+        "!BBI", kind, flags, stream) + payload
+
+
+def hpack_literal(index, value):
+    """A header field whose name is entry `index` of HPACK's static table,
+    its value a literal, not indexed (RFC 7541, 6.2.2)."""
+    value = value.encode()
+    assert index < 15 and len(value) < 127
+    return bytes([index, len(value)]) + value
+
+
+def h2_get(stream, path):
+    """A HEADERS frame: GET path, the stream's only frame."""
+    block = (b"\x82\x86"                      # :method GET, :scheme http
+             + hpack_literal(4, path) + hpack_literal(1, "x"))
+    return frame(HEADERS, END_STREAM | END_HEADERS, stream, block)
+
+
+class H2:
+    """A client connection speaking HTTP/2 without TLS: what a test needs,
+    no more.  Answers are {stream: (status, body)}; nginx sends status 200
+    as the static table's entry 8 (0x88), every other status otherwise."""
+
+    def __init__(self, port):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.s.sendall(PREFACE + frame(SETTINGS, 0, 0))
+        self.buf = b""
+        self.status, self.body, self.done = {}, {}, []
+
+    def close(self):
+        self.s.close()
+
+    def read_frame(self):
+        while True:
+            if len(self.buf) >= 9:
+                n = int.from_bytes(self.buf[:3], "big")
+                if len(self.buf) >= 9 + n:
+                    kind, flags, stream = struct.unpack("!BBI", self.buf[3:9])
+                    payload = self.buf[9:9 + n]
+                    self.buf = self.buf[9 + n:]
+                    return kind, flags, stream & 0x7FFFFFFF, payload
+            chunk = self.s.recv(65536)
+            if not chunk:
+                raise EOFError("closed; streams done: %s" % self.done)
+            self.buf += chunk
+
+    def answers(self, n):
+        """Reads until n more streams have ended: their {stream: (status,
+        body)}."""
+        got = {}
+        while len(got) < n:
+            kind, flags, stream, payload = self.read_frame()
+            if kind == SETTINGS and not flags & ACK:
+                self.s.sendall(frame(SETTINGS, ACK, 0))
+            elif kind == PING and not flags & ACK:
+                self.s.sendall(frame(PING, ACK, 0, payload))
+            elif kind == GOAWAY:
+                raise AssertionError("GOAWAY %r" % payload)
+            elif kind == RST_STREAM:
+                raise AssertionError("stream %d reset: %r" % (stream, payload))
+            elif kind == HEADERS:
+                self.status[stream] = 200 if payload[:1] == b"\x88" else None
+            elif kind == DATA:
+                self.body[stream] = self.body.get(stream, b"") + payload
+            if kind in (HEADERS, DATA) and flags & END_STREAM:
+                self.done.append(stream)
+                got[stream] = (self.status.get(stream),
+                               self.body.get(stream, b""))
+        return got
+
+
+@pytest.fixture
+def h2(ng):
+    c = H2(ng.port2)
+    c.answers(0)
+    yield c
+    c.close()
+
+
+def test_http2_streams_are_answered(static, h2):
+    """48 streams in one write, served by a handler, nginx's `return` and a
+    file in turn: each stream has its own answer."""
+    paths = [("/q/run?tag=s%d" % i, "/plain", "/static.txt")[i % 3]
+             for i in range(3 * DEPTH)]
+    h2.s.sendall(b"".join(h2_get(1 + 2 * i, p) for i, p in enumerate(paths)))
+    got = h2.answers(len(paths))
+    for i, path in enumerate(paths):
+        expected = {"/plain": b"plain\n", "/static.txt": b"static\n"}.get(
+            path, ("s%d" % i).encode())
+        assert got[1 + 2 * i] == (200, expected), (i, path)
+
+
+def test_http2_answers_of_a_batch_leave_together(ng, mode, h2):
+    """16 streams in one write, answered by a handler while nginx reads
+    them: they reach the client in at most 3 data segments, five times on
+    one connection (20 without the cork).  Pool and virtual answer from
+    other threads, each when it is made: answered, not counted.  A first
+    batch, not counted, warms the worker the connection reached: coloop's
+    first requests there may take more than their first slice."""
+    stream = 1
+    for round in range(-1, 5):
+        before = data_segments_in(h2.s)
+        ids = list(range(stream, stream + 2 * DEPTH, 2))
+        stream += 2 * DEPTH
+        h2.s.sendall(b"".join(h2_get(sid, "/q/run?tag=r%ds%d" % (round, sid))
+                              for sid in ids))
+        got = h2.answers(DEPTH)
+        segments = data_segments_in(h2.s) - before
+        assert got == {sid: (200, ("r%ds%d" % (round, sid)).encode())
+                       for sid in ids}
+        print("round", round, segments)
+        if mode in ("loop", "coloop") and round >= 0:
+            assert 1 <= segments <= 3, \
+                "%d answers came in %d segments" % (DEPTH, segments)
+
+
+def test_http2_an_answer_is_not_held_behind_a_stream_that_waits(ng, h2):
+    """Stream 1's handler (a pool thread) blocks; stream 3, in the same
+    write, is answered meanwhile; then stream 1, once released."""
+    h2.s.sendall(h2_get(1, "/slow/block?ms=20000") + h2_get(3, "/q/run?tag=3"))
+    assert h2.answers(1) == {3: (200, b"3")}
+    assert wait_for(lambda: request(ng.port, "GET",
+                                    "/ctl/held").text == "1", 10), \
+        "stream 1 is blocked"
+    assert request(ng.port, "GET", "/ctl/release").text == "ok"
+    assert h2.answers(1) == {1: (200, b"released")}
+
+
+def test_http2_clients_that_leave_mid_batch(ng):
+    """50 clients send 16 streams and reset the connection at once, 50 more
+    cancel every stream (RST_STREAM) right after sending it: then the
+    worker serves on, on both ports."""
+    batch = b"".join(h2_get(1 + 2 * i, "/q/run?tag=x%d" % i)
+                     for i in range(DEPTH))
+    cancel = b"".join(frame(RST_STREAM, 0, 1 + 2 * i, struct.pack("!I", 8))
+                      for i in range(DEPTH))
+    for _ in range(50):
+        c = H2(ng.port2)
+        c.s.sendall(batch)
+        c.s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                       struct.pack("ii", 1, 0))
+        c.close()
+    for _ in range(50):
+        c = H2(ng.port2)
+        c.s.sendall(batch + cancel)
+        c.close()
+    c = H2(ng.port2)
+    try:
+        c.s.sendall(h2_get(1, "/q/run?tag=still") + h2_get(3, "/plain"))
+        assert c.answers(2) == {1: (200, b"still"), 3: (200, b"plain\n")}
+    finally:
+        c.close()
     assert request(ng.port, "GET", "/q/run?tag=still").text == "still"

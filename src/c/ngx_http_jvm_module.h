@@ -48,8 +48,9 @@
  *                            too
  *   ngx_http_jvm_gate.c      the one check of every string from Java on
  *                            its way to a wire (docs/security.md, "Doors")
- *   ngx_http_jvm_pipeline.c  the answers of a pipeline of HTTP/1.1 requests
- *                            sent together (TCP_CORK)
+ *   ngx_http_jvm_pipeline.c  the answers of a pipeline (HTTP/1.1), or of a
+ *                            batch of streams (HTTP/2), sent together
+ *                            (TCP_CORK)
  *
  * Only vm_create.c, vm.c, natives.c and child.c include jni.h (through
  * ngx_http_jvm_jni.h, the JNI state they share).

@@ -1,6 +1,7 @@
 
 /*
- * nginx-jvm: the answers to pipelined HTTP/1.x requests leave together.
+ * nginx-jvm: the answers to pipelined HTTP/1.x requests, and to a batch of
+ * HTTP/2 streams, leave together.
  *
  * nginx answers a pipeline's requests one after the other, and writes each
  * answer as it is made: on a connection with TCP_NODELAY every write is a
@@ -18,6 +19,14 @@
  * waits (for a task, a body, an upstream) holds nothing back past that.
  * Closing or half-closing the connection sends what is corked too.  Cost
  * when there is no pipeline: a comparison of two pointers.
+ *
+ * HTTP/2 is the same story with streams: nginx's read handler takes every
+ * frame a read brought and runs each stream whose header is complete, and
+ * each answer is written at once (its own TLS record, its own segment).
+ * An answer made inside that handler corks the connection, and the cork
+ * comes off once the loop has run the handlers of this iteration's events
+ * (ngx_posted_events): the next iteration would be too late, since the
+ * client, waiting for these answers, sends nothing more meanwhile.
  */
 
 
@@ -30,43 +39,65 @@ typedef struct {
 } ngx_http_jvm_corked_t;
 
 
+typedef struct {
+    ngx_array_t        corked;
+    ngx_event_t        push;
+    ngx_queue_t       *when;          /* the posted events it pushes from */
+} ngx_http_jvm_corks_t;
+
+
+static void ngx_http_jvm_cork(ngx_http_request_t *r, ngx_connection_t *c,
+    ngx_http_jvm_corks_t **corks, ngx_queue_t *when);
 static void ngx_http_jvm_pipeline_push(ngx_event_t *ev);
 
 
-/* Connections corked in this iteration of the loop, and their push. */
-static ngx_array_t  *ngx_http_jvm_corked;
-static ngx_event_t   ngx_http_jvm_push_ev;
+/*
+ * Connections corked in this iteration of the loop, and their push: those
+ * of HTTP/1.x pipelines, and HTTP/2's, which are pushed sooner.
+ */
+static ngx_http_jvm_corks_t  *ngx_http_jvm_pipelines;
+#if (NGX_HTTP_V2)
+static ngx_http_jvm_corks_t  *ngx_http_jvm_streams;
+#endif
 
 
 void
 ngx_http_jvm_pipeline_cork(ngx_http_request_t *r)
 {
-    ngx_buf_t                 *b;
-    ngx_uint_t                 i;
-    ngx_connection_t          *c;
-    ngx_http_jvm_corked_t     *k;
-    ngx_http_core_loc_conf_t  *clcf;
+    ngx_buf_t         *b;
+    ngx_connection_t  *c;
 
     c = r->connection;
+
+#if (NGX_HTTP_V2)
+    if (r->stream) {
+        /*
+         * h2c->blocked: nginx's read handler (or its write handler, whose
+         * streams finish later, from posted events) is on the connection.
+         * An answer made elsewhere (a task's, a body's) is not held:
+         * nothing says another follows it.
+         */
+
+        if (r == r->main && r->stream->connection->blocked) {
+            ngx_http_jvm_cork(r, r->stream->connection->connection,
+                              &ngx_http_jvm_streams, &ngx_posted_events);
+        }
+
+        return;
+    }
+#endif
 
     if (r != r->main
         || r->http_version > NGX_HTTP_VERSION_11
         || !r->keepalive
         || r->headers_in.content_length_n > 0
         || r->headers_in.chunked
-        || r->headers_in.upgrade
-        || c->tcp_nopush == NGX_TCP_NOPUSH_SET
-        || (c->sockaddr->sa_family != AF_INET
-#if (NGX_HAVE_INET6)
-            && c->sockaddr->sa_family != AF_INET6
-#endif
-           ))
+        || r->headers_in.upgrade)
     {
         /*
-         * Not a pipeline's (HTTP/2 and 3 multiplex), the bytes after the
+         * Not a pipeline's (HTTP/3 multiplexes), or the bytes after the
          * request may be its body (or a WebSocket's frames) rather than
-         * the next request, nginx corked the connection itself (sendfile
-         * with tcp_nopush: it pushes it), or not TCP.
+         * the next request.
          */
         return;
     }
@@ -81,18 +112,46 @@ ngx_http_jvm_pipeline_cork(ngx_http_request_t *r)
         return;
     }
 
+    ngx_http_jvm_cork(r, c, &ngx_http_jvm_pipelines, &ngx_posted_next_events);
+}
+
+
+/* Corks the connection c of request r, to be pushed from "when". */
+
+static void
+ngx_http_jvm_cork(ngx_http_request_t *r, ngx_connection_t *c,
+    ngx_http_jvm_corks_t **corks, ngx_queue_t *when)
+{
+    ngx_uint_t                 i;
+    ngx_http_jvm_corks_t      *ck;
+    ngx_http_jvm_corked_t     *k;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    if (c->tcp_nopush == NGX_TCP_NOPUSH_SET
+        || (c->sockaddr->sa_family != AF_INET
+#if (NGX_HAVE_INET6)
+            && c->sockaddr->sa_family != AF_INET6
+#endif
+           ))
+    {
+        /* nginx corked it itself (sendfile with tcp_nopush), or not TCP */
+        return;
+    }
+
+    ck = *corks;
+
     /*
      * nginx's c->tcp_nopush says whether nginx corked the connection for
      * sendfile (tcp_nopush), and each request's location sets it anew:
      * the connections corked here are only in this list, the last first
-     * (a pipeline's requests follow each other on the loop; at most one
+     * (a connection's answers follow each other on the loop; at most one
      * epoll batch of connections is here).
      */
 
-    if (ngx_http_jvm_corked != NULL) {
-        k = ngx_http_jvm_corked->elts;
+    if (ck != NULL) {
+        k = ck->corked.elts;
 
-        for (i = ngx_http_jvm_corked->nelts; i-- > 0; /* void */) {
+        for (i = ck->corked.nelts; i-- > 0; /* void */) {
             if (k[i].connection == c && k[i].number == c->number) {
                 return;
             }
@@ -112,44 +171,51 @@ ngx_http_jvm_pipeline_cork(ngx_http_request_t *r)
         return;
     }
 
-    if (ngx_http_jvm_corked == NULL) {
-        ngx_http_jvm_corked = ngx_array_create(ngx_cycle->pool, 16,
-                                               sizeof(ngx_http_jvm_corked_t));
-        if (ngx_http_jvm_corked == NULL) {
+    if (ck == NULL) {
+        ck = ngx_pcalloc(ngx_cycle->pool, sizeof(ngx_http_jvm_corks_t));
+        if (ck == NULL
+            || ngx_array_init(&ck->corked, ngx_cycle->pool, 16,
+                              sizeof(ngx_http_jvm_corked_t))
+               != NGX_OK)
+        {
             return;
         }
 
-        ngx_http_jvm_push_ev.handler = ngx_http_jvm_pipeline_push;
-        ngx_http_jvm_push_ev.data = ngx_http_jvm_corked;
-        ngx_http_jvm_push_ev.log = ngx_cycle->log;
+        ck->push.handler = ngx_http_jvm_pipeline_push;
+        ck->push.data = ck;
+        ck->push.log = ngx_cycle->log;
+        ck->when = when;
+
+        *corks = ck;
     }
 
-    k = ngx_array_push(ngx_http_jvm_corked);
+    k = ngx_array_push(&ck->corked);
     if (k == NULL) {
         return;
     }
 
     if (ngx_tcp_nopush(c->fd) == -1) {
-        ngx_http_jvm_corked->nelts--;
+        ck->corked.nelts--;
         ngx_log_error(NGX_LOG_INFO, c->log, ngx_socket_errno,
                       ngx_tcp_nopush_n " failed");
         return;
     }
 
     ngx_log_debug0(NGX_LOG_DEBUG_HTTP, c->log, 0,
-                   "jvm: pipelined request, the connection is corked");
+                   "jvm: answers follow, the connection is corked");
 
     k->connection = c;
     k->number = c->number;
 
-    if (!ngx_http_jvm_push_ev.posted) {
-        ngx_post_event(&ngx_http_jvm_push_ev, &ngx_posted_next_events);
+    if (!ck->push.posted) {
+        ngx_post_event(&ck->push, ck->when);
     }
 }
 
 
 /*
- * The loop's next iteration: what the pipelines answered leaves now.  A
+ * The loop's next iteration (this one's end for HTTP/2): what was
+ * answered leaves now.  A
  * connection closed since pushed what it had (its slot may serve another
  * connection by now: the number tells).
  */
@@ -159,11 +225,13 @@ ngx_http_jvm_pipeline_push(ngx_event_t *ev)
 {
     ngx_uint_t              i;
     ngx_connection_t       *c;
+    ngx_http_jvm_corks_t   *ck;
     ngx_http_jvm_corked_t  *k;
 
-    k = ngx_http_jvm_corked->elts;
+    ck = ev->data;
+    k = ck->corked.elts;
 
-    for (i = 0; i < ngx_http_jvm_corked->nelts; i++) {
+    for (i = 0; i < ck->corked.nelts; i++) {
         c = k[i].connection;
 
         if (c->fd == (ngx_socket_t) -1 || c->number != k[i].number) {
@@ -171,7 +239,7 @@ ngx_http_jvm_pipeline_push(ngx_event_t *ev)
         }
 
         ngx_log_debug0(NGX_LOG_DEBUG_HTTP, c->log, 0,
-                       "jvm: the pipeline's answers are pushed");
+                       "jvm: the corked answers are pushed");
 
         if (ngx_tcp_push(c->fd) == -1) {
             ngx_log_error(NGX_LOG_INFO, c->log, ngx_socket_errno,
@@ -183,5 +251,5 @@ ngx_http_jvm_pipeline_push(ngx_event_t *ev)
         }
     }
 
-    ngx_http_jvm_corked->nelts = 0;
+    ck->corked.nelts = 0;
 }
