@@ -316,6 +316,14 @@ def raw(port, data, timeout=10, host="127.0.0.1"):
     return b"".join(chunks)
 
 
+def data_segments_in(s):
+    """The data segments socket s has received (Linux's
+    tcpi_data_segs_in, at offset 152 of struct tcp_info): how many
+    deliveries a client's answers took."""
+    info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 192)
+    return struct.unpack_from("I", info, 152)[0]
+
+
 def read_ws_frame(s):
     """The server's next WebSocket frame on socket s: (its first byte, with
     FIN, RSV1-3 and the opcode; its payload). Server frames are not masked."""

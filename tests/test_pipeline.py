@@ -23,7 +23,7 @@ import struct
 
 import pytest
 
-from harness import parse_raw, request, wait_for
+from harness import data_segments_in, parse_raw, request, wait_for
 
 LOCATIONS = """
         location /q/ { jvm_content testapp.Queueing; }
@@ -47,13 +47,6 @@ DEPTH = 16
 def get(path, last=False):
     return ("GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n"
             % (path, "Connection: close\r\n" if last else "")).encode()
-
-
-def data_segments_in(s):
-    """The data segments this socket has received (Linux's
-    tcpi_data_segs_in, at offset 152 of struct tcp_info)."""
-    info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 192)
-    return struct.unpack_from("I", info, 152)[0]
 
 
 def read_replies(s, n, data=b""):

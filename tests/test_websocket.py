@@ -19,7 +19,8 @@ websockets = pytest.importorskip("websockets")
 from websockets.sync.client import connect  # noqa: E402
 from websockets.exceptions import ConnectionClosed  # noqa: E402
 
-from harness import (SANITIZED, Nginx, read_edn, read_ws_frame,  # noqa: E402
+from harness import (SANITIZED, Nginx, data_segments_in,  # noqa: E402
+                     read_edn, read_ws_frame,
                      TLS_SERVER, sanitized_rss, server_cert, wait_for,
                      ws_close_code, ws_expect_close, ws_frame, ws_handshake)
 
@@ -341,6 +342,29 @@ def test_wss(ng):
         assert c.recv(timeout=10) == "over tls"
         c.send("y" * 100000)
         assert c.recv(timeout=10) == "y" * 100000
+
+
+def test_echoes_of_a_batch_leave_together(ng, mode):
+    """16 messages in one write, echoed by the listener: the echoes come in
+    order, and on the loop in at most 3 data segments (the first alone, the
+    rest corked together; 16 without), five times on one connection.  The
+    other modes' listeners answer on their threads, each frame when it is
+    made: echoed, not counted."""
+    s, _ = handshake(ng.port)
+    with s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s.settimeout(10)
+        for round in range(5):
+            before = data_segments_in(s)
+            texts = [b"r%dm%d" % (round, i) for i in range(16)]
+            s.sendall(b"".join(frame(1, t) for t in texts))
+            got = [read_frame(s) for _ in texts]
+            segments = data_segments_in(s) - before
+            assert got == [(1, True, t) for t in texts]
+            print("round", round, segments)
+            if mode == "loop":
+                assert 1 <= segments <= 3, \
+                    "16 echoes came in %d segments" % segments
 
 
 def test_slow_reader_costs_no_unbounded_memory(ng):
