@@ -3,8 +3,10 @@ interval, on the event loop or a timer thread; cancel; an exception is
 logged and an interval goes on; a quit or a reload does not wait."""
 
 import os
+import re
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -76,6 +78,33 @@ def test_an_exception_is_logged_and_the_interval_goes_on(ng):
     get(ng, op="start", name="boom1", kind="after", ms=10, on="thread", **{"throw": 1})
     time.sleep(0.3)
     assert count(ng, "boom1")[0] == 1, "a one-shot timer is over"
+
+
+@pytest.mark.log_allows(r"\[error\].*nginx\.jvm\.Timers: a timer's task threw")
+def test_an_exception_that_cannot_be_printed_loses_no_wake_up(ng):
+    """A loop timer throws an exception whose getMessage() throws: logging
+    it threw in turn, out of Worker.wake() before it named the ready tasks,
+    and their wake-up was lost with the loop still marked as woken (pool
+    requests hung).  It is logged, class and stack trace, and the requests
+    answered off the loop meanwhile are all answered."""
+    since = ng.log_size()
+    get(ng, op="start", name="hostile", kind="every", ms=5, on="loop",
+        **{"throw": "hostile"})
+    try:
+        with ThreadPoolExecutor(8) as ex:
+            replies = list(ex.map(
+                lambda i: ng.get("/slow?op=sleep&ms=%d" % (i % 4), timeout=20),
+                range(200)))
+    finally:
+        get(ng, op="cancel", name="hostile")
+    assert [r.status for r in replies] == [200] * 200
+    assert count(ng, "hostile")[0] >= 3
+    log = ng.log_text(since)
+    assert re.search(r"\[error\] .*nginx\.jvm\.Timers: a timer's task threw"
+                     r" \(the timer goes on\): testapp\.TimerApp\$Hostile"
+                     r" \(its message could not be read: testapp\.TimerApp\$Hostile\)"
+                     r"\n\tat testapp\.TimerApp\.lambda", log), log[-3000:]
+    assert "Worker.wake() failed" not in log
 
 
 def test_clojure_wrapper(ng):

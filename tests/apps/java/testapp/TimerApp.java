@@ -11,10 +11,19 @@ import nginx.jvm.Timers;
 
 /**
  * nginx.jvm.Timers from query parameters: op=start (name, kind=after|every,
- * ms, on=loop|thread, throw=1), op=count (name: runs, then the threads they
- * ran on), op=cancel (name), op=loop (this handler's thread).
+ * ms, on=loop|thread, throw=1, or throw=hostile: an exception whose message
+ * cannot be read), op=count (name: runs, then the threads they ran on),
+ * op=cancel (name), op=loop (this handler's thread).
  */
 public final class TimerApp implements Handler {
+    /** Its getMessage() (so its toString(), so printing it) throws another like it. */
+    static final class Hostile extends RuntimeException {
+        @Override
+        public String getMessage() {
+            throw new Hostile();
+        }
+    }
+
     private static final Map<String, Timers.Timer> timers = new ConcurrentHashMap<>();
     private static final Map<String, AtomicInteger> runs = new ConcurrentHashMap<>();
     private static final Map<String, Set<String>> threads = new ConcurrentHashMap<>();
@@ -28,7 +37,7 @@ public final class TimerApp implements Handler {
             case "start": {
                 long ms = Long.parseLong(q.get("ms"));
                 Timers.Where where = "thread".equals(q.get("on")) ? Timers.Where.THREAD : Timers.Where.LOOP;
-                boolean fail = "1".equals(q.get("throw"));
+                String fail = q.get("throw");
                 String file = q.get("file");
                 runs.put(name, new AtomicInteger());
                 threads.put(name, ConcurrentHashMap.newKeySet());
@@ -44,7 +53,10 @@ public final class TimerApp implements Handler {
                             throw new java.io.UncheckedIOException(e);
                         }
                     }
-                    if (fail) {
+                    if ("hostile".equals(fail)) {
+                        throw new Hostile();
+                    }
+                    if (fail != null) {
                         throw new IllegalStateException("timer-boom-marker");
                     }
                 };

@@ -18,7 +18,29 @@ final class Failure extends RuntimeException {
             return what;
         }
         StringWriter sw = new StringWriter();
-        t.printStackTrace(new PrintWriter(sw));
+        try {
+            t.printStackTrace(new PrintWriter(sw));
+        } catch (Throwable e) {
+            // Its toString() or getMessage() (or a cause's) threw: said
+            // without them, since what logs a failure must not fail in turn
+            // (a timer's task that threw so would stop Worker.wake() before
+            // it names the ready tasks, and their wake-up would be lost).
+            return what + ": " + unprintable(t, e);
+        }
         return what + ": " + sw.toString().stripTrailing();
+    }
+
+    /** {@code t}'s class and frames, when printing it threw {@code e}. */
+    private static String unprintable(Throwable t, Throwable e) {
+        StringBuilder b = new StringBuilder(t.getClass().getName())
+                .append(" (its message could not be read: ").append(e.getClass().getName()).append(')');
+        try {
+            for (StackTraceElement f : t.getStackTrace()) {
+                b.append("\n\tat ").append(f);
+            }
+        } catch (Throwable ignored) {
+            // getStackTrace() overridden to throw too: the class is all there is
+        }
+        return b.toString();
     }
 }

@@ -105,10 +105,8 @@ public final class Log {
      */
     public static void log(int level, String logger, String message, Throwable t) {
         if (threshold == 0) {
-            System.err.println(logger + ": " + message);
-            if (t != null) {
-                t.printStackTrace();
-            }
+            // Failure.describe, not t.printStackTrace(): it survives a throwable that cannot be printed
+            System.err.println(Failure.describe(logger + ": " + message, t));
             return;
         }
         if (level > threshold) {

@@ -452,24 +452,29 @@ final class LoopScheduler implements Executor {
         long end = System.nanoTime() + BUDGET_NANOS;
         int n = 0;
         Runnable r;
-        while (n < BUDGET && (r = queue.poll()) != null) {
-            n++;
-            Carried c = known.get(r);
-            if (c != null && c.meter != null) {
-                // measured on the loop, the carrier, slice by slice
-                Runnable continuation = r;
-                c.meter.slice(() -> run(continuation, c));
-            } else {
-                run(r, c == null ? CHILD : c);
+        try {
+            while (n < BUDGET && (r = queue.poll()) != null) {
+                n++;
+                Carried c = known.get(r);
+                if (c != null && c.meter != null) {
+                    // measured on the loop, the carrier, slice by slice
+                    Runnable continuation = r;
+                    c.meter.slice(() -> run(continuation, c));
+                } else {
+                    run(r, c == null ? CHILD : c);
+                }
+                if (System.nanoTime() - end > 0) {
+                    break;
+                }
             }
-            if (System.nanoTime() - end > 0) {
-                break;
-            }
-        }
-        if (!queue.isEmpty() && signalled.compareAndSet(false, true)) {
-            Runnable w = waker;
-            if (w != null) {
-                w.run();
+        } finally {
+            // also when the pass threw: the signal is cleared, and what
+            // is left would otherwise wait for another thread's wake-up
+            if (!queue.isEmpty() && signalled.compareAndSet(false, true)) {
+                Runnable w = waker;
+                if (w != null) {
+                    w.run();
+                }
             }
         }
         return n;

@@ -227,7 +227,12 @@ public final class Timers {
         signalled.set(false);
         Timer t;
         while ((t = due.poll()) != null) {
-            t.runDue();
+            // the signal is cleared: a timer left in the queue would wait for another's wake-up
+            try {
+                t.runDue();
+            } catch (Throwable e) {
+                Log.error("nginx.jvm.Timers", "a timer failed", e);
+            }
         }
     }
 

@@ -562,10 +562,27 @@ final class Worker {
      * call a wake-up rather than a poll for each task and one more for none.
      */
     static int wake(boolean due) {
-        if (due) {
-            timers();
+        return wake(due ? Worker::timers : null, tasks, sockets, readyBuffer);
+    }
+
+    /**
+     * {@link #wake} over these (tests give their own): {@code timers}, if
+     * any, then the ids of {@code tasks} into {@code ready}.
+     */
+    static int wake(Runnable timers, Tasks tasks, WebSockets sockets, ByteBuffer ready) {
+        if (timers != null) {
+            try {
+                timers.run();
+            } catch (Throwable t) {
+                // The ready tasks are named all the same: the wake-up that
+                // brought the loop here was theirs too, and no other comes
+                // until Tasks.poll clears their signal.
+                Log.error("nginx.jvm", "the event loop's timers failed", t);
+            }
         }
-        int n = tasks.poll(readyBuffer, Wire.READY_MAX);
+        // Neither throws: queue polls and flags, and at most READY_MAX ids
+        // into a buffer of as many (a VM error aside, which the C module logs).
+        int n = tasks.poll(ready, Wire.READY_MAX);
         return sockets.pending() ? n | Wire.WAKE_SOCKETS : n;
     }
 
@@ -749,7 +766,12 @@ final class Worker {
 
     /** On the event loop, when woken ({@link #wake}): runs the loop's timers that are due. */
     static void timers() {
-        LoopCalls.run();
+        // each part whatever the one before it threw
+        try {
+            LoopCalls.run();
+        } catch (Throwable t) {
+            Log.error("nginx.jvm", "the calls on the event loop failed", t);
+        }
         try {
             Timers.runDue();
         } catch (Throwable t) {

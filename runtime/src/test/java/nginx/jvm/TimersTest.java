@@ -83,6 +83,23 @@ class TimersTest {
     }
 
     @Test
+    void anExceptionThatCannotBePrintedIsLoggedAndTheOthersRun() throws Exception {
+        // its getMessage() throws: logging it threw, which took the loop's
+        // pass over its timers with it
+        AtomicInteger runs = new AtomicInteger(), others = new AtomicInteger();
+        Timers.Timer t = Timers.every(20, () -> {
+            runs.incrementAndGet();
+            throw new WorkerTest.Unprintable();
+        });
+        Timers.Timer o = Timers.every(20, others::incrementAndGet);
+        loop(200);
+        assertTrue(runs.get() >= 3, "runs: " + runs.get());
+        assertTrue(others.get() >= 3, "others: " + others.get());
+        t.cancel();
+        o.cancel();
+    }
+
+    @Test
     void threadTimersRunOffTheLoop() throws Exception {
         AtomicReference<Thread> on = new AtomicReference<>();
         Semaphore ran = new Semaphore(0);

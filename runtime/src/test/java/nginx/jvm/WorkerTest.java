@@ -458,4 +458,61 @@ class WorkerTest {
         String msg = message(body(0, new byte[0], true));
         assertTrue(msg.contains("does not implement nginx.jvm.BodyFilter"), msg);
     }
+
+    // ---- the event loop's wake-up ----
+
+    /** A throwable that cannot be printed: reading its message throws another like it. */
+    static final class Unprintable extends RuntimeException {
+        @Override
+        public String getMessage() {
+            throw new Unprintable();
+        }
+    }
+
+    @Test
+    void wakeNamesTheReadyTasksWhenTheTimersThrow() {
+        // Worker.wake()'s own Tasks wake the loop through a native: these count instead.
+        AtomicInteger wakes = new AtomicInteger();
+        Tasks tasks = new Tasks(wakes::incrementAndGet);
+        WebSockets sockets = new WebSockets(() -> { });
+        ByteBuffer ready = ByteBuffer.allocate(8 * Wire.READY_MAX);
+        AsyncHandler answers = (r, responder) -> responder.respond(new Response(200));
+        List<Runnable> failures = List.of(
+                () -> {
+                    throw new IllegalStateException("the timers exploded");
+                },
+                // what logs it must not throw in turn
+                () -> {
+                    throw new Unprintable();
+                },
+                () -> {
+                    throw new StackOverflowError();
+                });
+        long id = 2;
+        for (Runnable timers : failures) {
+            Task t = new Task(id, Tasks.LOOP, Wire.PHASE_CONTENT, answers,
+                    new RequestBytes().path("/t").request(), true, tasks);
+            int before = wakes.get();
+            assertNull(tasks.submit(t, Tasks.LOOP));
+            assertEquals(before + 1, wakes.get(), "its answer woke the loop");
+            assertEquals(1, Worker.wake(timers, tasks, sockets, ready), "named although the timers threw");
+            assertEquals(id, ready.getLong(0));
+            assertEquals(0, Worker.wake(timers, tasks, sockets, ready), "named once");
+            tasks.cancel(id);
+            // the next answer wakes the loop again (checked at the next turn): the signal was cleared
+            id += 2;
+        }
+    }
+
+    @Test
+    void aThrowableThatCannotBePrintedIsDescribed() {
+        String text = Failure.describe("it failed", new Unprintable());
+        assertTrue(text.startsWith("it failed: " + Unprintable.class.getName()
+                + " (its message could not be read: " + Unprintable.class.getName() + ")"), text);
+        assertTrue(text.contains("\n\tat nginx.jvm.WorkerTest.aThrowableThatCannotBePrintedIsDescribed"), text);
+        // a cause that cannot be printed either
+        text = Failure.describe("it failed", new IllegalStateException("outer", new Unprintable()));
+        assertTrue(text.startsWith("it failed: java.lang.IllegalStateException (its message could not be read: "
+                + Unprintable.class.getName() + ")"), text);
+    }
 }
