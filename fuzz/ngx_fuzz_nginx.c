@@ -580,7 +580,23 @@ ngx_fuzz_run_posted(void)
 ngx_int_t
 ngx_tcp_nodelay(ngx_connection_t *c)
 {
+    /* as nginx's: so that the WebSocket's cork (websocket.c) is reached */
+    c->tcp_nodelay = NGX_TCP_NODELAY_SET;
     return NGX_OK;
+}
+
+
+int
+ngx_tcp_nopush(ngx_socket_t s)
+{
+    return 0;
+}
+
+
+int
+ngx_tcp_push(ngx_socket_t s)
+{
+    return 0;
 }
 
 
