@@ -580,23 +580,16 @@ ngx_fuzz_run_posted(void)
 ngx_int_t
 ngx_tcp_nodelay(ngx_connection_t *c)
 {
-    /* as nginx's: so that the WebSocket's cork (websocket.c) is reached */
+    /* as nginx's: the WebSocket's cork (websocket.c) is reached */
     c->tcp_nodelay = NGX_TCP_NODELAY_SET;
     return NGX_OK;
 }
 
 
-int
-ngx_tcp_nopush(ngx_socket_t s)
+/* pipeline.c's, for websocket.c: nothing to cork here */
+void
+ngx_http_jvm_pipeline_cork_frames(ngx_connection_t *c)
 {
-    return 0;
-}
-
-
-int
-ngx_tcp_push(ngx_socket_t s)
-{
-    return 0;
 }
 
 

@@ -442,6 +442,7 @@ ngx_int_t ngx_http_jvm_edit_headers(ngx_http_request_t *r, size_t len);
 
 /* ngx_http_jvm_pipeline.c */
 void ngx_http_jvm_pipeline_cork(ngx_http_request_t *r);
+void ngx_http_jvm_pipeline_cork_frames(ngx_connection_t *c);
 
 /* ngx_http_jvm_ws_handshake.c */
 ngx_uint_t ngx_http_jvm_ws_request(ngx_http_request_t *r);

@@ -27,6 +27,7 @@
  * comes off once the loop has run the handlers of this iteration's events
  * (ngx_posted_events): the next iteration would be too late, since the
  * client, waiting for these answers, sends nothing more meanwhile.
+ * A WebSocket listener's answers to a batch of messages, likewise.
  */
 
 
@@ -53,12 +54,10 @@ static void ngx_http_jvm_pipeline_push(ngx_event_t *ev);
 
 /*
  * Connections corked in this iteration of the loop, and their push: those
- * of HTTP/1.x pipelines, and HTTP/2's, which are pushed sooner.
+ * of HTTP/1.x pipelines, and HTTP/2's and WebSockets', pushed sooner.
  */
 static ngx_http_jvm_corks_t  *ngx_http_jvm_pipelines;
-#if (NGX_HTTP_V2)
-static ngx_http_jvm_corks_t  *ngx_http_jvm_streams;
-#endif
+static ngx_http_jvm_corks_t  *ngx_http_jvm_batches;
 
 
 void
@@ -80,7 +79,7 @@ ngx_http_jvm_pipeline_cork(ngx_http_request_t *r)
 
         if (r == r->main && r->stream->connection->blocked) {
             ngx_http_jvm_cork(r, r->stream->connection->connection,
-                              &ngx_http_jvm_streams, &ngx_posted_events);
+                              &ngx_http_jvm_batches, &ngx_posted_events);
         }
 
         return;
@@ -116,7 +115,25 @@ ngx_http_jvm_pipeline_cork(ngx_http_request_t *r)
 }
 
 
-/* Corks the connection c of request r, to be pushed from "when". */
+/*
+ * A WebSocket's frames (ngx_http_jvm_websocket.c): from the second frame
+ * a listener answered a batch of messages with, pushed as HTTP/2's are.
+ * Not with Nagle's algorithm on (tcp_nodelay off).
+ */
+
+void
+ngx_http_jvm_pipeline_cork_frames(ngx_connection_t *c)
+{
+    if (c->tcp_nodelay == NGX_TCP_NODELAY_SET) {
+        ngx_http_jvm_cork(NULL, c, &ngx_http_jvm_batches, &ngx_posted_events);
+    }
+}
+
+
+/*
+ * Corks connection c (of request r, whose location says tcp_nodelay; no
+ * r: the caller checked it), to be pushed from "when".
+ */
 
 static void
 ngx_http_jvm_cork(ngx_http_request_t *r, ngx_connection_t *c,
@@ -165,10 +182,12 @@ ngx_http_jvm_cork(ngx_http_request_t *r, ngx_connection_t *c,
      * next request: it is set here.  With tcp_nodelay off, no cork either.
      */
 
-    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+    if (r != NULL) {
+        clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
 
-    if (!clcf->tcp_nodelay || ngx_tcp_nodelay(c) != NGX_OK) {
-        return;
+        if (!clcf->tcp_nodelay || ngx_tcp_nodelay(c) != NGX_OK) {
+            return;
+        }
     }
 
     if (ck == NULL) {

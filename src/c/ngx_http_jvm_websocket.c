@@ -97,8 +97,6 @@ static ngx_int_t ngx_http_jvm_ws_frame_done(ngx_http_jvm_ws_t *ws);
 static ngx_int_t ngx_http_jvm_ws_closed_by_peer(ngx_http_jvm_ws_t *ws);
 static ngx_int_t ngx_http_jvm_ws_inflate(ngx_http_jvm_ws_t *ws);
 static void ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws);
-static void ngx_http_jvm_ws_send_frames(ngx_http_jvm_ws_t *ws,
-    ngx_uint_t *corked);
 static ngx_int_t ngx_http_jvm_ws_queue(ngx_http_jvm_ws_t *ws,
     ngx_uint_t opcode, u_char *data, size_t len);
 static void ngx_http_jvm_ws_fail(ngx_http_jvm_ws_t *ws, ngx_uint_t code,
@@ -1050,48 +1048,15 @@ ngx_http_jvm_ws_queue(ngx_http_jvm_ws_t *ws, ngx_uint_t opcode, u_char *data,
 
 
 /*
- * Sends what is queued here, then what Java has, and the frames of one call
- * leave together: a listener that answers a batch of messages (a client
- * with several in flight: they arrive in one read) has as many frames
- * waiting, and each write would be a segment of its own (TCP_NODELAY), one
- * delivery and one wake-up of the client each.  From the second frame on
- * the socket is corked (TCP_CORK), and pushed once the call is over.
- */
-
-static void
-ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws)
-{
-    ngx_uint_t          corked;
-    ngx_connection_t   *c;
-    ngx_atomic_uint_t   number;
-
-    c = ws->connection;
-    number = c->number;
-    corked = 0;
-
-    ngx_http_jvm_ws_send_frames(ws, &corked);
-
-    /* ws may be finished and freed by now; its connection's slot is not */
-
-    if (corked && c->fd != (ngx_socket_t) -1 && c->number == number) {
-        if (ngx_tcp_push(c->fd) == -1) {
-            ngx_log_error(NGX_LOG_INFO, c->log, ngx_socket_errno,
-                          ngx_tcp_push_n " failed");
-        }
-    }
-}
-
-
-/*
  * Sends what is queued here, then frames from Java, one at a time, until
  * the socket would block, Java has none, a close frame has left, or this
  * event has sent its share (NGX_HTTP_JVM_WS_BUDGET: a client that reads as
  * fast as a JVM thread sends would otherwise hold the loop; the rest goes
- * in the next round).  *corked: the socket was corked here.
+ * in the next round).
  */
 
 static void
-ngx_http_jvm_ws_send_frames(ngx_http_jvm_ws_t *ws, ngx_uint_t *corked)
+ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws)
 {
     u_char                    *p;
     size_t                     len;
@@ -1208,22 +1173,9 @@ ngx_http_jvm_ws_send_frames(ngx_http_jvm_ws_t *ws, ngx_uint_t *corked)
         /* what it took: the message's bytes, compressed or not */
         budget -= ngx_max(len, NGX_HTTP_JVM_WS_FRAME_COST);
 
-        /*
-         * A second frame: more may follow.  Not with Nagle's algorithm on
-         * (tcp_nodelay off, or not TCP): Linux would keep the last partial
-         * segment after the push until the peer's ACK.
-         */
-
-        if (taken++ == 1 && c->tcp_nodelay == NGX_TCP_NODELAY_SET
-            && c->tcp_nopush != NGX_TCP_NOPUSH_SET)
-        {
-            if (ngx_tcp_nopush(c->fd) == -1) {
-                ngx_log_error(NGX_LOG_INFO, c->log, ngx_socket_errno,
-                              ngx_tcp_nopush_n " failed");
-
-            } else {
-                *corked = 1;
-            }
+        if (taken++ == 1) {
+            /* a batch's (several messages answered): leave together */
+            ngx_http_jvm_pipeline_cork_frames(c);
         }
     }
 }
