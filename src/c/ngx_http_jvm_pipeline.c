@@ -233,10 +233,9 @@ ngx_http_jvm_cork(ngx_http_request_t *r, ngx_connection_t *c,
 
 
 /*
- * The loop's next iteration (this one's end for HTTP/2): what was
- * answered leaves now.  A
- * connection closed since pushed what it had (its slot may serve another
- * connection by now: the number tells).
+ * The loop's next iteration (this one's end for HTTP/2 and WebSockets):
+ * what was answered leaves now.  A connection closed since pushed what it
+ * had (its slot may serve another connection by now: the number tells).
  */
 
 static void
