@@ -5,8 +5,10 @@
 # /hello, the same file as a static file for /file). wrk in turn (A B C, A B
 # C, ...); per server the median req/s, the median of its per-round ratio to
 # plain nginx (each round's ratio is taken a few seconds apart, so it varies
-# less than the medians on a noisy machine) and the workers' CPU time per
-# request (utime + stime from /proc).
+# less than the medians on a noisy machine), the workers' CPU time per
+# request (utime + stime from /proc), and for pool and virtual the ratio to
+# the loop's rate in the same round (issue 37's targets), its median and
+# each round's.
 #
 #   bench/launcher.sh [-d SECONDS] [-r ROUNDS] [-c CONNECTIONS]
 #                     [-m MODES] [-u ROUTES]
@@ -83,9 +85,10 @@ rate() {  # a run with any error answer is no measurement
     awk '/^Requests\/sec/ {print $2}' <<<"$out"
 }
 
-declare -A rps ratio cpus
+declare -A rps ratio cpus over
 for route in "${route_list[@]}"; do
     for _ in $(seq 1 "$rounds"); do
+        loop_base=
         for n in "${names[@]}"; do
             master=$(cat "$work/$n/nginx.pid")
             before=$(workers_cpu "$master")
@@ -94,18 +97,26 @@ for route in "${route_list[@]}"; do
             rps[$n,$route]+="$r "
             [ "$n" = plain ] && base=$r
             ratio[$n,$route]+="$(echo "$r / $base" | bc -l) "
+            # pool and virtual against the loop, in the same round (issue 37's targets)
+            [ "$n" = loop ] && loop_base=$r
+            [ -n "${loop_base:-}" ] && over[$n,$route]+="$(echo "$r / $loop_base" | bc -l) "
             cpus[$n,$route]+="$(echo "($after - $before) * 1000000 / $hz / ($r * $duration)" | bc -l) "
         done
     done
 done
 
 echo "bench/launcher.sh: the launcher's config (2 workers) vs plain nginx; wrk -t1 -c$conns -d${duration}s, $rounds interleaved rounds"
-printf '%-6s %-8s %12s %14s %14s\n' route server "req/s" "paired ratio" "CPU us/req"
+printf '%-6s %-8s %12s %14s %14s  %s\n' route server "req/s" "paired ratio" "CPU us/req" \
+    "over the loop: median (each round)"
 for route in "${route_list[@]}"; do
     for n in "${names[@]}"; do
-        printf '%-6s %-8s %12.0f %14.3f %14.1f\n' "$route" "$n" \
+        rounds_over=
+        if [ -n "${over[$n,$route]:-}" ] && [ "$n" != loop ]; then
+            rounds_over="$(printf '%.3f' "$(echo "${over[$n,$route]}" | median)") ($(for x in ${over[$n,$route]}; do printf '%.2f ' "$x"; done | sed 's/ $//'))"
+        fi
+        printf '%-6s %-8s %12.0f %14.3f %14.1f  %s\n' "$route" "$n" \
             "$(echo "${rps[$n,$route]}" | median)" "$(echo "${ratio[$n,$route]}" | median)" \
-            "$(echo "${cpus[$n,$route]}" | median)"
+            "$(echo "${cpus[$n,$route]}" | median)" "$rounds_over"
     done
 done
 for n in "${names[@]}"; do
