@@ -55,6 +55,23 @@ def launched(args, path="/", timeout=60):
                 proc.wait()
 
 
+def stopped(proc, timeout=20):
+    """Waits for the launcher to end; if it has not after `timeout` s,
+    fails with its session's processes and what it wrote to stderr so far
+    (once seen, 2026-11-28: still running 20 s after SIGINT, then ended 0)."""
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        ps = subprocess.run(["ps", "-o", "pid,ppid,stat,wchan:24,etime,args",
+                             "-s", str(proc.pid)],
+                            stdout=subprocess.PIPE, text=True).stdout
+        os.set_blocking(proc.stderr.fileno(), False)
+        err = proc.stderr.read() or b""
+        raise AssertionError("the launcher runs %d s after its signal:\n%s\n"
+                             "its stderr since:\n%s"
+                             % (timeout, ps, err.decode(errors="replace")))
+
+
 def stderr_until(proc, pattern, count, timeout=120):
     """What the launcher has written to stderr once `count` lines match
     `pattern` (or `timeout` seconds have passed)."""
@@ -340,7 +357,7 @@ def test_serves_then_stops_cleanly(sig):
         seen = stderr_until(proc, r"jvm: worker \d+ ready", 2)
 
         os.kill(proc.pid, sig)
-        proc.wait(timeout=20)
+        stopped(proc)
         assert wait_for(lambda: not any(alive(p) for p in pids), 10)
         assert not os.path.exists(prefix)
         err = seen + proc.stderr.read().decode()
