@@ -20,6 +20,9 @@
 
 
 #include "ngx_http_jvm_module.h"
+#include "ngx_http_jvm_jni.h"
+
+#include <pthread.h>
 
 #include <ngx_md5.h>
 
@@ -37,6 +40,10 @@ static ngx_int_t ngx_http_jvm_cache_hash_file(ngx_tree_ctx_t *ctx,
     ngx_str_t *path);
 static ngx_int_t ngx_http_jvm_cache_noop(ngx_tree_ctx_t *ctx,
     ngx_str_t *path);
+static ngx_int_t ngx_http_jvm_cache_ready(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
+static ngx_int_t ngx_http_jvm_cache_trial(ngx_cycle_t *cycle,
+    ngx_http_jvm_main_conf_t *jmcf);
 static ngx_int_t ngx_http_jvm_cache_paths(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 static ngx_int_t ngx_http_jvm_cache_valid(ngx_cycle_t *cycle,
@@ -63,11 +70,33 @@ static u_char *ngx_http_jvm_cache_path(ngx_cycle_t *cycle,
  * For each configuration the master loads: the cache entry ready for the
  * workers (jmcf->cache_ready), built now if need be; or, without a cache,
  * the plain trial start.  NGX_ERROR: the build found a handler that cannot
- * be loaded, and the configuration is refused.
+ * be loaded, or a stop came during a start or a build, and the
+ * configuration is refused.
  */
 
 ngx_int_t
 ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
+{
+    ngx_int_t  rc;
+    sigset_t   old;
+
+    /*
+     * A stop that comes meanwhile ends the master's JVM at once
+     * (ngx_http_jvm_vm_child) and is acted upon here, once the entry it
+     * was building is removed: before its handlers are set, a first
+     * start's master dies of it.
+     */
+
+    ngx_http_jvm_vm_block_signals(&old);
+    rc = ngx_http_jvm_cache_ready(cycle, jmcf);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+    return rc;
+}
+
+
+static ngx_int_t
+ngx_http_jvm_cache_ready(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 {
     u_char           *path, hex[32];
     ngx_int_t         rc;
@@ -77,16 +106,14 @@ ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
     jmcf->cache_ready = 0;
 
     if (jmcf->cache.len == 0) {
-        ngx_http_jvm_vm_trial(cycle, jmcf);
-        return NGX_OK;
+        return ngx_http_jvm_cache_trial(cycle, jmcf);
     }
 
     if (ngx_http_jvm_cache_key(cycle, jmcf, hex) != NGX_OK) {
         ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
                       "jvm: the class cache is not used: the class path "
                       "cannot be read");
-        ngx_http_jvm_vm_trial(cycle, jmcf);
-        return NGX_OK;
+        return ngx_http_jvm_cache_trial(cycle, jmcf);
     }
 
     jmcf->cache_entry.len = jmcf->cache.len + 1 + 32;
@@ -159,8 +186,7 @@ ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
         ngx_log_error(NGX_LOG_WARN, cycle->log, err,
                       "jvm: the class cache is not used: mkdir or chown "
                       "\"%V\" failed", &jmcf->cache_entry);
-        ngx_http_jvm_vm_trial(cycle, jmcf);
-        return NGX_OK;
+        return ngx_http_jvm_cache_trial(cycle, jmcf);
     }
 
     ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
@@ -172,7 +198,7 @@ ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
                    "jvm: class cache \"%V\": the build JVM answered %i",
                    &jmcf->cache_entry, rc);
 
-    if (rc == NGX_ABORT) {
+    if (rc == NGX_ABORT || rc == NGX_BUSY) {
         ngx_http_jvm_cache_remove(cycle, &jmcf->cache_entry);
         return NGX_ERROR;
     }
@@ -194,6 +220,15 @@ ngx_http_jvm_cache_prepare(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 
     ngx_http_jvm_cache_remove(cycle, &jmcf->cache_entry);
     return NGX_OK;
+}
+
+
+/* No cache: the trial start alone; a stop during it refuses the configuration. */
+
+static ngx_int_t
+ngx_http_jvm_cache_trial(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
+{
+    return ngx_http_jvm_vm_trial(cycle, jmcf) == NGX_BUSY ? NGX_ERROR : NGX_OK;
 }
 
 

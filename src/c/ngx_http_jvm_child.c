@@ -31,6 +31,7 @@ static int ngx_http_jvm_vm_child_job(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf, ngx_uint_t job);
 static ngx_int_t ngx_http_jvm_vm_compile(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
+static ngx_uint_t ngx_http_jvm_vm_child_stop(void);
 
 
 /*
@@ -42,10 +43,10 @@ static ngx_int_t ngx_http_jvm_vm_compile(ngx_cycle_t *cycle,
  * itself never loads a JVM.  The same children build the class cache.
  */
 
-void
+ngx_int_t
 ngx_http_jvm_vm_trial(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
 {
-    (void) ngx_http_jvm_vm_child(cycle, jmcf, NGX_HTTP_JVM_CHILD_TRIAL);
+    return ngx_http_jvm_vm_child(cycle, jmcf, NGX_HTTP_JVM_CHILD_TRIAL);
 }
 
 
@@ -68,8 +69,8 @@ ngx_http_jvm_vm_build_cache(ngx_cycle_t *cycle,
 
     if (rc == NGX_DECLINED) {
         /* the JVM started but the cache was not built: a plain trial */
-        ngx_http_jvm_vm_trial(cycle, jmcf);
-        return NGX_DECLINED;
+        return ngx_http_jvm_vm_trial(cycle, jmcf) == NGX_BUSY ? NGX_BUSY
+                                                               : NGX_DECLINED;
     }
 
     if (rc != NGX_OK) {
@@ -84,7 +85,8 @@ ngx_http_jvm_vm_build_cache(ngx_cycle_t *cycle,
  * A JVM in a child process; NGX_OK when it did its job, NGX_DECLINED when
  * it started but failed at the job, NGX_ERROR when it could not start (the
  * workers then do not try), NGX_ABORT when a handler could not be loaded
- * (the configuration is refused).  SIGCHLD stays blocked meanwhile, so that
+ * (the configuration is refused), NGX_BUSY when a stop came meanwhile (the
+ * child killed; the configuration is refused, and the stop acted upon).  SIGCHLD stays blocked meanwhile, so that
  * nginx's handler does not reap the child before waitpid() does; a child
  * that runs past the bound (a handler's namespace that never finishes
  * loading) is killed.
@@ -125,6 +127,23 @@ ngx_http_jvm_vm_child(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     while (pid != -1) {
         if (waitpid(pid, &status, WNOHANG) == pid) {
             break;
+        }
+
+        if (ngx_http_jvm_vm_child_stop()) {
+            ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                          "jvm: a stop came while the master's %s JVM ran: "
+                          "killed", ngx_http_jvm_child_jobs[job]);
+            (void) kill(pid, SIGKILL);
+
+            while (waitpid(pid, &status, 0) == -1
+                   && ngx_errno == NGX_EINTR)
+            {
+                /* void */
+            }
+
+            /* the stop is delivered now, and then acted upon */
+            pthread_sigmask(SIG_SETMASK, &old, NULL);
+            return NGX_BUSY;
         }
 
         if (waited >= NGX_HTTP_JVM_CHILD_LIMIT) {
@@ -190,6 +209,39 @@ ngx_http_jvm_vm_child(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
                   WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 
     return NGX_ERROR;
+}
+
+
+/*
+ * Whether a stop (INT, TERM or QUIT, blocked while a child runs) waits for
+ * the master.  A class cache's build can take a minute on a busy machine:
+ * the master would act on the stop only after it, and until its handlers
+ * are set (a first start), with INT ignored by a shell's background job,
+ * not at all.  A signal still ignored is no stop.
+ */
+
+static ngx_uint_t
+ngx_http_jvm_vm_child_stop(void)
+{
+    int                i;
+    sigset_t           pending;
+    struct sigaction   sa;
+    static int         stops[] = { SIGINT, SIGTERM, SIGQUIT };
+
+    if (sigpending(&pending) == -1) {
+        return 0;
+    }
+
+    for (i = 0; i < 3; i++) {
+        if (sigismember(&pending, stops[i])
+            && sigaction(stops[i], NULL, &sa) == 0
+            && sa.sa_handler != SIG_IGN)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 

@@ -1261,6 +1261,10 @@ ngx_http_jvm_init_process(ngx_cycle_t *cycle)
 static void
 ngx_http_jvm_exit_process(ngx_cycle_t *cycle)
 {
+    if (ngx_exiting || ngx_quit || ngx_terminate) {
+        ngx_http_jvm_reload_leaving(cycle);
+    }
+
     ngx_http_jvm_topics_exit();
     ngx_http_jvm_vm_stop(cycle);
 }

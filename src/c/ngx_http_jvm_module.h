@@ -95,6 +95,7 @@ typedef struct {
     ngx_atomic_t              workers;      /* of it */
     ngx_atomic_t              jvm_failed;   /* the master's trial start */
     ngx_atomic_t              start_msec;   /* a full-priority start took */
+    ngx_atomic_t              leaving;      /* a generation told to leave */
 } ngx_http_jvm_generation_t;
 
 
@@ -282,6 +283,7 @@ void ngx_http_jvm_reload_new_generation(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_reload_worker_turn(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
+void ngx_http_jvm_reload_leaving(ngx_cycle_t *cycle);
 void ngx_http_jvm_reload_worker_ready(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 void ngx_http_jvm_reload_start_priority(ngx_cycle_t *cycle,
@@ -467,7 +469,7 @@ void ngx_http_jvm_ctx_release(ngx_http_jvm_ctx_t *ctx);
 void ngx_http_jvm_ctx_resuming(uint64_t *ids, ngx_uint_t n);
 
 /* ngx_http_jvm_child.c: the master's JVMs, in child processes */
-void ngx_http_jvm_vm_trial(ngx_cycle_t *cycle,
+ngx_int_t ngx_http_jvm_vm_trial(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_vm_build_cache(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);

@@ -576,6 +576,38 @@ ngx_http_jvm_reload_compilers(ngx_event_t *ev)
 
 
 /*
+ * A worker of the newest generation told to quit or stop (another reload
+ * makes a newer one first): the master tells only the workers it has not
+ * told yet, so the older workers still waiting for this generation (they
+ * took their quit at the reload) would wait for jvm_reload_timeout.  They
+ * leave with it instead.  Said as soon as the worker sees the command: in
+ * its turn's wait or its warm-up (ngx_http_jvm_warmup_read_channel), from
+ * its channel in nginx's loop, or at its exit.
+ */
+
+void
+ngx_http_jvm_reload_leaving(ngx_cycle_t *cycle)
+{
+    ngx_http_jvm_main_conf_t   *jmcf;
+    ngx_http_jvm_generation_t  *gen;
+
+    jmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_jvm_module);
+
+    if (jmcf == NULL || jmcf->zone == NULL || jmcf->zone->data == NULL) {
+        return;
+    }
+
+    gen = jmcf->zone->data;
+
+    if (gen->generation == jmcf->generation
+        && gen->leaving != jmcf->generation)
+    {
+        gen->leaving = jmcf->generation;
+    }
+}
+
+
+/*
  * In a worker whose JVM is up (or failed for good): it says so, and, once
  * nginx has set up its channel, watches the channel for a quit.
  */
@@ -738,6 +770,10 @@ ngx_http_jvm_reload_channel(ngx_event_t *ev)
     }
 
     ngx_http_jvm_reload_nginx_handler(ev);
+
+    if (ngx_quit || ngx_terminate) {
+        ngx_http_jvm_reload_leaving((ngx_cycle_t *) ngx_cycle);
+    }
 }
 
 
@@ -752,6 +788,14 @@ ngx_http_jvm_reload_wait(ngx_event_t *ev)
         ngx_log_error(NGX_LOG_NOTICE, ev->log, 0,
                       "jvm: reload: the new workers are ready");
         ngx_http_jvm_reload_quit(ev);
+        return;
+    }
+
+    if (gen->leaving == gen->generation) {
+        ngx_log_error(NGX_LOG_NOTICE, ev->log, 0,
+                      "jvm: reload: the new workers were told to leave: "
+                      "quitting");
+        ngx_quit = 1;
         return;
     }
 
@@ -833,15 +877,19 @@ ngx_http_jvm_reload_clients(void)
 static void
 ngx_http_jvm_reload_drain(ngx_event_t *ev)
 {
-    ngx_uint_t  left;
+    ngx_uint_t                  left;
+    ngx_http_jvm_generation_t  *gen;
 
     if (ngx_exiting || ngx_terminate || ngx_quit) {
         return;
     }
 
+    gen = ngx_http_jvm_reload_conf->zone->data;
     left = ngx_http_jvm_reload_clients();
 
-    if (left == 0
+    /* no one left to hand them to: a quit or stop came for all */
+
+    if (left == 0 || gen->leaving == gen->generation
         || ngx_current_msec - ngx_http_jvm_reload_drain_start
            >= ngx_http_jvm_reload_drain_time)
     {
