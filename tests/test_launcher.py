@@ -364,6 +364,40 @@ def test_serves_then_stops_cleanly(sig):
         assert not re.search(r"\[(alert|crit|error|emerg)\]", err), err
 
 
+def test_stops_when_started_with_int_and_quit_ignored():
+    """A background job of a non-interactive shell (and all it starts: a CI
+    script's make, pytest, the launcher) inherits INT and QUIT ignored,
+    which bash can neither trap nor reset: the launcher starts itself again
+    with their default actions, so that INT still stops it, as it stops
+    nginx (the fresh machine's failure of the test above, issue 46)."""
+    def ignored():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+    cp = ":".join([str(CLJ_APPS)] + RING_JARS)
+    port = free_port()
+    proc = subprocess.Popen(
+        [LAUNCHER, "run", "--port", str(port), "--handler",
+         "testapp.offloop/fast", "--classpath", cp, "--workers", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True, preexec_fn=ignored)
+    try:
+        seen = stderr_until(proc, r"jvm: worker \d+ ready", 1)
+        pids = nginx_pids_under(proc.pid)
+        for pid in [proc.pid] + pids:
+            with open("/proc/%d/status" % pid) as f:
+                ign = int(re.search(r"SigIgn:\s*(\w+)", f.read()).group(1), 16)
+            assert not ign & (1 << (signal.SIGINT - 1)), (pid, hex(ign))
+        os.kill(proc.pid, signal.SIGINT)
+        assert stopped(proc) == 0
+        assert wait_for(lambda: not any(alive(p) for p in pids), 10)
+        err = seen + proc.stderr.read().decode()
+        assert not re.search(r"\[(alert|crit|error|emerg)\]", err), err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_second_start_uses_the_cache(cache):
     cp = ":".join([str(CLJ_APPS)] + RING_JARS)
     for start in (1, 2):
