@@ -83,8 +83,10 @@ class Hog:
     """A busy loop on `cpu`, the test's own process."""
 
     def __init__(self, cpu):
+        # it ends with its parent, should the storm be killed
         self.proc = subprocess.Popen(
-            ["taskset", "-c", str(cpu), sys.executable, "-c", "while True: pass"])
+            ["taskset", "-c", str(cpu), sys.executable, "-c",
+             "import os\np = os.getppid()\nwhile os.getppid() == p: pass"])
 
     def stop(self):
         self.proc.kill()
@@ -366,6 +368,8 @@ def main():
     ap.add_argument("--seed", type=int)
     ap.add_argument("--cpu", type=int, default=0)
     args = ap.parse_args()
+    # a TERM (a time limit) ends the storm through its clean-up
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     def progress(i, c):
         print("%4d %-13s %-7s %-8s %6.2f s  %s" % (
