@@ -1,0 +1,33 @@
+package nginx.jvm.servlet;
+
+import jakarta.servlet.Servlet;
+
+/**
+ * What the spike serves: the servlet named by {@code -Dnginx.jvm.servlet.class}
+ * ({@link HelloServlet} by default), mapped at "/" of the root context.
+ * The WAR, web.xml and annotation scanning come later (docs/servlet.md).
+ */
+final class App {
+    private App() {
+    }
+
+    static Servlet servlet() {
+        String name = System.getProperty("nginx.jvm.servlet.class", HelloServlet.class.getName());
+        try {
+            return (Servlet) Class.forName(name, true, Thread.currentThread().getContextClassLoader())
+                    .getConstructor().newInstance();
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("cannot make the servlet " + name + ": " + e, e);
+        }
+    }
+
+    /** The engine's scratch directory (Tomcat's base, work directories): one per worker. */
+    static java.nio.file.Path scratch(String engine) {
+        try {
+            return java.nio.file.Files.createTempDirectory("nginx-jvm-" + engine + "-"
+                    + ProcessHandle.current().pid() + "-");
+        } catch (java.io.IOException e) {
+            throw new IllegalStateException("cannot make a scratch directory for " + engine + ": " + e, e);
+        }
+    }
+}

@@ -1,0 +1,73 @@
+package nginx.jvm.servlet;
+
+import jakarta.servlet.ServletException;
+import jakarta.servlet.http.HttpServlet;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.util.Collections;
+
+/**
+ * The spike's servlet, mapped at "/": {@code GET /} answers "hello"
+ * (text/plain) with a header of its own; a request with parameters or a body
+ * answers what the engine made of it, for the checks of docs/servlet.md.
+ */
+public class HelloServlet extends HttpServlet {
+    private static final byte[] HELLO = "hello".getBytes(StandardCharsets.US_ASCII);
+
+    @Override
+    protected void doGet(HttpServletRequest req, HttpServletResponse resp) throws IOException {
+        resp.setContentType("text/plain");
+        resp.setHeader("X-Servlet", "hello");
+        if (req.getQueryString() == null) {
+            resp.setContentLength(HELLO.length);
+            resp.getOutputStream().write(HELLO);
+            return;
+        }
+        describe(req, resp, null);
+    }
+
+    @Override
+    protected void doPost(HttpServletRequest req, HttpServletResponse resp) throws IOException, ServletException {
+        resp.setContentType("text/plain");
+        resp.setHeader("X-Servlet", "hello");
+        String body = null;
+        String type = req.getContentType();
+        if (type == null || !type.startsWith("application/x-www-form-urlencoded")) {
+            try (InputStream in = req.getInputStream()) {
+                body = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            }
+        }
+        describe(req, resp, body);
+    }
+
+    private static void describe(HttpServletRequest req, HttpServletResponse resp, String body) throws IOException {
+        req.setCharacterEncoding("UTF-8");
+        resp.setCharacterEncoding("UTF-8");
+        PrintWriter out = resp.getWriter();
+        out.println("hello");
+        out.println("method=" + req.getMethod());
+        out.println("requestURI=" + req.getRequestURI());
+        out.println("servletPath=" + req.getServletPath());
+        out.println("pathInfo=" + req.getPathInfo());
+        out.println("queryString=" + req.getQueryString());
+        out.println("scheme=" + req.getScheme() + " secure=" + req.isSecure());
+        out.println("server=" + req.getServerName() + ":" + req.getServerPort());
+        out.println("remote=" + req.getRemoteAddr());
+        out.println("contentType=" + req.getContentType() + " contentLength=" + req.getContentLengthLong());
+        for (String name : Collections.list(req.getParameterNames())) {
+            for (String v : req.getParameterValues(name)) {
+                out.println("param " + name + "=" + v);
+            }
+        }
+        if (req.getHeader("X-Test") != null) {
+            out.println("X-Test=" + req.getHeader("X-Test"));
+        }
+        if (body != null) {
+            out.println("body " + body.length() + " chars: " + body);
+        }
+    }
+}

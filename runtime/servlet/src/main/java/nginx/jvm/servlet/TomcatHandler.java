@@ -1,0 +1,27 @@
+package nginx.jvm.servlet;
+
+import nginx.jvm.Handler;
+import nginx.jvm.Request;
+import nginx.jvm.Response;
+import nginx.jvm.servlet.tomcat.TomcatEngine;
+
+/**
+ * A nginx.jvm.Handler that owns an embedded Tomcat 11 and hands it every
+ * request (the spike: docs/servlet.md). One per worker, made when it starts;
+ * serve it off the event loop ({@code jvm_mode pool}, {@code virtual} or
+ * {@code coloop}): servlets block.
+ */
+public final class TomcatHandler implements Handler {
+    private final TomcatEngine engine;
+
+    public TomcatHandler() throws Exception {
+        long t0 = System.nanoTime();
+        engine = new TomcatEngine(App.scratch("tomcat"), App.servlet());
+        Startup.log("Tomcat", t0);
+    }
+
+    @Override
+    public Response handle(Request request) throws Exception {
+        return engine.serve(request);
+    }
+}

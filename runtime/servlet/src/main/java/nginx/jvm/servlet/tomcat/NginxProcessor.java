@@ -1,0 +1,310 @@
+package nginx.jvm.servlet.tomcat;
+
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import jakarta.servlet.ServletConnection;
+import nginx.jvm.servlet.BodyBuffer;
+import nginx.jvm.servlet.EngineUri;
+import nginx.jvm.servlet.Fields;
+import org.apache.coyote.AbstractProcessor;
+import org.apache.coyote.ActionCode;
+import org.apache.coyote.Adapter;
+import org.apache.coyote.ContinueResponseTiming;
+import org.apache.coyote.ErrorState;
+import org.apache.coyote.InputBuffer;
+import org.apache.coyote.OutputBuffer;
+import org.apache.juli.logging.Log;
+import org.apache.juli.logging.LogFactory;
+import org.apache.tomcat.util.buf.ByteChunk;
+import org.apache.tomcat.util.buf.MessageBytes;
+import org.apache.tomcat.util.http.MimeHeaders;
+import org.apache.tomcat.util.net.AbstractEndpoint.Handler.SocketState;
+import org.apache.tomcat.util.net.ApplicationBufferHandler;
+import org.apache.tomcat.util.net.ServletConnectionImpl;
+import org.apache.tomcat.util.net.SocketWrapperBase;
+
+/**
+ * Coyote's side of one request at a time, filled from nginx-jvm's Request
+ * rather than parsed from a socket: what AjpProcessor does with an AJP
+ * message, done with fields nginx already parsed. Tomcat's CoyoteAdapter
+ * then maps and runs the servlet as for any connector.
+ *
+ * <p>The spike's path is synchronous and buffered: the body the servlet
+ * writes is kept whole and handed to nginx when the servlet returns.
+ * Streaming (an AsyncHandler that answers at commit and writes on) and the
+ * async servlet API (AsyncStateMachine's dispatches, which AbstractProcessor
+ * hands to a socket) are the next steps (docs/servlet.md).
+ *
+ * <p>Used by one thread at a time; TomcatHandler keeps a few for reuse,
+ * which is what keeps Catalina's request and response objects (notes of
+ * Coyote's) from being made anew for every request.
+ */
+final class NginxProcessor extends AbstractProcessor {
+    private static final Log log = LogFactory.getLog(NginxProcessor.class);
+
+    private InputStream body;
+    private boolean bodyEnded;
+    private final byte[] readBuffer = new byte[16 * 1024];
+    final BodyBuffer out = new BodyBuffer();
+    private long written;
+    private boolean swallow;
+    private boolean finished;
+    private String connectionId;
+    private boolean secure;
+
+    NginxProcessor(Adapter adapter) {
+        super(adapter);
+        request.setInputBuffer(new In());
+        response.setOutputBuffer(new Out());
+    }
+
+    /** Runs the request through Tomcat and answers what the servlet produced. */
+    nginx.jvm.Response serve(nginx.jvm.Request r) throws IOException {
+        fill(r);
+        try {
+            getAdapter().service(request, response);
+        } catch (Throwable t) {
+            log.error("the servlet engine failed on " + r.method() + " " + r.uri(), t);
+            response.setStatus(500);
+            setErrorState(ErrorState.CLOSE_CLEAN, t);
+        }
+        if (isAsync()) {
+            // not in the spike: AsyncStateMachine would dispatch through a socket
+            throw new IllegalStateException("async servlets are not served by the spike's seam yet");
+        }
+        if (!finished && getErrorState().isIoAllowed()) {
+            action(ActionCode.COMMIT, null);
+            finishResponse();
+        }
+        return answer(r.method());
+    }
+
+    private void fill(nginx.jvm.Request r) {
+        request.markStartTime();
+        request.setMethod(r.method());
+        request.protocol().setString(r.protocol());
+        String path = EngineUri.decodedPath(r);
+        // set as Strings: CoyoteAdapter then takes decodedURI as decoded and
+        // normalised already (its "in-memory protocol handler" case)
+        request.requestURI().setString(EngineUri.encode(path));
+        request.decodedURI().setString(path);
+        String q = r.queryString();
+        if (q != null) {
+            request.queryString().setString(q);
+        }
+        secure = r.isHttps();
+        request.scheme().setString(r.scheme());
+        String remote = r.remoteAddr();
+        request.remoteAddr().setString(remote);
+        request.peerAddr().setString(remote);
+        request.remoteHost().setString(remote);
+        request.serverName().setString(r.serverName());
+        request.setServerPort(r.serverPort());
+        request.setLocalPort(r.serverPort());
+        MimeHeaders headers = request.getMimeHeaders();
+        int n = r.headerCount();
+        for (int i = 0; i < n; i++) {
+            headers.addValue(r.headerName(i)).setString(r.headerValue(i));
+        }
+        request.setAttribute(EngineUri.RAW_URI_ATTRIBUTE, r.uri());
+        body = r.body();
+        bodyEnded = !r.hasBody();
+        connectionId = null;
+    }
+
+    private nginx.jvm.Response answer(String method) {
+        int status = response.getStatus();
+        nginx.jvm.Response res = new nginx.jvm.Response(status);
+        boolean noBody = swallow || Fields.noBody(method, status);
+        MimeHeaders h = response.getMimeHeaders();
+        for (int i = 0, n = h.size(); i < n; i++) {
+            MessageBytes name = h.getName(i);
+            Fields.add(res, name.toString(), h.getValue(i).toString(), noBody);
+        }
+        byte[] bytes = out.take();
+        if (!noBody) {
+            res.body(bytes);
+        }
+        return res;
+    }
+
+    @Override
+    protected void prepareResponse() {
+        response.setCommitted(true);
+        if (Fields.noBody(request.getMethod(), response.getStatus())) {
+            swallow = true;
+        }
+        // Catalina keeps these apart from the header fields until commit
+        MimeHeaders headers = response.getMimeHeaders();
+        String contentType = response.getContentType();
+        if (contentType != null) {
+            headers.setValue("Content-Type").setString(contentType);
+        }
+        String contentLanguage = response.getContentLanguage();
+        if (contentLanguage != null) {
+            headers.setValue("Content-Language").setString(contentLanguage);
+        }
+        long contentLength = response.getContentLengthLong();
+        if (contentLength >= 0) {
+            headers.setValue("Content-Length").setLong(contentLength);
+        }
+    }
+
+    @Override
+    protected void finishResponse() {
+        finished = true;
+    }
+
+    @Override
+    protected void ack(ContinueResponseTiming continueResponseTiming) {
+        // nginx answers "100 Continue" itself when it reads the body
+    }
+
+    @Override
+    protected void earlyHints() {
+        // not passed on: nginx-jvm's Response has no 103
+    }
+
+    @Override
+    protected void flush() {
+        // buffered: nothing reaches nginx before the servlet returns
+    }
+
+    @Override
+    protected int available(boolean doRead) {
+        try {
+            return bodyEnded ? 0 : body.available();
+        } catch (IOException e) {
+            return 0;
+        }
+    }
+
+    @Override
+    protected void setRequestBody(ByteChunk chunk) {
+        // FORM authentication's replay of the saved request body
+        body = new ByteArrayInputStream(chunk.getBytes(), chunk.getStart(), chunk.getLength());
+        bodyEnded = false;
+    }
+
+    @Override
+    protected void setSwallowResponse() {
+        swallow = true;
+    }
+
+    @Override
+    protected void disableSwallowRequest() {
+        // nginx read (or discards) the body: nothing to swallow here
+    }
+
+    @Override
+    protected boolean isRequestBodyFullyRead() {
+        return bodyEnded;
+    }
+
+    @Override
+    protected void registerReadInterest() {
+        // the body is in memory or a temporary file: always readable
+    }
+
+    @Override
+    protected boolean isReadyForWrite() {
+        return true;
+    }
+
+    @Override
+    protected boolean isTrailerFieldsReady() {
+        return true;
+    }
+
+    @Override
+    protected ServletConnection getServletConnection() {
+        if (connectionId == null) {
+            connectionId = Integer.toHexString(System.identityHashCode(request));
+        }
+        return new ServletConnectionImpl(connectionId, request.protocol().toString(), null, secure);
+    }
+
+    @Override
+    protected boolean flushBufferedWrite() {
+        return false;
+    }
+
+    @Override
+    protected SocketState dispatchEndRequest() {
+        return SocketState.CLOSED;
+    }
+
+    @Override
+    protected SocketState service(SocketWrapperBase<?> socketWrapper) {
+        throw new UnsupportedOperationException("nginx parses HTTP: requests come through serve()");
+    }
+
+    @Override
+    protected Log getLog() {
+        return log;
+    }
+
+    @Override
+    public void pause() {
+    }
+
+    @Override
+    public ByteBuffer getLeftoverInput() {
+        return null;
+    }
+
+    @Override
+    public void recycle() {
+        getAdapter().checkRecycled(request, response);
+        super.recycle();
+        request.recycle();
+        response.recycle();
+        body = null;
+        written = 0;
+        swallow = false;
+        finished = false;
+        out.take();
+    }
+
+    private final class In implements InputBuffer {
+        @Override
+        public int doRead(ApplicationBufferHandler handler) throws IOException {
+            if (bodyEnded) {
+                return -1;
+            }
+            int n = body.read(readBuffer, 0, readBuffer.length);
+            if (n < 0) {
+                bodyEnded = true;
+                return -1;
+            }
+            handler.setByteBuffer(ByteBuffer.wrap(readBuffer, 0, n));
+            return n;
+        }
+
+        @Override
+        public int available() {
+            return NginxProcessor.this.available(false);
+        }
+    }
+
+    private final class Out implements OutputBuffer {
+        @Override
+        public int doWrite(ByteBuffer chunk) {
+            int n = chunk.remaining();
+            if (swallow) {
+                chunk.position(chunk.limit());
+            } else {
+                out.write(chunk);
+            }
+            written += n;
+            return n;
+        }
+
+        @Override
+        public long getBytesWritten() {
+            return written;
+        }
+    }
+}
