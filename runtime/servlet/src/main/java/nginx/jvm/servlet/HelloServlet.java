@@ -27,6 +27,24 @@ public class HelloServlet extends HttpServlet {
             resp.getOutputStream().write(HELLO);
             return;
         }
+        if (req.getParameter("throw") != null) {
+            throw new IllegalStateException("HelloServlet was asked to throw");
+        }
+        if (req.getParameter("status") != null) {
+            resp.sendError(Integer.parseInt(req.getParameter("status")), "asked for");
+            return;
+        }
+        if (req.getParameter("big") != null) {
+            // more than the engine's response buffer: the response commits early
+            int n = Integer.parseInt(req.getParameter("big"));
+            byte[] line = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\n"
+                    .getBytes(StandardCharsets.US_ASCII);
+            var out = resp.getOutputStream();
+            for (int i = 0; i < n; i += line.length) {
+                out.write(line, 0, Math.min(line.length, n - i));
+            }
+            return;
+        }
         describe(req, resp, null);
     }
 
@@ -53,6 +71,7 @@ public class HelloServlet extends HttpServlet {
         out.println("requestURI=" + req.getRequestURI());
         out.println("servletPath=" + req.getServletPath());
         out.println("pathInfo=" + req.getPathInfo());
+        out.println("rawURI=" + req.getAttribute(EngineUri.RAW_URI_ATTRIBUTE));
         out.println("queryString=" + req.getQueryString());
         out.println("scheme=" + req.getScheme() + " secure=" + req.isSecure());
         out.println("server=" + req.getServerName() + ":" + req.getServerPort());

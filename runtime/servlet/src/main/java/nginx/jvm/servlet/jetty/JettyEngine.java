@@ -1,0 +1,98 @@
+package nginx.jvm.servlet.jetty;
+
+import jakarta.servlet.Servlet;
+import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicLong;
+import nginx.jvm.servlet.EngineUri;
+import org.eclipse.jetty.ee11.servlet.ServletContextHandler;
+import org.eclipse.jetty.ee11.servlet.ServletHolder;
+import org.eclipse.jetty.http.HttpFields;
+import org.eclipse.jetty.http.HttpURI;
+import org.eclipse.jetty.http.HttpVersion;
+import org.eclipse.jetty.http.MetaData;
+import org.eclipse.jetty.http.UriCompliance;
+import org.eclipse.jetty.server.HttpChannel;
+import org.eclipse.jetty.server.HttpConfiguration;
+import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.util.thread.QueuedThreadPool;
+
+/**
+ * A Jetty 12.1 Server with ee11 servlets whose requests come from nginx:
+ * each goes through Jetty's own HttpChannel (the state machine all of
+ * Jetty's protocols share) with {@link NginxStream} as its stream, on the
+ * calling thread.
+ */
+public final class JettyEngine {
+    private final Server server;
+    private final HttpConfiguration config = new HttpConfiguration();
+    private final NginxConnector connector;
+    private final HttpChannel.Factory channels = new HttpChannel.DefaultFactory();
+    private final AtomicLong ids = new AtomicLong();
+
+    public JettyEngine(Path base, Servlet servlet) throws Exception {
+        // Jetty's own threads: async dispatches and timeouts only, never a request of nginx's
+        QueuedThreadPool threads = new QueuedThreadPool(8, 1);
+        threads.setName("jetty");
+        server = new Server(threads);
+        // nginx writes Date and Server
+        config.setSendDateHeader(false);
+        config.setSendServerVersion(false);
+        config.setSendXPoweredBy(false);
+        // nginx already accepted the path and decoded it ($uri): what reaches
+        // Jetty is that path encoded again, so the shapes Jetty would refuse
+        // (%25, %5C: "ambiguous") are nginx's decision, not the client's
+        config.setUriCompliance(UriCompliance.UNSAFE);
+        connector = new NginxConnector(server, config);
+        server.addConnector(connector);
+        ServletContextHandler context = new ServletContextHandler("/");
+        context.setTempDirectory(base.toFile());
+        context.addServlet(new ServletHolder("app", servlet), "/");
+        context.getServletHandler().setDecodeAmbiguousURIs(true);
+        server.setHandler(context);
+        server.start();
+    }
+
+    /** Any thread: serves one request on the calling thread. */
+    public nginx.jvm.Response serve(nginx.jvm.Request r) throws Exception {
+        String id = Long.toString(ids.incrementAndGet());
+        HttpVersion version = version(r.protocol());
+        HttpChannel channel = channels.newHttpChannel(new NginxMetaData(connector, config, id, r, version));
+        NginxStream stream = new NginxStream(channel, id, r);
+        channel.setHttpStream(stream);
+        HttpFields.Mutable fields = HttpFields.build(r.headerCount() + 1);
+        for (int i = 0, n = r.headerCount(); i < n; i++) {
+            fields.add(r.headerName(i), r.headerValue(i));
+        }
+        String path = EngineUri.encode(EngineUri.decodedPath(r));
+        String q = r.queryString();
+        HttpURI uri = HttpURI.build().scheme(r.scheme()).host(r.serverName()).port(r.serverPort())
+                .path(path).query(q).asImmutable();
+        long length = -1;
+        String cl = r.header("content-length");
+        if (cl != null) {
+            length = Long.parseLong(cl.trim());
+        }
+        MetaData.Request meta = new MetaData.Request(System.nanoTime(), r.method(), uri, version, fields, length);
+        Runnable task = channel.onRequest(meta);
+        channel.getRequest().setAttribute(EngineUri.RAW_URI_ATTRIBUTE, r.uri());
+        task.run();
+        return stream.answer(60_000);
+    }
+
+    private static HttpVersion version(String protocol) {
+        switch (protocol) {
+            case "HTTP/1.0":
+                return HttpVersion.HTTP_1_0;
+            case "HTTP/2.0":
+                return HttpVersion.HTTP_2;
+            case "HTTP/3.0":
+                return HttpVersion.HTTP_3;
+            default:
+                return HttpVersion.HTTP_1_1;
+        }
+    }
+
+    public void stop() throws Exception {
+        server.stop();
+    }
+}

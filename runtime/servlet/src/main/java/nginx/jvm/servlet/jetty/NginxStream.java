@@ -1,0 +1,159 @@
+package nginx.jvm.servlet.jetty;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import nginx.jvm.servlet.BodyBuffer;
+import nginx.jvm.servlet.Fields;
+import org.eclipse.jetty.http.HttpField;
+import org.eclipse.jetty.http.HttpFields;
+import org.eclipse.jetty.http.MetaData;
+import org.eclipse.jetty.io.Content;
+import org.eclipse.jetty.server.HttpChannel;
+import org.eclipse.jetty.server.HttpStream;
+import org.eclipse.jetty.util.Callback;
+
+/**
+ * Jetty's side of one request: the HttpStream its HttpChannel reads the
+ * request body from and sends the response to, as each of Jetty's own
+ * protocols (HTTP/1.1, HTTP/2, FastCGI) has one. Here the body comes from
+ * nginx-jvm's Request and the response is kept whole (the spike's buffered
+ * path) until the channel says the exchange is over ({@link #succeeded}).
+ */
+final class NginxStream implements HttpStream {
+    private static final int PIECE = 16 * 1024;
+
+    private final HttpChannel channel;
+    private final String id;
+    private final String method;
+    private final InputStream body;
+    private boolean bodyEnded;
+    private final BodyBuffer out = new BodyBuffer();
+    private MetaData.Response committed;
+    private long idleTimeout = 60_000;
+    private final CountDownLatch done = new CountDownLatch(1);
+    private volatile Throwable failure;
+
+    NginxStream(HttpChannel channel, String id, nginx.jvm.Request r) {
+        this.channel = channel;
+        this.id = id;
+        this.method = r.method();
+        this.body = r.body();
+        this.bodyEnded = !r.hasBody();
+    }
+
+    @Override
+    public String getId() {
+        return id;
+    }
+
+    @Override
+    public Content.Chunk read() {
+        if (bodyEnded) {
+            return Content.Chunk.EOF;
+        }
+        try {
+            byte[] b = new byte[PIECE];
+            int n = body.read(b);
+            if (n < 0) {
+                bodyEnded = true;
+                return Content.Chunk.EOF;
+            }
+            return Content.Chunk.from(ByteBuffer.wrap(b, 0, n), false);
+        } catch (IOException e) {
+            bodyEnded = true;
+            return Content.Chunk.from(e, true);
+        }
+    }
+
+    @Override
+    public void demand() {
+        // the body is in memory or a temporary file: there is always something to read
+        Runnable task = channel.onContentAvailable();
+        if (task != null) {
+            task.run();
+        }
+    }
+
+    @Override
+    public void prepareResponse(HttpFields.Mutable headers) {
+    }
+
+    @Override
+    public void send(MetaData.Request request, MetaData.Response response, boolean last, ByteBuffer content,
+                     Callback callback) {
+        if (response != null) {
+            committed = response;
+        }
+        if (content != null && content.hasRemaining()) {
+            if (Fields.noBody(method, committed.getStatus())) {
+                content.position(content.limit());
+            } else {
+                out.write(content);
+            }
+        }
+        callback.succeeded();
+    }
+
+    @Override
+    public Runnable cancelSend(Throwable cause, Callback callback) {
+        // sends complete at once: none is ever pending
+        return null;
+    }
+
+    @Override
+    public long getIdleTimeout() {
+        return idleTimeout;
+    }
+
+    @Override
+    public void setIdleTimeout(long idleTimeoutMs) {
+        idleTimeout = idleTimeoutMs;
+    }
+
+    @Override
+    public boolean isCommitted() {
+        return committed != null;
+    }
+
+    @Override
+    public Throwable consumeAvailable() {
+        return HttpStream.consumeAvailable(this, channel.getConnectionMetaData().getHttpConfiguration());
+    }
+
+    @Override
+    public void succeeded() {
+        done.countDown();
+    }
+
+    @Override
+    public void failed(Throwable x) {
+        failure = x;
+        done.countDown();
+    }
+
+    /** Waits for the exchange's end, then answers what the servlet produced. */
+    nginx.jvm.Response answer(long timeoutMs) throws Exception {
+        if (!done.await(timeoutMs, TimeUnit.MILLISECONDS)) {
+            throw new IllegalStateException("the servlet did not complete within " + timeoutMs + " ms");
+        }
+        if (failure != null && committed == null) {
+            throw new IOException("the servlet engine failed", failure);
+        }
+        int status = committed == null ? 500 : committed.getStatus();
+        nginx.jvm.Response res = new nginx.jvm.Response(status);
+        boolean noBody = Fields.noBody(method, status);
+        if (committed != null) {
+            for (HttpField f : committed.getHttpFields()) {
+                Fields.add(res, f.getName(), f.getValue(), noBody);
+            }
+        }
+        byte[] bytes = out.take();
+        if (!noBody) {
+            res.body(bytes);
+        }
+        return res;
+    }
+}
