@@ -50,6 +50,8 @@ curl -sI "http://127.0.0.1:$port/" | tr -d '\r' | grep -E "^HTTP|Content-Length"
 curl -s -o /dev/null -w 'throw: %{http_code} %{content_type} %{size_download} bytes\n' "http://127.0.0.1:$port/?throw=1"
 curl -s -o /dev/null -w 'sendError: %{http_code} %{content_type} %{size_download} bytes\n' "http://127.0.0.1:$port/?status=404"
 curl -s -o /dev/null -w 'big: %{http_code} %{size_download} bytes\n' "http://127.0.0.1:$port/?big=300000"
+curl -s -o /dev/null -w 'stream (5 lines, 100 ms apart): %{http_code} first byte %{time_starttransfer} s, all %{time_total} s\n' "http://127.0.0.1:$port/?stream=5"
+curl -s -w ' (async servlet: %{http_code})\n' "http://127.0.0.1:$port/?async=1"
 # SPIKE_EXTRA: a command run with the port (tests of URI shapes, ...)
 [ -n "${SPIKE_EXTRA:-}" ] && $SPIKE_EXTRA "$port"
 [ -n "${SKIP_WRK:-}" ] && exit 0

@@ -34,6 +34,32 @@ public class HelloServlet extends HttpServlet {
             resp.sendError(Integer.parseInt(req.getParameter("status")), "asked for");
             return;
         }
+        if (req.getParameter("stream") != null) {
+            // a line every 100 ms, flushed: streamed to the client with --async
+            var out = resp.getOutputStream();
+            for (int i = 0, n = Integer.parseInt(req.getParameter("stream")); i < n; i++) {
+                out.write(("line " + i + "\n").getBytes(StandardCharsets.US_ASCII));
+                out.flush();
+                pause(100);
+            }
+            return;
+        }
+        if (req.getParameter("async") != null) {
+            // answered 50 ms later from a thread of the servlet's own
+            var async = req.startAsync();
+            Thread t = new Thread(() -> {
+                pause(50);
+                try {
+                    async.getResponse().getOutputStream().write("hello async".getBytes(StandardCharsets.US_ASCII));
+                } catch (IOException e) {
+                    // the client left
+                }
+                async.complete();
+            });
+            t.setDaemon(true);
+            t.start();
+            return;
+        }
         if (req.getParameter("big") != null) {
             // more than the engine's response buffer: the response commits early
             int n = Integer.parseInt(req.getParameter("big"));
@@ -60,6 +86,14 @@ public class HelloServlet extends HttpServlet {
             }
         }
         describe(req, resp, body);
+    }
+
+    private static void pause(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     private static void describe(HttpServletRequest req, HttpServletResponse resp, String body) throws IOException {

@@ -1,7 +1,9 @@
 package nginx.jvm.servlet;
 
+import nginx.jvm.AsyncHandler;
 import nginx.jvm.Handler;
 import nginx.jvm.Request;
+import nginx.jvm.Responder;
 import nginx.jvm.Response;
 import nginx.jvm.servlet.jetty.JettyEngine;
 
@@ -10,7 +12,7 @@ import nginx.jvm.servlet.jetty.JettyEngine;
  * hands it every request (the spike: docs/servlet.md). One per worker;
  * serve it off the event loop: servlets block.
  */
-public final class JettyHandler implements Handler {
+public final class JettyHandler implements Handler, AsyncHandler {
     private final JettyEngine engine;
 
     public JettyHandler() throws Exception {
@@ -21,6 +23,16 @@ public final class JettyHandler implements Handler {
 
     @Override
     public Response handle(Request request) throws Exception {
-        return engine.serve(request);
+        return engine.serve(request, null);
+    }
+
+    /**
+     * With {@code jvm_async on} ({@code --async}): the same on the same
+     * thread, but a response the servlet flushes, or writes past its
+     * buffer, streams to the client as written.
+     */
+    @Override
+    public void handle(Request request, Responder responder) throws Exception {
+        engine.serve(request, responder);
     }
 }

@@ -1,7 +1,9 @@
 package nginx.jvm.servlet;
 
+import nginx.jvm.AsyncHandler;
 import nginx.jvm.Handler;
 import nginx.jvm.Request;
+import nginx.jvm.Responder;
 import nginx.jvm.Response;
 import nginx.jvm.servlet.tomcat.TomcatEngine;
 
@@ -11,7 +13,7 @@ import nginx.jvm.servlet.tomcat.TomcatEngine;
  * serve it off the event loop ({@code jvm_mode pool}, {@code virtual} or
  * {@code coloop}): servlets block.
  */
-public final class TomcatHandler implements Handler {
+public final class TomcatHandler implements Handler, AsyncHandler {
     private final TomcatEngine engine;
 
     public TomcatHandler() throws Exception {
@@ -22,6 +24,16 @@ public final class TomcatHandler implements Handler {
 
     @Override
     public Response handle(Request request) throws Exception {
-        return engine.serve(request);
+        return engine.serve(request, null);
+    }
+
+    /**
+     * With {@code jvm_async on} ({@code --async}): the same on the same
+     * thread, but a response the servlet flushes, or writes past its
+     * buffer, streams to the client as written.
+     */
+    @Override
+    public void handle(Request request, Responder responder) throws Exception {
+        engine.serve(request, responder);
     }
 }

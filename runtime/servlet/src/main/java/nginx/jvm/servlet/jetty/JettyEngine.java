@@ -46,18 +46,24 @@ public final class JettyEngine {
         server.addConnector(connector);
         ServletContextHandler context = new ServletContextHandler("/");
         context.setTempDirectory(base.toFile());
-        context.addServlet(new ServletHolder("app", servlet), "/");
+        ServletHolder holder = new ServletHolder("app", servlet);
+        holder.setAsyncSupported(true);
+        context.addServlet(holder, "/");
         context.getServletHandler().setDecodeAmbiguousURIs(true);
         server.setHandler(context);
         server.start();
     }
 
-    /** Any thread: serves one request on the calling thread. */
-    public nginx.jvm.Response serve(nginx.jvm.Request r) throws Exception {
+    /**
+     * Any thread: serves one request on the calling thread; with a
+     * responder answers through it and returns null at once (an async
+     * servlet answers later, from Jetty's threads or its own).
+     */
+    public nginx.jvm.Response serve(nginx.jvm.Request r, nginx.jvm.Responder responder) throws Exception {
         String id = Long.toString(ids.incrementAndGet());
         HttpVersion version = version(r.protocol());
         HttpChannel channel = channels.newHttpChannel(new NginxMetaData(connector, config, id, r, version));
-        NginxStream stream = new NginxStream(channel, id, r);
+        NginxStream stream = new NginxStream(channel, id, r, responder);
         channel.setHttpStream(stream);
         HttpFields.Mutable fields = HttpFields.build(r.headerCount() + 1);
         for (int i = 0, n = r.headerCount(); i < n; i++) {
@@ -76,7 +82,7 @@ public final class JettyEngine {
         Runnable task = channel.onRequest(meta);
         channel.getRequest().setAttribute(EngineUri.RAW_URI_ATTRIBUTE, r.uri());
         task.run();
-        return stream.answer(60_000);
+        return responder == null ? stream.answer(60_000) : null;
     }
 
     private static HttpVersion version(String protocol) {

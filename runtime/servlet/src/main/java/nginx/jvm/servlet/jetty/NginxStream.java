@@ -5,8 +5,7 @@ import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import nginx.jvm.servlet.BodyBuffer;
-import nginx.jvm.servlet.Fields;
+import nginx.jvm.servlet.Answer;
 import org.eclipse.jetty.http.HttpField;
 import org.eclipse.jetty.http.HttpFields;
 import org.eclipse.jetty.http.MetaData;
@@ -19,27 +18,26 @@ import org.eclipse.jetty.util.Callback;
  * Jetty's side of one request: the HttpStream its HttpChannel reads the
  * request body from and sends the response to, as each of Jetty's own
  * protocols (HTTP/1.1, HTTP/2, FastCGI) has one. Here the body comes from
- * nginx-jvm's Request and the response is kept whole (the spike's buffered
- * path) until the channel says the exchange is over ({@link #succeeded}).
+ * nginx-jvm's Request and the response goes to nginx through an
+ * {@link Answer}: whole when Jetty sends it in one go (its buffer held it
+ * all), streamed when Jetty sends before the end (a flush, a full buffer).
  */
 final class NginxStream implements HttpStream {
     private static final int PIECE = 16 * 1024;
 
     private final HttpChannel channel;
     private final String id;
-    private final String method;
     private final InputStream body;
     private boolean bodyEnded;
-    private final BodyBuffer out = new BodyBuffer();
-    private MetaData.Response committed;
+    private final Answer answer;
     private long idleTimeout = 60_000;
     private final CountDownLatch done = new CountDownLatch(1);
     private volatile Throwable failure;
 
-    NginxStream(HttpChannel channel, String id, nginx.jvm.Request r) {
+    NginxStream(HttpChannel channel, String id, nginx.jvm.Request r, nginx.jvm.Responder responder) {
         this.channel = channel;
         this.id = id;
-        this.method = r.method();
+        this.answer = new Answer(r, responder);
         this.body = r.body();
         this.bodyEnded = !r.hasBody();
     }
@@ -84,15 +82,25 @@ final class NginxStream implements HttpStream {
     @Override
     public void send(MetaData.Request request, MetaData.Response response, boolean last, ByteBuffer content,
                      Callback callback) {
-        if (response != null) {
-            committed = response;
-        }
-        if (content != null && content.hasRemaining()) {
-            if (Fields.noBody(method, committed.getStatus())) {
-                content.position(content.limit());
-            } else {
-                out.write(content);
+        try {
+            if (response != null) {
+                answer.commit(response.getStatus());
+                for (HttpField f : response.getHttpFields()) {
+                    answer.field(f.getName(), f.getValue());
+                }
             }
+            if (content != null && content.hasRemaining()) {
+                answer.write(content);
+            }
+            if (last) {
+                answer.finish();
+            } else {
+                // Jetty sends before the end only when the servlet flushed or filled its buffer
+                answer.flush();
+            }
+        } catch (IOException e) {
+            callback.failed(e);
+            return;
         }
         callback.succeeded();
     }
@@ -115,7 +123,7 @@ final class NginxStream implements HttpStream {
 
     @Override
     public boolean isCommitted() {
-        return committed != null;
+        return answer.isCommitted();
     }
 
     @Override
@@ -131,29 +139,19 @@ final class NginxStream implements HttpStream {
     @Override
     public void failed(Throwable x) {
         failure = x;
+        answer.fail(x);
         done.countDown();
     }
 
-    /** Waits for the exchange's end, then answers what the servlet produced. */
+    /** Synchronous: waits for the exchange's end, then answers what the servlet produced. */
     nginx.jvm.Response answer(long timeoutMs) throws Exception {
         if (!done.await(timeoutMs, TimeUnit.MILLISECONDS)) {
             throw new IllegalStateException("the servlet did not complete within " + timeoutMs + " ms");
         }
-        if (failure != null && committed == null) {
+        nginx.jvm.Response r = answer.response();
+        if (r == null) {
             throw new IOException("the servlet engine failed", failure);
         }
-        int status = committed == null ? 500 : committed.getStatus();
-        nginx.jvm.Response res = new nginx.jvm.Response(status);
-        boolean noBody = Fields.noBody(method, status);
-        if (committed != null) {
-            for (HttpField f : committed.getHttpFields()) {
-                Fields.add(res, f.getName(), f.getValue(), noBody);
-            }
-        }
-        byte[] bytes = out.take();
-        if (!noBody) {
-            res.body(bytes);
-        }
-        return res;
+        return r;
     }
 }

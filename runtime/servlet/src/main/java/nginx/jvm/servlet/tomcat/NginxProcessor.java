@@ -5,9 +5,9 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
 import jakarta.servlet.ServletConnection;
-import nginx.jvm.servlet.BodyBuffer;
+import nginx.jvm.Responder;
+import nginx.jvm.servlet.Answer;
 import nginx.jvm.servlet.EngineUri;
-import nginx.jvm.servlet.Fields;
 import org.apache.coyote.AbstractProcessor;
 import org.apache.coyote.ActionCode;
 import org.apache.coyote.Adapter;
@@ -31,11 +31,10 @@ import org.apache.tomcat.util.net.SocketWrapperBase;
  * message, done with fields nginx already parsed. Tomcat's CoyoteAdapter
  * then maps and runs the servlet as for any connector.
  *
- * <p>The spike's path is synchronous and buffered: the body the servlet
- * writes is kept whole and handed to nginx when the servlet returns.
- * Streaming (an AsyncHandler that answers at commit and writes on) and the
- * async servlet API (AsyncStateMachine's dispatches, which AbstractProcessor
- * hands to a socket) are the next steps (docs/servlet.md).
+ * <p>The response goes to nginx through an {@link Answer}: whole, or
+ * streamed from the moment the servlet flushes. The async servlet API
+ * (AsyncStateMachine's dispatches, which AbstractProcessor hands to a
+ * socket) is not served yet (docs/servlet.md).
  *
  * <p>Used by one thread at a time; TomcatHandler keeps a few for reuse,
  * which is what keeps Catalina's request and response objects (notes of
@@ -47,9 +46,9 @@ final class NginxProcessor extends AbstractProcessor {
     private InputStream body;
     private boolean bodyEnded;
     private final byte[] readBuffer = new byte[16 * 1024];
-    final BodyBuffer out = new BodyBuffer();
     private long written;
     private boolean swallow;
+    private Answer answer;
     private boolean finished;
     private String connectionId;
     private boolean secure;
@@ -60,8 +59,14 @@ final class NginxProcessor extends AbstractProcessor {
         response.setOutputBuffer(new Out());
     }
 
-    /** Runs the request through Tomcat and answers what the servlet produced. */
-    nginx.jvm.Response serve(nginx.jvm.Request r) throws IOException {
+    /**
+     * Runs the request through Tomcat on this thread. Without a responder
+     * answers the whole response; with one, answers it through the
+     * responder (streamed when the servlet flushes or writes past its
+     * buffer) and returns null.
+     */
+    nginx.jvm.Response serve(nginx.jvm.Request r, Responder responder) throws IOException {
+        answer = new Answer(r, responder);
         fill(r);
         try {
             getAdapter().service(request, response);
@@ -72,13 +77,19 @@ final class NginxProcessor extends AbstractProcessor {
         }
         if (isAsync()) {
             // not in the spike: AsyncStateMachine would dispatch through a socket
-            throw new IllegalStateException("async servlets are not served by the spike's seam yet");
+            IllegalStateException e = new IllegalStateException(
+                    "async servlets are not served by the spike's seam yet");
+            answer.fail(e);
+            throw e;
         }
         if (!finished && getErrorState().isIoAllowed()) {
             action(ActionCode.COMMIT, null);
             finishResponse();
         }
-        return answer(r.method());
+        if (!finished) {
+            answer.fail(new IOException("the response failed: " + getErrorState()));
+        }
+        return answer.response();
     }
 
     private void fill(nginx.jvm.Request r) {
@@ -114,28 +125,9 @@ final class NginxProcessor extends AbstractProcessor {
         connectionId = null;
     }
 
-    private nginx.jvm.Response answer(String method) {
-        int status = response.getStatus();
-        nginx.jvm.Response res = new nginx.jvm.Response(status);
-        boolean noBody = swallow || Fields.noBody(method, status);
-        MimeHeaders h = response.getMimeHeaders();
-        for (int i = 0, n = h.size(); i < n; i++) {
-            MessageBytes name = h.getName(i);
-            Fields.add(res, name.toString(), h.getValue(i).toString(), noBody);
-        }
-        byte[] bytes = out.take();
-        if (!noBody) {
-            res.body(bytes);
-        }
-        return res;
-    }
-
     @Override
     protected void prepareResponse() {
         response.setCommitted(true);
-        if (Fields.noBody(request.getMethod(), response.getStatus())) {
-            swallow = true;
-        }
         // Catalina keeps these apart from the header fields until commit
         MimeHeaders headers = response.getMimeHeaders();
         String contentType = response.getContentType();
@@ -150,11 +142,16 @@ final class NginxProcessor extends AbstractProcessor {
         if (contentLength >= 0) {
             headers.setValue("Content-Length").setLong(contentLength);
         }
+        answer.commit(response.getStatus());
+        for (int i = 0, n = headers.size(); i < n; i++) {
+            answer.field(headers.getName(i).toString(), headers.getValue(i).toString());
+        }
     }
 
     @Override
     protected void finishResponse() {
         finished = true;
+        answer.finish();
     }
 
     @Override
@@ -168,8 +165,8 @@ final class NginxProcessor extends AbstractProcessor {
     }
 
     @Override
-    protected void flush() {
-        // buffered: nothing reaches nginx before the servlet returns
+    protected void flush() throws IOException {
+        answer.flush();
     }
 
     @Override
@@ -265,7 +262,7 @@ final class NginxProcessor extends AbstractProcessor {
         written = 0;
         swallow = false;
         finished = false;
-        out.take();
+        answer = null;
     }
 
     private final class In implements InputBuffer {
@@ -291,12 +288,16 @@ final class NginxProcessor extends AbstractProcessor {
 
     private final class Out implements OutputBuffer {
         @Override
-        public int doWrite(ByteBuffer chunk) {
+        public int doWrite(ByteBuffer chunk) throws IOException {
+            if (!response.isCommitted()) {
+                // the first write commits, as every connector's output does
+                action(ActionCode.COMMIT, null);
+            }
             int n = chunk.remaining();
             if (swallow) {
                 chunk.position(chunk.limit());
             } else {
-                out.write(chunk);
+                answer.write(chunk);
             }
             written += n;
             return n;

@@ -23,19 +23,22 @@ public final class TomcatEngine {
         Connector connector = new Connector(protocol);
         tomcat.setConnector(connector);
         Context context = tomcat.addContext("", base.toString());
-        Tomcat.addServlet(context, "app", servlet);
+        Tomcat.addServlet(context, "app", servlet).setAsyncSupported(true);
         context.addServletMappingDecoded("/", "app");
         tomcat.start();
     }
 
-    /** Any thread: serves one request on the calling thread. */
-    public nginx.jvm.Response serve(nginx.jvm.Request r) throws Exception {
+    /**
+     * Any thread: serves one request on the calling thread; with a
+     * responder answers through it (and returns null).
+     */
+    public nginx.jvm.Response serve(nginx.jvm.Request r, nginx.jvm.Responder responder) throws Exception {
         NginxProcessor p = idle.poll();
         if (p == null) {
             p = new NginxProcessor(protocol.getAdapter());
         }
         try {
-            return p.serve(r);
+            return p.serve(r, responder);
         } finally {
             p.recycle();
             idle.offer(p);
