@@ -52,6 +52,7 @@ curl -s -o /dev/null -w 'sendError: %{http_code} %{content_type} %{size_download
 curl -s -o /dev/null -w 'big: %{http_code} %{size_download} bytes\n' "http://127.0.0.1:$port/?big=300000"
 curl -s -o /dev/null -w 'stream (5 lines, 100 ms apart): %{http_code} first byte %{time_starttransfer} s, all %{time_total} s\n' "http://127.0.0.1:$port/?stream=5"
 curl -s -w ' (async servlet: %{http_code})\n' "http://127.0.0.1:$port/?async=1"
+curl -s -o /dev/null -w 'async timeout (500 ms): %{http_code} after %{time_total} s\n' "http://127.0.0.1:$port/?asynctimeout=1"
 # SPIKE_EXTRA: a command run with the port (tests of URI shapes, ...)
 [ -n "${SPIKE_EXTRA:-}" ] && $SPIKE_EXTRA "$port"
 [ -n "${SKIP_WRK:-}" ] && exit 0

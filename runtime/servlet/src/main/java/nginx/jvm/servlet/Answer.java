@@ -43,6 +43,7 @@ public final class Answer {
     private OutputStream stream;
     private boolean finished;
     private Response whole;
+    private final java.util.concurrent.CountDownLatch over = new java.util.concurrent.CountDownLatch(1);
 
     public Answer(Request request, Responder responder) {
         this.request = request;
@@ -115,6 +116,7 @@ public final class Answer {
             } catch (IOException e) {
                 // the client left: the body is over either way
             }
+            over.countDown();
             return;
         }
         whole = head(noBody);
@@ -125,6 +127,7 @@ public final class Answer {
         if (responder != null) {
             responder.respond(whole);
         }
+        over.countDown();
     }
 
     /**
@@ -150,6 +153,20 @@ public final class Answer {
         } else {
             whole = null;
         }
+        over.countDown();
+    }
+
+    /** Synchronous, for an exchange that goes on after the servlet returned (async): waits for its end. */
+    public Response await(long timeoutMs) throws IOException {
+        try {
+            if (!over.await(timeoutMs, TimeUnit.MILLISECONDS)) {
+                throw new IOException("the servlet did not complete within " + timeoutMs + " ms");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new InterruptedIOException("interrupted while the servlet ran");
+        }
+        return whole;
     }
 
     /** Synchronous: what the handler returns once the engine finished. */

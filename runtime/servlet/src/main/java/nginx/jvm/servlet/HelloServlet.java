@@ -60,6 +60,11 @@ public class HelloServlet extends HttpServlet {
             t.start();
             return;
         }
+        if (req.getParameter("asynctimeout") != null) {
+            // never completed: the engine's async timeout answers (500)
+            req.startAsync().setTimeout(500);
+            return;
+        }
         if (req.getParameter("big") != null) {
             // more than the engine's response buffer: the response commits early
             int n = Integer.parseInt(req.getParameter("big"));

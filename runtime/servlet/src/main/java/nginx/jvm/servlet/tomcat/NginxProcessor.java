@@ -4,6 +4,7 @@ import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
+import java.util.concurrent.locks.ReentrantLock;
 import jakarta.servlet.ServletConnection;
 import nginx.jvm.Responder;
 import nginx.jvm.servlet.Answer;
@@ -23,6 +24,7 @@ import org.apache.tomcat.util.http.MimeHeaders;
 import org.apache.tomcat.util.net.AbstractEndpoint.Handler.SocketState;
 import org.apache.tomcat.util.net.ApplicationBufferHandler;
 import org.apache.tomcat.util.net.ServletConnectionImpl;
+import org.apache.tomcat.util.net.SocketEvent;
 import org.apache.tomcat.util.net.SocketWrapperBase;
 
 /**
@@ -32,9 +34,9 @@ import org.apache.tomcat.util.net.SocketWrapperBase;
  * then maps and runs the servlet as for any connector.
  *
  * <p>The response goes to nginx through an {@link Answer}: whole, or
- * streamed from the moment the servlet flushes. The async servlet API
- * (AsyncStateMachine's dispatches, which AbstractProcessor hands to a
- * socket) is not served yet (docs/servlet.md).
+ * streamed from the moment the servlet flushes. Async servlets: the events
+ * AbstractProcessor would hand to a socket (complete, dispatch, timeout)
+ * run Coyote's own processing loop on the engine's async threads.
  *
  * <p>Used by one thread at a time; TomcatHandler keeps a few for reuse,
  * which is what keeps Catalina's request and response objects (notes of
@@ -49,24 +51,100 @@ final class NginxProcessor extends AbstractProcessor {
     private long written;
     private boolean swallow;
     private Answer answer;
+    private nginx.jvm.Request current;
+    private final TomcatEngine host;
+    private final ReentrantLock lock = new ReentrantLock();
     private boolean finished;
     private String connectionId;
     private boolean secure;
 
-    NginxProcessor(Adapter adapter) {
+    NginxProcessor(Adapter adapter, TomcatEngine host) {
         super(adapter);
+        this.host = host;
         request.setInputBuffer(new In());
         response.setOutputBuffer(new Out());
     }
 
     /**
      * Runs the request through Tomcat on this thread. Without a responder
-     * answers the whole response; with one, answers it through the
-     * responder (streamed when the servlet flushes or writes past its
-     * buffer) and returns null.
+     * answers the whole response (waiting for an async servlet to
+     * complete); with one, answers it through the responder (streamed when
+     * the servlet flushes or writes past its buffer) and returns null.
+     * The processor goes back to its engine when the exchange is over:
+     * here, or on the thread of the async event that ends it.
      */
     nginx.jvm.Response serve(nginx.jvm.Request r, Responder responder) throws IOException {
-        answer = new Answer(r, responder);
+        Answer a = new Answer(r, responder);
+        answer = a;
+        current = r;
+        SocketState state;
+        lock.lock();
+        try {
+            state = process(null, SocketEvent.OPEN_READ);
+            if (state == SocketState.LONG) {
+                // under the lock: no async event can end the exchange before it is counted
+                host.waiting(this, true);
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (state == SocketState.LONG) {
+            // this processor may already serve another request: only the answer is ours
+            return responder == null ? a.await(host.syncWaitMillis()) : null;
+        }
+        end();
+        return a.response();
+    }
+
+    /**
+     * Coyote's own loop (AbstractProcessorLight.process) with no socket:
+     * OPEN_READ with no request under way is service(); with an async
+     * request under way, a dispatch; then the async post-processing.
+     * One event at a time per processor.
+     */
+    private SocketState run(SocketEvent event) throws IOException {
+        lock.lock();
+        try {
+            return process(null, event);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * What AbstractProcessor asks a socket to do for an async request
+     * (complete, dispatch, a timeout, an error): done on the engine's
+     * async threads instead.
+     */
+    @Override
+    protected void processSocketEvent(SocketEvent event, boolean dispatch) {
+        host.execute(() -> {
+            SocketState state;
+            try {
+                state = run(event);
+            } catch (Throwable t) {
+                log.error("an async servlet event (" + event + ") failed", t);
+                state = SocketState.CLOSED;
+            }
+            if (state != SocketState.LONG) {
+                host.waiting(this, false);
+                end();
+            }
+        });
+    }
+
+    /** The exchange is over: the answer is given (a 500 if the engine gave none), the processor free. */
+    private void end() {
+        Answer a = answer;
+        if (a != null && !finished) {
+            a.fail(new IOException("the servlet engine ended the response: " + getErrorState()));
+        }
+        host.release(this);
+    }
+
+    @Override
+    protected SocketState service(SocketWrapperBase<?> none) throws IOException {
+        nginx.jvm.Request r = current;
         fill(r);
         try {
             getAdapter().service(request, response);
@@ -76,20 +154,23 @@ final class NginxProcessor extends AbstractProcessor {
             setErrorState(ErrorState.CLOSE_CLEAN, t);
         }
         if (isAsync()) {
-            // not in the spike: AsyncStateMachine would dispatch through a socket
-            IllegalStateException e = new IllegalStateException(
-                    "async servlets are not served by the spike's seam yet");
-            answer.fail(e);
-            throw e;
+            return SocketState.LONG;
         }
+        return finishNow();
+    }
+
+    @Override
+    protected SocketState dispatchEndRequest() throws IOException {
+        return finishNow();
+    }
+
+    /** CLOSED: not OPEN, which would make Coyote's loop look for a pipelined request. */
+    private SocketState finishNow() throws IOException {
         if (!finished && getErrorState().isIoAllowed()) {
             action(ActionCode.COMMIT, null);
             finishResponse();
         }
-        if (!finished) {
-            answer.fail(new IOException("the response failed: " + getErrorState()));
-        }
-        return answer.response();
+        return SocketState.CLOSED;
     }
 
     private void fill(nginx.jvm.Request r) {
@@ -229,16 +310,6 @@ final class NginxProcessor extends AbstractProcessor {
     }
 
     @Override
-    protected SocketState dispatchEndRequest() {
-        return SocketState.CLOSED;
-    }
-
-    @Override
-    protected SocketState service(SocketWrapperBase<?> socketWrapper) {
-        throw new UnsupportedOperationException("nginx parses HTTP: requests come through serve()");
-    }
-
-    @Override
     protected Log getLog() {
         return log;
     }
@@ -263,6 +334,7 @@ final class NginxProcessor extends AbstractProcessor {
         swallow = false;
         finished = false;
         answer = null;
+        current = null;
     }
 
     private final class In implements InputBuffer {

@@ -2,7 +2,14 @@ package nginx.jvm.servlet.tomcat;
 
 import jakarta.servlet.Servlet;
 import java.nio.file.Path;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
 import org.apache.catalina.Context;
 import org.apache.catalina.LifecycleException;
 import org.apache.catalina.connector.Connector;
@@ -17,6 +24,11 @@ public final class TomcatEngine {
     private final Tomcat tomcat = new Tomcat();
     private final NginxProtocol protocol = new NginxProtocol();
     private final ConcurrentLinkedQueue<NginxProcessor> idle = new ConcurrentLinkedQueue<>();
+    private final Set<NginxProcessor> waiting = ConcurrentHashMap.newKeySet();
+    /** Async servlets' events, which a socket's poller would run in a standalone Tomcat. */
+    private final ExecutorService async = Executors.newCachedThreadPool(daemon("tomcat-async"));
+    private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(
+            daemon("tomcat-async-timeout"));
 
     public TomcatEngine(Path base, Servlet servlet) throws LifecycleException {
         tomcat.setBaseDir(base.toString());
@@ -26,6 +38,15 @@ public final class TomcatEngine {
         Tomcat.addServlet(context, "app", servlet).setAsyncSupported(true);
         context.addServletMappingDecoded("/", "app");
         tomcat.start();
+        timer.scheduleWithFixedDelay(this::checkTimeouts, 1, 1, TimeUnit.SECONDS);
+    }
+
+    private static ThreadFactory daemon(String name) {
+        return r -> {
+            Thread t = new Thread(r, name);
+            t.setDaemon(true);
+            return t;
+        };
     }
 
     /**
@@ -35,17 +56,46 @@ public final class TomcatEngine {
     public nginx.jvm.Response serve(nginx.jvm.Request r, nginx.jvm.Responder responder) throws Exception {
         NginxProcessor p = idle.poll();
         if (p == null) {
-            p = new NginxProcessor(protocol.getAdapter());
+            p = new NginxProcessor(protocol.getAdapter(), this);
         }
-        try {
-            return p.serve(r, responder);
-        } finally {
-            p.recycle();
-            idle.offer(p);
+        return p.serve(r, responder);
+    }
+
+    /** The processor's exchange is over: it is recycled and kept for the next. */
+    void release(NginxProcessor p) {
+        p.recycle();
+        idle.offer(p);
+    }
+
+    /** Runs an async servlet's event (complete, dispatch, timeout). */
+    void execute(Runnable event) {
+        async.execute(event);
+    }
+
+    /** Async requests under way: their timeouts are checked every second. */
+    void waiting(NginxProcessor p, boolean yes) {
+        if (yes) {
+            waiting.add(p);
+        } else {
+            waiting.remove(p);
+        }
+    }
+
+    /** How long a synchronous handler waits for an async servlet. */
+    long syncWaitMillis() {
+        return 10 * 60_000L;
+    }
+
+    private void checkTimeouts() {
+        long now = System.currentTimeMillis();
+        for (NginxProcessor p : waiting) {
+            p.timeoutAsync(now);
         }
     }
 
     public void stop() throws LifecycleException {
+        timer.shutdownNow();
+        async.shutdown();
         tomcat.stop();
         tomcat.destroy();
     }
