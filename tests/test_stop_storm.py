@@ -65,6 +65,17 @@ def session_pids(sid):
     return pids
 
 
+def default_signals():
+    """The launcher starts as from a terminal or a service manager, with
+    INT and QUIT at their default actions, even when the storm itself runs
+    as a shell's background job (both ignored): a signal to a process that
+    ignores it is lost, and the launcher's first milliseconds, before its
+    "#!" line's env resets them, would lose the storm's earliest stops.
+    test_launcher.py tests a launcher started with them ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 def master_of(launcher):
     """nginx's master (the launcher's child once it runs nginx), or None."""
     try:
@@ -166,7 +177,7 @@ class Cycle:
                        "jvm_exit testapp.leave/leave;",
              "--jvm-option", "-Dtestapp.leave=" + hooks],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-            start_new_session=True)
+            start_new_session=True, preexec_fn=default_signals)
         load = None
         try:
             reached = self.reach(proc, port)
