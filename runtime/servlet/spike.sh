@@ -56,14 +56,20 @@ curl -s -o /dev/null -w 'async timeout (500 ms): %{http_code} after %{time_total
 # SPIKE_EXTRA: a command run with the port (tests of URI shapes, ...)
 [ -n "${SPIKE_EXTRA:-}" ] && $SPIKE_EXTRA "$port"
 [ -n "${SKIP_WRK:-}" ] && exit 0
+descendants() { local c; for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done; }
+worker=
+for w in $(descendants "$launcher"); do
+    case $(ps -o args= -p "$w") in "nginx: worker"*) worker=$w ;; esac
+done
+cpu() { awk '{print $14 + $15}' "/proc/$worker/stat"; }
 wrk -t1 -c16 -d3s "http://127.0.0.1:$port/" >/dev/null
 echo "== wrk -t1 -c16 -d${WRK_SECONDS:-10}s"
-wrk -t1 -c16 -d"${WRK_SECONDS:-10}"s "http://127.0.0.1:$port/" | grep -E "Requests/sec|Latency|requests in|Non-2xx"
-descendants() { local c; for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done; }
-for w in $(descendants "$launcher"); do
-    case $(ps -o args= -p "$w") in
-        "nginx: worker"*)
-            echo "== worker $w: $(grep -E '^(Rss|Pss):' /proc/$w/smaps_rollup | tr -s ' ' | tr '\n' ' ')" \
-                 "threads $(grep Threads /proc/$w/status | cut -f2)" ;;
-    esac
-done
+c0=$(cpu)
+res=$(wrk -t1 -c16 -d"${WRK_SECONDS:-10}"s "http://127.0.0.1:$port/")
+c1=$(cpu)
+echo "$res" | grep -E "Requests/sec|Latency|requests in|Non-2xx"
+n=$(echo "$res" | grep -o "[0-9]* requests in" | grep -o "^[0-9]*")
+hz=$(getconf CLK_TCK)
+echo "== worker $worker: CPU $(( (c1 - c0) * 1000000 / hz / n )) us a request ($(( (c1 - c0) * 1000 / hz )) ms for $n)"
+echo "== worker $worker: $(grep -E '^(Rss|Pss):' /proc/$worker/smaps_rollup | tr -s ' ' | tr '\n' ' ')" \
+     "threads $(grep Threads /proc/$worker/status | cut -f2)"

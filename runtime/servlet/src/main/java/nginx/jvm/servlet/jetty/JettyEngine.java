@@ -2,6 +2,7 @@ package nginx.jvm.servlet.jetty;
 
 import jakarta.servlet.Servlet;
 import java.nio.file.Path;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicLong;
 import nginx.jvm.servlet.EngineUri;
 import org.eclipse.jetty.ee11.servlet.ServletContextHandler;
@@ -28,6 +29,18 @@ public final class JettyEngine {
     private final NginxConnector connector;
     private final HttpChannel.Factory channels = new HttpChannel.DefaultFactory();
     private final AtomicLong ids = new AtomicLong();
+    /**
+     * Channels free for the next request: a channel keeps its servlet
+     * objects (ServletChannel, the servlet request and response) from one
+     * request to the next, as it does for the requests of one keep-alive
+     * connection in a standalone Jetty. One that failed is dropped.
+     */
+    private final ConcurrentLinkedQueue<Channel> idle = new ConcurrentLinkedQueue<>();
+
+    private final class Channel {
+        final NginxMetaData metaData = new NginxMetaData(connector, config);
+        final HttpChannel channel = channels.newHttpChannel(metaData);
+    }
 
     public JettyEngine(Path base, Servlet servlet) throws Exception {
         // Jetty's own threads: async dispatches and timeouts only, never a request of nginx's
@@ -62,8 +75,14 @@ public final class JettyEngine {
     public nginx.jvm.Response serve(nginx.jvm.Request r, nginx.jvm.Responder responder) throws Exception {
         String id = Long.toString(ids.incrementAndGet());
         HttpVersion version = version(r.protocol());
-        HttpChannel channel = channels.newHttpChannel(new NginxMetaData(connector, config, id, r, version));
-        NginxStream stream = new NginxStream(channel, id, r, responder);
+        Channel c = idle.poll();
+        if (c == null) {
+            c = new Channel();
+        }
+        c.metaData.reset(id, r, version);
+        HttpChannel channel = c.channel;
+        Channel free = c;
+        NginxStream stream = new NginxStream(channel, id, r, responder, () -> idle.offer(free));
         channel.setHttpStream(stream);
         HttpFields.Mutable fields = HttpFields.build(r.headerCount() + 1);
         for (int i = 0, n = r.headerCount(); i < n; i++) {

@@ -17,15 +17,25 @@ import org.eclipse.jetty.util.Attributes;
 final class NginxMetaData extends Attributes.Lazy implements ConnectionMetaData {
     private final Connector connector;
     private final HttpConfiguration config;
-    private final String id;
-    private final HttpVersion version;
-    private final boolean secure;
-    private final SocketAddress remote;
-    private final SocketAddress local;
+    private String id;
+    private HttpVersion version;
+    private boolean secure;
+    private SocketAddress remote;
+    private SocketAddress local;
 
-    NginxMetaData(Connector connector, HttpConfiguration config, String id, nginx.jvm.Request r, HttpVersion version) {
+    NginxMetaData(Connector connector, HttpConfiguration config) {
         this.connector = connector;
         this.config = config;
+    }
+
+    /**
+     * The "connection" of the next request: the metadata lives as long as
+     * the HttpChannel made with it (which keeps servlet objects from one
+     * request to the next, as a keep-alive connection's channel does), and
+     * says what nginx knows of each request's client in turn.
+     */
+    void reset(String id, nginx.jvm.Request r, HttpVersion version) {
+        clearAttributes();
         this.id = id;
         this.version = version;
         this.secure = r.isHttps();

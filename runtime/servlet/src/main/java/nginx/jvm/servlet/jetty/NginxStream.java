@@ -34,8 +34,13 @@ final class NginxStream implements HttpStream {
     private final CountDownLatch done = new CountDownLatch(1);
     private volatile Throwable failure;
 
-    NginxStream(HttpChannel channel, String id, nginx.jvm.Request r, nginx.jvm.Responder responder) {
+    private final Runnable release;
+
+    /** {@code release}: runs when the exchange ended well, its channel recycled and free for another. */
+    NginxStream(HttpChannel channel, String id, nginx.jvm.Request r, nginx.jvm.Responder responder,
+                Runnable release) {
         this.channel = channel;
+        this.release = release;
         this.id = id;
         this.answer = new Answer(r, responder);
         this.body = r.body();
@@ -133,6 +138,8 @@ final class NginxStream implements HttpStream {
 
     @Override
     public void succeeded() {
+        channel.recycle();
+        release.run();
         done.countDown();
     }
 
