@@ -20,7 +20,6 @@
 
 
 #include "ngx_http_jvm_module.h"
-#include "ngx_http_jvm_jni.h"
 
 #include <pthread.h>
 

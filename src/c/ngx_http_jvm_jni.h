@@ -34,7 +34,6 @@ extern ngx_fd_t   ngx_http_jvm_notify_fd;   /* what JVM threads wake */
 
 ngx_int_t ngx_http_jvm_vm_bind(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_jvm_vm_failed(ngx_log_t *log, const char *what);
-void ngx_http_jvm_vm_block_signals(sigset_t *old);
 
 /* ngx_http_jvm_natives.c */
 ngx_int_t ngx_http_jvm_natives_shm(ngx_cycle_t *cycle);

@@ -1249,6 +1249,11 @@ ngx_http_jvm_init_process(ngx_cycle_t *cycle)
         ngx_http_jvm_warmup_run(cycle, jmcf);
     }
 
+    if (ngx_quit || ngx_terminate) {
+        /* read from its channel during the JVM's start or the warm-up */
+        ngx_http_jvm_reload_leaving(cycle);
+    }
+
     ngx_log_debug0(NGX_LOG_DEBUG_HTTP, cycle->log, 0, "jvm: worker ready");
 
     /* ready or failed for good: either way it accepts from now on */

@@ -484,6 +484,7 @@ ngx_int_t ngx_http_jvm_vm_option(ngx_str_t *opt, ngx_int_t worker,
     u_char *out);
 
 /* ngx_http_jvm_vm.c: one function per nginx.jvm.Worker entry point */
+void ngx_http_jvm_vm_block_signals(sigset_t *old);
 ngx_int_t ngx_http_jvm_vm_register(ngx_cycle_t *cycle, ngx_str_t *name);
 ngx_int_t ngx_http_jvm_vm_init(ngx_cycle_t *cycle, ngx_str_t *name);
 ngx_int_t ngx_http_jvm_vm_configure(ngx_cycle_t *cycle, ngx_fd_t notify_fd,

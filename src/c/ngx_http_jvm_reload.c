@@ -237,6 +237,7 @@ ngx_http_jvm_reload_worker_turn(ngx_cycle_t *cycle,
                       : ngx_terminate ? "a stop came" : "a quit came");
 
         ngx_close_listening_sockets(cycle);
+        ngx_http_jvm_reload_leaving(cycle);
 
         return NGX_DECLINED;
     }
@@ -581,8 +582,8 @@ ngx_http_jvm_reload_compilers(ngx_event_t *ev)
  * told yet, so the older workers still waiting for this generation (they
  * took their quit at the reload) would wait for jvm_reload_timeout.  They
  * leave with it instead.  Said as soon as the worker sees the command: in
- * its turn's wait or its warm-up (ngx_http_jvm_warmup_read_channel), from
- * its channel in nginx's loop, or at its exit.
+ * its turn's wait, after its warm-up (ngx_http_jvm_init_process), from its
+ * channel in nginx's loop, or at its exit.
  */
 
 void

@@ -452,12 +452,10 @@ ngx_http_jvm_warmup_read_channel(ngx_cycle_t *cycle)
 
         case NGX_CMD_QUIT:
             ngx_quit = 1;
-            ngx_http_jvm_reload_leaving(cycle);
             break;
 
         case NGX_CMD_TERMINATE:
             ngx_terminate = 1;
-            ngx_http_jvm_reload_leaving(cycle);
             break;
 
         case NGX_CMD_REOPEN:
