@@ -126,7 +126,7 @@ def under_load(n):
     t = threading.Thread(target=load, args=(n.port, stop, results))
     t.start()
     try:
-        assert wait_for(lambda: len(results) >= 20, 30)
+        assert wait_for(lambda: len(results) >= 20, 60)
         yield results
     finally:
         stop.set()
@@ -179,7 +179,7 @@ def test_new_workers_never_ready_old_ones_quit_by_the_bound(tmp_path, mode):
         assert n.wait_log(r"serving until the new workers are ready", 0,
                           READY_WAIT)
         waiting = time.monotonic()
-        assert gone(old, 15)
+        assert gone(old, 60)
         assert time.monotonic() - start > 0.8
         took = time.monotonic() - waiting
         assert took < 10, took
@@ -191,7 +191,7 @@ def test_plain_quit_does_not_wait(ng):
     old = set(ng.worker_pids())
     start = time.monotonic()
     assert ng.control("quit").returncode == 0
-    assert wait_for(lambda: ng.proc.poll() is not None, 15)
+    assert wait_for(lambda: ng.proc.poll() is not None, 60)
     assert time.monotonic() - start < 5
     assert not ng.log_lines(r"serving until the new workers")
     assert not any(alive(p) for p in old)
@@ -293,7 +293,7 @@ def test_drain_stops_accepting_and_ends_with_idle_connections(mode):
         listening = listening_inodes(n.port)
         assert listening
         assert wait_for(lambda: not any(holds(p, listening) for p in old),
-                        10), "an old worker still has the listening socket"
+                        60), "an old worker still has the listening socket"
         for _ in range(10):
             c = http.client.HTTPConnection("127.0.0.1", n.port, timeout=10)
             c.request("GET", "/pid")
@@ -301,7 +301,7 @@ def test_drain_stops_accepting_and_ends_with_idle_connections(mode):
             c.close()
         # the worker with a client drains for the drain's 3 s (one without
         # may have quit at once), then quits with the client still there
-        assert gone(old, 15)
+        assert gone(old, 60)
         assert time.monotonic() - start < 12    # the drain's 3 s, and exit
         # The drain's length as the holder saw it, from its own log lines
         # (to the second): the test's clock cannot say when it began, as
@@ -323,7 +323,7 @@ def test_drain_ends_at_once_without_clients(mode):
         assert n.control("reload").returncode == 0
         assert n.wait_log(r"handing the connections over", 0, READY_WAIT)
         start = time.monotonic()                # the drain is under way
-        assert gone(old, 25)
+        assert gone(old, 60)
         assert time.monotonic() - start < 15    # not the drain's 30 s
         assert n.log_lines(r"connections handed over, 0 left")
 
@@ -427,9 +427,27 @@ def others(t):
 def starting_policies(pid):
     """{(tid, name): policy} of a starting worker's threads but the one that
     ends its SCHED_IDLE (made before it) and those that make themselves
-    SCHED_BATCH (test_offloop.py), checked below."""
+    SCHED_BATCH (test_offloop.py), checked below.
+
+    Each thread's policy is read before its name.  A thread the JVM starts
+    has its creator's name ("nginx", the main thread's) until it names
+    itself, before it runs any Java code; a handler thread then makes
+    itself SCHED_BATCH (Natives.batch(), the first thing its run() does):
+    the two come soon after one another, in that order.  Read the other way
+    round (every name, then every policy), a pool thread (pool) or an
+    abort thread (every mode, prestarted by Worker.configure) that named
+    itself in between showed as ('nginx', SCHED_BATCH): the
+    `{('8536', 'nginx'): 3}` of issue 46, where the start under SCHED_IDLE
+    reached Worker.configure within its limit.  A policy read first, the
+    name read after it is the one the thread had when it chose it."""
     out = {}
-    for tid, name in threads(pid):
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            pol = policy(pid, tid)
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                name = f.read().strip()
+        except OSError:
+            continue                        # ended meanwhile
         # (names as the kernel keeps them: 15 characters; the JDK's
         # VirtualThread-unparker is made by a carrier, and inherits its
         # SCHED_BATCH)
@@ -437,10 +455,7 @@ def starting_policies(pid):
                             "nginx-jvm-abort", "nginx-jvm-carri",
                             "VirtualThread-u")):
             continue
-        try:
-            out[(tid, name)] = policy(pid, tid)
-        except OSError:
-            pass
+        out[(tid, name)] = pol
     return out
 
 
@@ -506,15 +521,16 @@ def test_a_reloads_jvm_starts_at_a_lower_priority(mode, nice):
             # past its limit a start still under way is no longer SCHED_IDLE
             # (with no idle CPU it would barely move): every thread at +10
             assert wait_for(lambda: all(v == {want} for v in
-                                        thread_nice(pid).values()), 10), \
+                                        thread_nice(pid).values()), 60), \
                 thread_nice(pid)
         next_start(n, 0)                        # the start goes on
         assert gone(first, READY_WAIT), n.log_text(since)
-        assert wait_for(lambda: len(n.worker_pids()) == 2, 30)
+        assert wait_for(lambda: len(n.worker_pids()) == 2, 60)
         # the compilers once they sleep, or 10 s after ready at the most
+        # (the worker's 100 ms timer: later on a loaded machine)
         assert wait_for(lambda: all(
             v == {want} for pid in n.worker_pids()
-            for v in compilers(thread_nice(pid)).values()), 15)
+            for v in compilers(thread_nice(pid)).values()), 60)
         for pid in n.worker_pids():
             t = thread_nice(pid)
             assert t["C1 Compiler"] == {want}, t
@@ -527,7 +543,8 @@ def test_a_reloads_jvm_starts_at_a_lower_priority(mode, nice):
             batch = [policy(pid, tid) for tid, name in threads(pid)
                      if name.startswith(("nginx-jvm-pool", "nginx-jvm-abort"))]
             assert batch and set(batch) == {SCHED_BATCH}, batch
-        # and the compilers stay there past the drain (5 s)
+        # and the compilers stay there past the drain (5 s): a window for
+        # a wrong move to show, not a wait for a state
         time.sleep(6)
         for pid in n.worker_pids():
             assert thread_nice(pid)["C2 Compiler"] == {want}
@@ -542,7 +559,7 @@ def test_a_reloads_compilers_leave_sched_idle_once_ready(mode):
         first = next_start(n, 0)
         assert n.control("reload").returncode == 0
         assert gone(first, READY_WAIT)
-        assert wait_for(lambda: len(n.worker_pids()) == 2, 30)
+        assert wait_for(lambda: len(n.worker_pids()) == 2, 60)
 
         def settled():
             for pid in n.worker_pids():
@@ -555,5 +572,5 @@ def test_a_reloads_compilers_leave_sched_idle_once_ready(mode):
                     return False
             return True
 
-        assert wait_for(settled, 15), {p: thread_nice(p)
+        assert wait_for(settled, 60), {p: thread_nice(p)
                                        for p in n.worker_pids()}
