@@ -7,6 +7,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import nginx.jvm.servlet.EngineUri;
 import org.eclipse.jetty.ee11.servlet.ServletContextHandler;
 import org.eclipse.jetty.ee11.servlet.ServletHolder;
+import org.eclipse.jetty.http.HostPortHttpField;
 import org.eclipse.jetty.http.HttpFields;
 import org.eclipse.jetty.http.HttpURI;
 import org.eclipse.jetty.http.HttpVersion;
@@ -85,13 +86,32 @@ public final class JettyEngine {
         NginxStream stream = new NginxStream(channel, id, r, responder, () -> idle.offer(free));
         channel.setHttpStream(stream);
         HttpFields.Mutable fields = HttpFields.build(r.headerCount() + 1);
+        HostPortHttpField host = null;
         for (int i = 0, n = r.headerCount(); i < n; i++) {
-            fields.add(r.headerName(i), r.headerValue(i));
+            String name = r.headerName(i);
+            if (host == null && name.equalsIgnoreCase("host")) {
+                // parsed, as Jetty's own parser gives it
+                host = new HostPortHttpField(r.headerValue(i));
+                fields.add(host);
+            } else {
+                fields.add(name, r.headerValue(i));
+            }
         }
         String path = EngineUri.encode(EngineUri.decodedPath(r));
         String q = r.queryString();
-        HttpURI uri = HttpURI.build().scheme(r.scheme()).host(r.serverName()).port(r.serverPort())
-                .path(path).query(q).asImmutable();
+        // the server's name and port are the Host field's (Jetty refuses a
+        // URI whose authority differs from it), else nginx's server and the
+        // connection's local port, as the Servlet API says
+        HttpURI.Mutable u = HttpURI.build().scheme(r.scheme());
+        if (host != null && !host.getHost().isEmpty()) {
+            u.host(host.getHost());
+            if (host.getPort() > 0) {
+                u.port(host.getPort());
+            }
+        } else if (!r.serverName().isEmpty()) {
+            u.host(r.serverName()).port(r.serverPort());
+        }
+        HttpURI uri = u.path(path).query(q).asImmutable();
         long length = -1;
         String cl = r.header("content-length");
         if (cl != null) {

@@ -192,8 +192,6 @@ final class NginxProcessor extends AbstractProcessor {
         request.remoteAddr().setString(remote);
         request.peerAddr().setString(remote);
         request.remoteHost().setString(remote);
-        request.serverName().setString(r.serverName());
-        request.setServerPort(r.serverPort());
         request.setLocalPort(r.serverPort());
         MimeHeaders headers = request.getMimeHeaders();
         int n = r.headerCount();
@@ -201,6 +199,13 @@ final class NginxProcessor extends AbstractProcessor {
             headers.addValue(r.headerName(i)).setString(r.headerValue(i));
         }
         request.setAttribute(EngineUri.RAW_URI_ATTRIBUTE, r.uri());
+        // the server's name and port as the Host field says (populateHost and
+        // populatePort when it has none), as every connector of Tomcat's does
+        MessageBytes host = headers.getValue("host");
+        if (host != null) {
+            host.toBytes();     // Tomcat's Host parser reads bytes
+        }
+        parseHost(host);
         body = r.body();
         bodyEnded = !r.hasBody();
         connectionId = null;
@@ -227,6 +232,16 @@ final class NginxProcessor extends AbstractProcessor {
         for (int i = 0, n = headers.size(); i < n; i++) {
             answer.field(headers.getName(i).toString(), headers.getValue(i).toString());
         }
+    }
+
+    @Override
+    protected void populateHost() {
+        request.serverName().setString(current.serverName());
+    }
+
+    @Override
+    protected void populatePort() {
+        request.setServerPort(current.serverPort());
     }
 
     @Override
