@@ -161,6 +161,13 @@ def test_async_servlet(srv):
     assert r.body == b"hello async"
 
 
+def test_async_context_start(srv):
+    """AsyncContext.start runs on the engine's own threads."""
+    r = srv.get("/?asyncstart=1")
+    assert r.status == 200
+    assert r.body == b"hello start"
+
+
 def test_async_timeout(srv):
     t = time.monotonic()
     r = srv.get("/?asynctimeout=1")

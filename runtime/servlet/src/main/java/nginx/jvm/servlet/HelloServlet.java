@@ -60,6 +60,19 @@ public class HelloServlet extends HttpServlet {
             t.start();
             return;
         }
+        if (req.getParameter("asyncstart") != null) {
+            // AsyncContext.start: the engine's own thread answers
+            var async = req.startAsync();
+            async.start(() -> {
+                try {
+                    async.getResponse().getOutputStream().write("hello start".getBytes(StandardCharsets.US_ASCII));
+                } catch (IOException e) {
+                    // the client left
+                }
+                async.complete();
+            });
+            return;
+        }
         if (req.getParameter("asynctimeout") != null) {
             // never completed: the engine's async timeout answers (500)
             req.startAsync().setTimeout(500);

@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.util.concurrent.locks.ReentrantLock;
+import jakarta.servlet.RequestDispatcher;
 import jakarta.servlet.ServletConnection;
 import nginx.jvm.Responder;
 import nginx.jvm.servlet.Answer;
@@ -77,7 +78,7 @@ final class NginxProcessor extends AbstractProcessor {
         Answer a = new Answer(r, responder);
         answer = a;
         current = r;
-        SocketState state;
+        SocketState state = SocketState.CLOSED;
         lock.lock();
         try {
             state = process(null, SocketEvent.OPEN_READ);
@@ -87,12 +88,15 @@ final class NginxProcessor extends AbstractProcessor {
             }
         } finally {
             lock.unlock();
+            if (state != SocketState.LONG && answer == a) {
+                // over, or Coyote threw: answered (a 500 at worst) and free
+                end();
+            }
         }
         if (state == SocketState.LONG) {
             // this processor may already serve another request: only the answer is ours
             return responder == null ? a.await(host.syncWaitMillis()) : null;
         }
-        end();
         return a.response();
     }
 
@@ -118,6 +122,10 @@ final class NginxProcessor extends AbstractProcessor {
      */
     @Override
     protected void processSocketEvent(SocketEvent event, boolean dispatch) {
+        if (event == SocketEvent.ERROR && request.getAttribute(RequestDispatcher.ERROR_EXCEPTION) == null) {
+            // dispatch(ERROR) would ask the socket for its error
+            request.setAttribute(RequestDispatcher.ERROR_EXCEPTION, new IOException("the request failed"));
+        }
         host.execute(() -> {
             SocketState state;
             try {
@@ -131,6 +139,12 @@ final class NginxProcessor extends AbstractProcessor {
                 end();
             }
         });
+    }
+
+    /** {@code AsyncContext.start}: on the engine's async threads, as on a connector's executor. */
+    @Override
+    protected void execute(Runnable runnable) {
+        host.execute(runnable);
     }
 
     /** The exchange is over: the answer is given (a 500 if the engine gave none), the processor free. */
