@@ -21,6 +21,26 @@ final class App {
         }
     }
 
+    /**
+     * At the worker's exit (nginx-jvm runs the JVM's shutdown hooks then):
+     * the engine stops (its applications' destroy() and listeners run) and
+     * its scratch directory goes.
+     */
+    static void atExit(String engine, java.nio.file.Path scratch, AutoCloseable stop) {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            try {
+                stop.close();
+            } catch (Exception e) {
+                System.err.println("nginx-jvm-servlet: " + engine + " did not stop cleanly: " + e);
+            }
+            try (var walk = java.nio.file.Files.walk(scratch)) {
+                walk.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            } catch (java.io.IOException e) {
+                // gone already, or not ours to delete
+            }
+        }, "nginx-jvm-servlet-exit"));
+    }
+
     /** The engine's scratch directory (Tomcat's base, work directories): one per worker. */
     static java.nio.file.Path scratch(String engine) {
         try {

@@ -17,7 +17,9 @@ public final class JettyHandler implements Handler, AsyncHandler {
 
     public JettyHandler() throws Exception {
         long t0 = System.nanoTime();
-        engine = new JettyEngine(App.scratch("jetty"), App.servlet());
+        java.nio.file.Path scratch = App.scratch("jetty");
+        engine = new JettyEngine(scratch, App.servlet());
+        App.atExit("Jetty", scratch, engine::stop);
         Startup.log("Jetty", t0);
     }
 

@@ -18,7 +18,9 @@ public final class TomcatHandler implements Handler, AsyncHandler {
 
     public TomcatHandler() throws Exception {
         long t0 = System.nanoTime();
-        engine = new TomcatEngine(App.scratch("tomcat"), App.servlet());
+        java.nio.file.Path scratch = App.scratch("tomcat");
+        engine = new TomcatEngine(scratch, App.servlet());
+        App.atExit("Tomcat", scratch, engine::stop);
         Startup.log("Tomcat", t0);
     }
 
