@@ -168,6 +168,17 @@ def test_async_context_start(srv):
     assert r.body == b"hello start"
 
 
+def test_a_client_that_leaves_an_async_servlet(srv):
+    """The engine hears of it as of a connection's error: the servlet's
+    AsyncListener.onError runs (HelloServlet prints it to the error log)."""
+    since = srv.log_size()
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
+        s.sendall(b"GET /?asyncwait=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(0.3)
+    assert srv.wait_log(r"HelloServlet: async error: .*the client left",
+                        since, timeout=20)
+
+
 def test_async_timeout(srv):
     t = time.monotonic()
     r = srv.get("/?asynctimeout=1")

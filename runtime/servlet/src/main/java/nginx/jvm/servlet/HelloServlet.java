@@ -73,6 +73,30 @@ public class HelloServlet extends HttpServlet {
             });
             return;
         }
+        if (req.getParameter("asyncwait") != null) {
+            // never completed within the test: a client that leaves is an error to the listener
+            var async = req.startAsync();
+            async.setTimeout(60_000);
+            async.addListener(new jakarta.servlet.AsyncListener() {
+                @Override
+                public void onError(jakarta.servlet.AsyncEvent e) {
+                    System.err.println("HelloServlet: async error: " + e.getThrowable());
+                }
+
+                @Override
+                public void onComplete(jakarta.servlet.AsyncEvent e) {
+                }
+
+                @Override
+                public void onTimeout(jakarta.servlet.AsyncEvent e) {
+                }
+
+                @Override
+                public void onStartAsync(jakarta.servlet.AsyncEvent e) {
+                }
+            });
+            return;
+        }
         if (req.getParameter("asynctimeout") != null) {
             // never completed: the engine's async timeout answers (500)
             req.startAsync().setTimeout(500);

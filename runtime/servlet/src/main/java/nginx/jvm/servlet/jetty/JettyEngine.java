@@ -121,6 +121,10 @@ public final class JettyEngine {
         Runnable task = channel.onRequest(meta);
         channel.getRequest().setAttribute(EngineUri.RAW_URI_ATTRIBUTE, r.uri());
         task.run();
+        if (!stream.isOver()) {
+            // async: the client may leave while the servlet waits
+            r.onAbort(() -> stream.clientLeft(server.getThreadPool()));
+        }
         return responder == null ? stream.answer(60_000) : null;
     }
 

@@ -33,6 +33,8 @@ final class NginxStream implements HttpStream {
     private long idleTimeout = 60_000;
     private final CountDownLatch done = new CountDownLatch(1);
     private volatile Throwable failure;
+    /** Guarded by this: the exchange ended well, its channel goes back for reuse. */
+    private boolean over;
 
     private final Runnable release;
 
@@ -136,8 +138,35 @@ final class NginxStream implements HttpStream {
         return HttpStream.consumeAvailable(this, channel.getConnectionMetaData().getHttpConfiguration());
     }
 
+    /**
+     * The client left while the exchange went on (an async servlet): the
+     * channel fails as on a connection's error (AsyncListener.onError,
+     * reads and writes fail), unless the exchange is over, its channel
+     * perhaps serving another request by now.
+     */
+    void clientLeft(java.util.concurrent.Executor executor) {
+        Runnable task;
+        synchronized (this) {
+            if (over) {
+                return;
+            }
+            task = channel.onFailure(new IOException("the client left"));
+        }
+        if (task != null) {
+            executor.execute(task);
+        }
+    }
+
+    /** True once the exchange is over (the channel recycled, or failed). */
+    boolean isOver() {
+        return done.getCount() == 0;
+    }
+
     @Override
     public void succeeded() {
+        synchronized (this) {
+            over = true;
+        }
         channel.recycle();
         release.run();
         done.countDown();

@@ -85,6 +85,7 @@ final class NginxProcessor extends AbstractProcessor {
             if (state == SocketState.LONG) {
                 // under the lock: no async event can end the exchange before it is counted
                 host.waiting(this, true);
+                r.onAbort(() -> clientLeft(a));
             }
         } finally {
             lock.unlock();
@@ -137,6 +138,25 @@ final class NginxProcessor extends AbstractProcessor {
             if (state != SocketState.LONG) {
                 host.waiting(this, false);
                 end();
+            }
+        });
+    }
+
+    /**
+     * The client of an async request left (nginx-jvm's abort thread): as a
+     * socket's error would, an I/O error state, which sends the request an
+     * ERROR event (AsyncListener.onError, then the error page nobody reads).
+     * Ignored when the processor serves another request by now.
+     */
+    private void clientLeft(Answer a) {
+        host.execute(() -> {
+            lock.lock();
+            try {
+                if (answer == a && isAsync()) {
+                    setErrorState(ErrorState.CLOSE_CONNECTION_NOW, new IOException("the client left"));
+                }
+            } finally {
+                lock.unlock();
             }
         });
     }
