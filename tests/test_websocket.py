@@ -184,7 +184,7 @@ def test_send_async_succeeds(ng):
     with connect(url(ng, "/ws/echo?name=" + name)) as c:
         c.send("async payload")
         assert c.recv(timeout=10) == "payload"
-    assert wait_for(lambda: [":sent"] in [list(map(str, e)) for e in events(ng, name)()], 10)
+    assert wait_for(lambda: [":sent"] in [list(map(str, e)) for e in events(ng, name)()], 60)
 
 
 def test_listener_thread_follows_the_mode(ng):
@@ -206,7 +206,7 @@ def test_client_close_events_in_order(ng):
         c.recv(timeout=10)
         c.close(code=1000, reason="done")
     get = events(ng, name)
-    assert wait_for(lambda: len(get()) == 3, 10), get()
+    assert wait_for(lambda: len(get()) == 3, 60), get()
     ev = get()
     assert [str(e[0]) for e in ev] == [":open", ":message", ":close"]
     assert ev[2][1:] == [1000, "done"]
@@ -221,7 +221,7 @@ def test_server_close_with_code_and_reason(ng):
         assert c.close_code == 4000
         assert c.close_reason == "bye"
     get = events(ng, name)
-    assert wait_for(lambda: get() and str(get()[-1][0]) == ":close", 10), get()
+    assert wait_for(lambda: get() and str(get()[-1][0]) == ":close", 60), get()
     assert get()[-1][1] == 4000
 
 
@@ -232,7 +232,7 @@ def test_abrupt_disconnect_is_1006(ng):
     assert read_frame(s) == (1, True, b"x")
     s.close()
     get = events(ng, name)
-    assert wait_for(lambda: get() and str(get()[-1][0]) == ":close", 10), get()
+    assert wait_for(lambda: get() and str(get()[-1][0]) == ":close", 60), get()
     closes = [e for e in get() if str(e[0]) == ":close"]
     assert len(closes) == 1 and closes[0][1] == 1006
 
@@ -323,12 +323,17 @@ def test_idle_timeout_closes_with_1001(ng):
 
 def test_keepalive_pings(ng):
     name = "pings-%s" % ng.mode
+    get = events(ng, name)
+
+    def pongs():
+        return [e for e in get() if str(e[0]) == ":pong"]
+
     with connect(url(ng, "/ws/ping?name=" + name)) as c:
-        time.sleep(1.2)
+        # pings every 300 ms, each answered by the client: two of them
+        assert wait_for(lambda: len(pongs()) >= 2, 60), \
+            "the client answered the server's pings: %r" % get()
         c.send("still here")
         assert c.recv(timeout=10) == "still here"
-    pongs = [e for e in events(ng, name)() if str(e[0]) == ":pong"]
-    assert len(pongs) >= 2, "the client answered the server's pings"
 
 
 # --- TLS, back-pressure, lifecycle ---------------------------------------
@@ -439,7 +444,7 @@ def test_quit_sends_1001_to_open_sockets(mode):
         s.sendall(frame(8, struct.pack("!H", 1001)))
         assert s.recv(10) == b""
         s.close()
-        assert wait_for(lambda: n.proc.poll() is not None, 15), "nginx quit"
+        assert wait_for(lambda: n.proc.poll() is not None, 60), "nginx quit"
         assert not any(os.path.exists("/proc/%d" % p) for p in workers)
 
 
@@ -453,25 +458,52 @@ def test_many_open_close_cycles_leak_nothing(ng):
             read_frame(s)
             s.close()
     cycle(3000)
-    assert wait_for(lambda: ng.get("/live-sockets").text == "0", 10), \
+    assert wait_for(lambda: ng.get("/live-sockets").text == "0", 60), \
         ng.get("/live-sockets").text
+
+
+# The leak check: LEAK_WARM cycles first, then LEAK_ROUNDS rounds of
+# LEAK_ROUND cycles, the worker's RSS read after each; the median round may
+# grow by less than LEAK_BOUND bytes a cycle.  The JVM interprets only
+# (-Xint) and its heap is fixed and pre-touched: see the test's docstring.
+LEAK_WARM, LEAK_ROUNDS, LEAK_ROUND, LEAK_BOUND = 2000, 10, 1000, 24
+LEAK_JVM_OPTIONS = "-Xms64m -Xmx64m -XX:+AlwaysPreTouch -XX:+UseSerialGC -Xint"
 
 
 @pytest.mark.skipif(SANITIZED, reason=sanitized_rss)
 def test_10000_open_close_cycles_return_memory(mode):
-    """C memory (the connection's pool, frame buffers) and Java objects come
-    back: with a fixed, pre-touched heap, the worker's resident memory after
-    10,000 more WebSockets opened, used and closed is what it was after the
-    first 2,000 (a leak of 100 bytes each would show as 1 MB)."""
+    """Native memory (the connection's pool, frame buffers, whatever the
+    Java side holds outside its heap) comes back: after 2,000 WebSockets
+    opened, used and closed, 10 rounds of 1,000 more, the worker's resident
+    memory read after each, grow by less than 24 bytes a cycle in the
+    median round.
+
+    A leak grows with the count, noise does not.  Measured with a library
+    preloaded into nginx that leaks N bytes (malloc'd and written) at every
+    accept: with N = 100 every round grew by 112 KB, 115 bytes a cycle (a
+    112-byte chunk); N = 50 gave 66, N = 24 gave 33; without it the median
+    round grew by 0 and the largest round by 12 KB (pages of 4 KB, the
+    first round).  Noise comes at once, in a round or two: a step in a
+    minority of the rounds leaves the median round's growth alone, where
+    it moves a line fitted by least squares (reported too) or a single
+    before-and-after difference, as the former check was (1,132 KB over
+    10,000 cycles against 1 MB, once).
+
+    Why -Xint: with the JIT, the compilers' memory, freed and taken again
+    in the same malloc arenas as nginx's, moved RSS by up to 12 MB between
+    rounds, both ways, and hid a leak (with N = 100 the median round grew
+    by 0 and 72 bytes a cycle, the whole run by less than nothing; the
+    former check would have passed it as well).  Interpreted, the run
+    takes about as long (47 to 73 s against 38 to 65 s on a busy 2-core
+    machine), and what grows is what leaks.  The Java heap
+    is fixed and pre-touched, so it does not count: the sockets the Java
+    side keeps are checked by /live-sockets (0 after each round), file
+    descriptors by their count."""
     import re
+    import statistics
     if mode != "loop":
         pytest.skip("once is enough: the C side is the same in every mode")
-    # -Xbatch: the JIT compiles when the code has run so many times, not
-    # later in the background, so that what it compiles (code cache,
-    # compiler memory) is in place after the first 2,000 on a slow machine
-    # as on a fast one, and not counted as growth.
-    http = ("    jvm_options -Xms64m -Xmx64m -XX:+AlwaysPreTouch "
-            "-XX:+UseSerialGC -Xbatch;\n")
+    http = "    jvm_options %s;\n" % LEAK_JVM_OPTIONS
     with Nginx(LOCATIONS, http=http, mode=mode) as n:
         (pid,) = n.worker_pids()
 
@@ -487,13 +519,24 @@ def test_10000_open_close_cycles_return_memory(mode):
                 assert read_frame(s)[2] == b"m%d" % i
                 read_frame(s)
                 s.close()
+            # every socket closed and forgotten before RSS is read
+            assert wait_for(lambda: n.get("/live-sockets").text == "0", 60), \
+                n.get("/live-sockets").text
 
-        cycles(2000)
-        assert wait_for(lambda: n.get("/live-sockets").text == "0", 10)
-        before = rss_kb()
+        cycles(LEAK_WARM)
+        readings = [rss_kb()]
         fds = len(os.listdir("/proc/%d/fd" % pid))
-        cycles(10000)
-        assert wait_for(lambda: n.get("/live-sockets").text == "0", 10)
-        grown = rss_kb() - before
-        assert grown < 1024, "worker RSS grew by %d KB" % grown
+        for _ in range(LEAK_ROUNDS):
+            cycles(LEAK_ROUND)
+            readings.append(rss_kb())
+        growths = [b - a for a, b in zip(readings, readings[1:])]
+        slope = statistics.median(growths) * 1024 / LEAK_ROUND
+        xs = range(len(readings))
+        mx, my = statistics.mean(xs), statistics.mean(readings)
+        least_squares = (sum((x - mx) * (y - my) for x, y in zip(xs, readings))
+                         / sum((x - mx) ** 2 for x in xs)) * 1024 / LEAK_ROUND
+        assert slope < LEAK_BOUND, (
+            "worker RSS grew by %.0f bytes a cycle in the median round "
+            "(least squares: %.0f; RSS after each round, KB: %s)"
+            % (slope, least_squares, readings))
         assert len(os.listdir("/proc/%d/fd" % pid)) <= fds + 2
