@@ -1,4 +1,4 @@
-"""The servlet spike (issue 47, docs/servlet.md): HelloServlet on Tomcat 11
+"""The servlet spike (issue 47, runtime/servlet/README.md): HelloServlet on Tomcat 11
 and on Jetty 12.1 beneath nginx, each through bin/nginx-jvm in pool mode,
 with and without --async.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The servlet spike's measurements (docs/servlet.md, "Choosing the engine"),
+# The servlet spike's measurements (runtime/servlet/README.md, "Choosing the engine"),
 # one engine per run:
 #   runtime/servlet/spike.sh tomcat|jetty|plain [PORT] [launcher options...]
 # Serves HelloServlet (or PlainHello) through bin/nginx-jvm in pool mode

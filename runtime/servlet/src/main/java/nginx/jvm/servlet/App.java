@@ -5,7 +5,7 @@ import jakarta.servlet.Servlet;
 /**
  * What the spike serves: the servlet named by {@code -Dnginx.jvm.servlet.class}
  * ({@link HelloServlet} by default), mapped at "/" of the root context.
- * The WAR, web.xml and annotation scanning come later (docs/servlet.md).
+ * The WAR, web.xml and annotation scanning come later (runtime/servlet/README.md).
  */
 final class App {
     private App() {

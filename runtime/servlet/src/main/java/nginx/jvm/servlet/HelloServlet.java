@@ -13,7 +13,7 @@ import java.util.Collections;
 /**
  * The spike's servlet, mapped at "/": {@code GET /} answers "hello"
  * (text/plain) with a header of its own; a request with parameters or a body
- * answers what the engine made of it, for the checks of docs/servlet.md.
+ * answers what the engine made of it, for the checks of runtime/servlet/README.md.
  */
 public class HelloServlet extends HttpServlet {
     private static final byte[] HELLO = "hello".getBytes(StandardCharsets.US_ASCII);

@@ -9,7 +9,7 @@ import nginx.jvm.servlet.jetty.JettyEngine;
 
 /**
  * A nginx.jvm.Handler that owns a Jetty 12.1 Server (ee11 servlets) and
- * hands it every request (the spike: docs/servlet.md). One per worker;
+ * hands it every request (the spike: runtime/servlet/README.md). One per worker;
  * serve it off the event loop: servlets block.
  */
 public final class JettyHandler implements Handler, AsyncHandler {

@@ -9,7 +9,7 @@ import nginx.jvm.servlet.tomcat.TomcatEngine;
 
 /**
  * A nginx.jvm.Handler that owns an embedded Tomcat 11 and hands it every
- * request (the spike: docs/servlet.md). One per worker, made when it starts;
+ * request (the spike: runtime/servlet/README.md). One per worker, made when it starts;
  * serve it off the event loop ({@code jvm_mode pool}, {@code virtual} or
  * {@code coloop}): servlets block.
  */

@@ -82,7 +82,7 @@ public final class NginxProtocol implements ProtocolHandler {
         return waitMillis;
     }
 
-    /** Not yet: a servlet's file could go out as nginx's own sendfile (docs/servlet.md). */
+    /** Not yet: a servlet's file could go out as nginx's own sendfile (runtime/servlet/README.md). */
     @Override
     public boolean isSendfileSupported() {
         return false;
