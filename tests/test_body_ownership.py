@@ -124,7 +124,7 @@ def settled(ng):
         live = request(ng.port, "GET", "/live").text
         # the /live request itself is in flight while it answers
         return live == "0 1" and not temp_files(ng) and fd_count(ng) <= ng.fds
-    assert wait_for(done, 10), (request(ng.port, "GET", "/live").text,
+    assert wait_for(done, 60), (request(ng.port, "GET", "/live").text,
                                 temp_files(ng), fd_count(ng), ng.fds)
 
 
@@ -173,7 +173,7 @@ def late_result(ng, a):
     def read():
         r = result(ng, a)
         return r if r.startswith(("read", "error")) else None
-    return wait_for(read, 10)
+    return wait_for(read, 60)
 
 
 def own_or_failed(what, size):
@@ -186,18 +186,32 @@ def test_queued_request_gone_does_not_run(ng, mode, handler):
     if mode != "pool":
         pytest.skip("a queue of handlers waiting for a thread: pool mode")
     a = tag("qa", handler)
-    # the pool's one thread is busy; A waits in the queue, its client leaves
-    busy, _ = in_thread(post, ng, "/hold?tag=%s&sleep=1200" % tag("busy", handler),
-                        b"")
-    time.sleep(0.2)
+    busy_tag = tag("busy", handler)
+
+    def tasks():
+        """The runtime's live tasks (queued or running)."""
+        return int(request(ng.port, "GET", "/live").text.split()[0])
+
+    # the pool's one thread is busy (5 s: longer than the waits below take
+    # on a loaded machine); A waits in the queue, its client leaves
+    busy, _ = in_thread(post, ng, "/hold?tag=%s&sleep=5000" % busy_tag, b"")
+    assert wait_for(lambda: result(ng, busy_tag) == "ran", 60)
     holders = Holders(ng)
-    post_and_leave(ng, "/%s/late?tag=%s" % (handler, a), b"a" * BIG, 0.2)
-    time.sleep(0.2)
-    # Bs arrive with their own bodies in files, queued behind A
+    s = socket.create_connection(("127.0.0.1", ng.port))
+    s.sendall(b"POST /%s/late?tag=%s HTTP/1.1\r\nHost: localhost\r\n"
+              b"Content-Length: %d\r\n\r\n" % (handler.encode(), a.encode(),
+                                                BIG) + b"a" * BIG)
+    assert wait_for(lambda: tasks() == 2, 60), "A is not queued"
+    s.close()
+    # the worker saw it leave: A's task is cancelled
+    assert wait_for(lambda: tasks() == 1, 60), "A is still queued"
+    assert busy.is_alive(), "the busy handler ended: too slow to tell"
+    # Bs arrive with their own bodies in files, queued where A was
     holders.send(0)
     busy.join()
     holders.join()
-    time.sleep(0.3)
+    # had it run, A's handler (first in the queue) would have said so
+    # before the Bs answered
     assert result(ng, a) == "none"          # A's handler never ran
     settled(ng)
 

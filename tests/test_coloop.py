@@ -274,26 +274,33 @@ def test_websocket_listener_parks_on_the_loop(ng):
 def test_coloop_timer_parks_on_the_loop(ng):
     assert body(ng.get("/timer?ms=400")) == "started"
     slowest = static_while(ng, 0.3)
-    assert wait_for(lambda: "loop loop nginx-jvm-coloop" in body(ng.get("/timer?result")), 10)
+    assert wait_for(lambda: "loop loop nginx-jvm-coloop" in body(ng.get("/timer?result")), 60)
     assert slowest < 0.1, slowest
 
 
 def test_clojure_coloop_timer(ng):
     assert body(ng.get("/clj-timers?coloop")) == "started"
     assert wait_for(lambda: read_edn(body(ng.get("/clj-timers?state"))).get(
-        ":coloop"), 5) == "nginx-jvm-coloop"
+        ":coloop"), 60) == "nginx-jvm-coloop"
 
 
 def test_coloop_interval_timer_runs_never_pile_up(ng):
     """Runs of 200 ms every 50 ms: one at a time, the ticks in between
     skipped."""
+    def runs():
+        result = body(ng.get("/timer?result"))
+        return int(result.split("runs=")[1].split()[0])
+
+    start = time.monotonic()
     assert body(ng.get("/timer?every=50&ms=200")) == "every 50"
-    time.sleep(1.2)
+    # three runs, however long a loaded machine takes for them
+    assert wait_for(lambda: runs() >= 3, 60)
     assert body(ng.get("/timer?cancel")) == "cancelled true"
+    took = time.monotonic() - start
     result = body(ng.get("/timer?result"))
-    runs = int(result.split("runs=")[1].split()[0])
     assert "most=1" in result, result
-    assert 3 <= runs <= 7, result
+    # one at a time, each 200 ms: no more than the time allowed
+    assert runs() <= took / 0.2 + 1, (result, took)
 
 
 def test_ring_handler(ng):
@@ -357,7 +364,7 @@ def test_spinner_is_named_by_the_watchdog(ng):
     assert "at testapp.Coloop$Spin.handle" in log, log
     # published every second
     assert wait_for(lambda: status_value(ng, "nginx_jvm_loop_held_total")
-                    > before, 10)
+                    > before, 60)
     assert status_value(ng, "nginx_jvm_loop_held_total") == before + 1
 
 
@@ -365,7 +372,7 @@ def test_status_counts_coloop_responses(ng):
     ng.get("/hello")
     # published every second
     assert wait_for(lambda: status_value(
-        ng, 'nginx_jvm_requests_total{mode="coloop",status="2xx"}') > 0, 10)
+        ng, 'nginx_jvm_requests_total{mode="coloop",status="2xx"}') > 0, 60)
 
 
 # --- the fallback ---------------------------------------------------------
@@ -466,7 +473,7 @@ def test_reload_and_quit_with_sleepers_in_flight():
                 # the old workers serve until the new ones are ready
                 assert n.wait_ready(exclude=old)
                 assert wait_for(lambda: not any(alive(p) for p in old), 30)
-        assert wait_for(lambda: n.proc.poll() is not None, 15)
+        assert wait_for(lambda: n.proc.poll() is not None, 60)
 
 
 # --- hostile clients ------------------------------------------------------
@@ -548,7 +555,7 @@ def test_websocket_client_vanishes_while_its_listener_parks(ng, how):
     name = "vanish-%s-%d" % (how, time.monotonic_ns())
     s = ws_handshake(ng.port, "/wspark?name=" + name)
     s.sendall(ws_text(b"800") + ws_text(b"200"))
-    assert wait_for(lambda: "parked 800" in events(ng, name), 10), \
+    assert wait_for(lambda: "parked 800" in events(ng, name), 60), \
         events(ng, name)
     # parked on the loop: its carried thread is known to the scheduler
     assert books(ng)["known"] >= 1
@@ -564,7 +571,7 @@ def test_websocket_client_vanishes_while_its_listener_parks(ng, how):
         return any(e.startswith("close ") for e in ev) \
             and len([e for e in ev if e.startswith("asyncFailed ")]) == 2 \
             and ev
-    ev = wait_for(closed, 10)
+    ev = wait_for(closed, 60)
     assert ev, events(ng, name)
     gone = "the WebSocket is closed"
     # sendAsync's outcome comes on a callback thread: in no set order
@@ -579,7 +586,7 @@ def test_websocket_client_vanishes_while_its_listener_parks(ng, how):
     left = settled_books(ng)
     assert left == {"sockets": 0, "tasks": 0, "coloop": 0, "known": 0,
                     "waiting": 0}, left
-    assert wait_for(lambda: fd_count(pid) <= fds, 10), (fd_count(pid), fds)
+    assert wait_for(lambda: fd_count(pid) <= fds, 60), (fd_count(pid), fds)
     assert ng.worker_pids() == [pid]
     # a new socket on the same location works
     other = "after-" + name
@@ -593,7 +600,7 @@ def test_websocket_client_vanishes_while_its_listener_parks(ng, how):
             assert chunk, got
             got += chunk
         assert b"late 0" in got
-    assert wait_for(lambda: "asyncSent" in events(ng, other), 10), \
+    assert wait_for(lambda: "asyncSent" in events(ng, other), 60), \
         events(ng, other)
     assert events(ng, other)[:4] == [
         "open loop", "parked 0", "resumed loop open=true", "sent"]
@@ -616,7 +623,7 @@ def test_websocket_listener_sends_to_a_client_that_reads_nothing(ng):
         # more than the kernel's buffers hold (tcp_wmem's 4 MB at most,
         # and the client's window) and the queue's 64 messages (1 MB)
         s.sendall(ws_text(b"1000 16384"))
-        assert wait_for(lambda: "flooding loop" in events(ng, name), 10), \
+        assert wait_for(lambda: "flooding loop" in events(ng, name), 60), \
             events(ng, name)
         time.sleep(1)
         # still sending: its thread parked on the full queue, not the loop
@@ -629,9 +636,9 @@ def test_websocket_listener_sends_to_a_client_that_reads_nothing(ng):
             assert (op, len(payload), payload[:8]) == \
                 (1, 16384, b"%08d" % i), (i, op, payload[:20])
         assert ws_read_frame(s) == (1, b"done")
-        assert wait_for(lambda: "flooded loop" in events(ng, name), 10), \
+        assert wait_for(lambda: "flooded loop" in events(ng, name), 60), \
             events(ng, name)
-    assert wait_for(lambda: events(ng, name)[-1:] == ["close 1006"], 10), \
+    assert wait_for(lambda: events(ng, name)[-1:] == ["close 1006"], 60), \
         events(ng, name)
     left = settled_books(ng)
     assert left == {"sockets": 0, "tasks": 0, "coloop": 0, "known": 0,
@@ -683,7 +690,7 @@ def test_websocket_send_to_a_client_that_reads_nothing_on_jdk21():
             s.sendall(ws_text(b"1000 16384"))
             time.sleep(0.5)
             # the loop serves others while the listener waits for room
-            r = request(n.port, "GET", "/hello", timeout=3)
+            r = request(n.port, "GET", "/hello", timeout=30)
             assert r.status == 200 and r.body == b"hello", r
             s.settimeout(10)
             for i in range(1000):
@@ -706,7 +713,7 @@ def writer_to_a_client_that_reads_nothing(port):
         s.sendall(("GET /writerflood?n=%d&size=%d HTTP/1.1\r\nHost: localhost\r\n"
                    "Connection: close\r\n\r\n" % (n, size)).encode())
         time.sleep(1)
-        r = request(port, "GET", "/hello", timeout=3)
+        r = request(port, "GET", "/hello", timeout=30)
         assert r.status == 200 and r.body == b"hello", r
         data = b""
         while True:
@@ -773,7 +780,7 @@ def test_client_vanishes_while_a_handler_waits_for_a_subrequest(ng):
             # the abort callback runs on an abort thread: in no set order
             ev = wait_for(lambda: (lambda e: "aborted" in e and any(
                 x.startswith("ended ") for x in e) and e)(
-                    events(ng, name)), 10)
+                    events(ng, name)), 60)
             assert ev, events(ng, name)
             # nginx let the upstream go too
             proxied.settimeout(10)
@@ -793,7 +800,7 @@ def test_client_vanishes_while_a_handler_waits_for_a_subrequest(ng):
     left = settled_books(ng)
     assert left == {"sockets": 0, "tasks": 0, "coloop": 0, "known": 0,
                     "waiting": 0}, left
-    assert wait_for(lambda: fd_count(pid) <= fds, 10), (fd_count(pid), fds)
+    assert wait_for(lambda: fd_count(pid) <= fds, 60), (fd_count(pid), fds)
     assert ng.worker_pids() == [pid]
     assert body(ng.get("/hello")) == "hello"
 
@@ -811,7 +818,7 @@ def test_coloop_timer_cancelled_while_its_run_parks(ng):
     (pid,) = ng.worker_pids()
     assert body(ng.get("/ctimer?start&every=50&ms=400")) == "every 50"
     try:
-        assert wait_for(lambda: timer_state(ng)["running"] == "1", 10), \
+        assert wait_for(lambda: timer_state(ng)["running"] == "1", 60), \
             timer_state(ng)
         time.sleep(0.3)             # six ticks due meanwhile: skipped
         st = timer_state(ng)
@@ -821,7 +828,7 @@ def test_coloop_timer_cancelled_while_its_run_parks(ng):
             "cancelled true running=1 runs=1 done=true"
         assert body(ng.get("/ctimer?release")) == "released"
         # the run goes on (a 400 ms sleep) and ends, on the loop
-        assert wait_for(lambda: timer_state(ng)["ended"] == "1", 10), \
+        assert wait_for(lambda: timer_state(ng)["ended"] == "1", 60), \
             timer_state(ng)
         time.sleep(0.5)             # ten intervals: no run after the cancel
         st = timer_state(ng)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from harness import alive, dechunk, Nginx, wait_for
+from harness import accepted, alive, dechunk, Nginx, wait_for
 
 LOCATIONS = """
         location /pid { jvm_content testapp.ring/pid; }
@@ -33,7 +33,7 @@ def pid_of(n, **kw):
     return int(r.body)
 
 
-def wait_gone(pids, timeout=15):
+def wait_gone(pids, timeout=60):
     return wait_for(lambda: not any(alive(p) for p in pids), timeout)
 
 
@@ -67,7 +67,8 @@ def test_slow_request_completes_across_reload(ng):
     before = set(ng.worker_pids())
     t = threading.Thread(target=slow)
     t.start()
-    time.sleep(0.5)                     # the handler is sleeping now
+    # an old worker holds it (its handler sleeps) before the reload
+    assert wait_for(lambda: accepted(before, ng.port) >= 1, 60)
     reload(ng)
     t.join(30)
     assert not t.is_alive()
@@ -82,7 +83,7 @@ def test_sigquit_to_workers(ng):
     # each worker in turn: it quits, the master starts another one
     for victim in ng.worker_pids():
         os.kill(victim, signal.SIGQUIT)
-        assert wait_gone([victim], 10), "worker ignored SIGQUIT"
+        assert wait_gone([victim]), "worker ignored SIGQUIT"
         assert ng.wait_ready(exclude=[victim])
     new = ng.worker_pids()
     for _ in range(4):
@@ -159,7 +160,7 @@ def test_worker_killed_by_the_jvm_is_replaced(mode):
         before = pid_of(n)
         with pytest.raises((http.client.HTTPException, ConnectionError)):
             n.get("/oom", timeout=60)
-        assert wait_gone([before], 10)
+        assert wait_gone([before])
         # the master starts another worker, whose JVM serves again
         assert n.wait_ready(exclude=[before]), n.log_text()[-3000:]
         new = pid_of(n)

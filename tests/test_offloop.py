@@ -206,7 +206,7 @@ def test_async_second_answer_is_ignored(ng):
     assert (r.status, r.text) == (200, "first")
     # the later respond and raise returned normally (no exception thrown
     # into the caller), and nothing was logged above debug level
-    assert wait_for(lambda: ng.get("/fast").status == 200, 5)
+    assert wait_for(lambda: ng.get("/fast").status == 200, 60)
 
 
 @pytest.mark.log_allows(r"no response within jvm_response_timeout")
@@ -267,7 +267,7 @@ def test_clients_that_leave_leak_nothing():
             start = late()
             abandon(n.port, "/async/late?ms=200", count)
             abandon(n.port, "/pool/slow?ms=50", count)
-            assert wait_for(lambda: late() >= start + count, 20), \
+            assert wait_for(lambda: late() >= start + count, 60), \
                 "late responses: %d of %d" % (late() - start, count)
 
         for _ in range(5):                             # warm-up
@@ -275,13 +275,12 @@ def test_clients_that_leave_leak_nothing():
         rss0 = worker_rss_kb(n)
         for _ in range(15):
             round_of(100)
-        time.sleep(0.5)
+        # the runtime let go of every one of them, then RSS is read
+        assert wait_for(lambda: n.get("/live-tasks").text == "0", 60), \
+            n.get("/live-tasks").text
         rss1 = worker_rss_kb(n)
         assert rss1 - rss0 < 4096, \
             "worker RSS grew from %d to %d KB" % (rss0, rss1)
-        # and the runtime let go of every one of them
-        assert wait_for(lambda: n.get("/live-tasks").text == "0", 10), \
-            n.get("/live-tasks").text
         assert n.get("/fast").status == 200
 
 
@@ -319,7 +318,7 @@ def test_reload_and_quit_with_work_in_flight():
         for t in threads + t2:
             t.join()
         assert [getattr(r, "status", r) for r in replies + r2] == [200] * 20
-        assert wait_for(lambda: n.proc.poll() is not None, 15)
+        assert wait_for(lambda: n.proc.poll() is not None, 60)
 
 
 @needs_jdk21
@@ -386,6 +385,20 @@ def fifo_dir():
     return fifo
 
 
+def carrier_in_open(n):
+    """A carrier of n's worker is blocked in open() (openat, x86_64: 257):
+    the FIFO's reader holds it."""
+    for pid, tid, name, _ in thread_policies(n):
+        if name.startswith("nginx-jvm-carri"):
+            try:
+                with open("/proc/%d/task/%d/syscall" % (pid, tid)) as f:
+                    if f.read().split()[0] in ("2", "257"):
+                        return True
+            except (OSError, IndexError):
+                continue
+    return False
+
+
 def served_beside_a_held_carrier(n):
     """The next virtual request is served within 2 s by a second carrier."""
     t0 = time.monotonic()
@@ -422,7 +435,8 @@ def test_a_handler_that_holds_its_carrier_does_not_stall_the_others():
                                "localhost\r\nConnection: close\r\n\r\n"
                                % fifo).encode(), timeout=30)))
             reader.start()
-            time.sleep(0.3)
+            # its handler holds the carrier, blocked in the FIFO's open
+            assert wait_for(lambda: carrier_in_open(n), 60)
             served_beside_a_held_carrier(n)
             with open(fifo, "w") as w:
                 w.write("from the fifo")
@@ -448,16 +462,18 @@ def test_a_client_that_leaves_while_its_handler_holds_a_carrier():
             s = socket.create_connection(("127.0.0.1", n.port), timeout=30)
             s.sendall(("GET /v/read?path=%s HTTP/1.1\r\nHost: localhost\r\n"
                        "\r\n" % fifo).encode())
-            time.sleep(0.3)
+            # its handler holds the carrier, blocked in the FIFO's open,
+            # before the client leaves
+            assert wait_for(lambda: carrier_in_open(n), 60)
             s.close()
             served_beside_a_held_carrier(n)
             with open(fifo, "w") as w:
                 w.write("for nobody")
             # the task settles: only the status request is in flight
             assert wait_for(lambda: status_figure(
-                n, "nginx_jvm_requests_in_flight") == 1, 10)
+                n, "nginx_jvm_requests_in_flight") == 1, 60)
             assert wait_for(lambda: status_figure(
-                n, "nginx_jvm_aborted_total") == before + 1, 10)
+                n, "nginx_jvm_aborted_total") == before + 1, 60)
             assert n.get("/v/slow?ms=1").status == 200
     finally:
         os.unlink(fifo)

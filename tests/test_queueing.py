@@ -31,6 +31,7 @@ def locations(mode):
         location /t/ { jvm_mode %s; jvm_response_timeout 1s;
                        jvm_content testapp.Queueing; }
         location /ctl/ { jvm_mode loop; jvm_content testapp.Queueing; }
+        location = /status { jvm_mode loop; jvm_status; }
 """ % (mode, mode)
 
 
@@ -48,9 +49,10 @@ def text(ng, path):
     return r.text
 
 
-def background(ng, paths):
-    """Sends each path from a thread of its own, in order, a moment apart
-    (so that they reach the queue in that order); returns the threads and
+def background(ng, paths, reached=None):
+    """Sends each path from a thread of its own, in order, each once the
+    one before has reached its place (reached(i) waits until request i has:
+    so that they reach the queue in that order); returns the threads and
     the list their replies go to."""
     replies = [None] * len(paths)
 
@@ -65,13 +67,28 @@ def background(ng, paths):
         t = threading.Thread(target=one, args=(i, p))
         t.start()
         threads.append(t)
-        time.sleep(0.15)
+        if reached:
+            reached(i)
     return threads, replies
 
 
 def held(ng, n):
-    assert wait_for(lambda: text(ng, "/ctl/held") == str(n), 10), \
+    assert wait_for(lambda: text(ng, "/ctl/held") == str(n), 60), \
         "held: %s, not %d" % (text(ng, "/ctl/held"), n)
+
+
+def depth(ng):
+    """Requests waiting for a pool thread (jvm_status: the one worker
+    publishes its own figures as it answers)."""
+    for line in text(ng, "/status").splitlines():
+        if line.startswith("nginx_jvm_queue_depth "):
+            return int(float(line.split()[1]))
+    raise AssertionError("no nginx_jvm_queue_depth")
+
+
+def queued(ng, n):
+    assert wait_for(lambda: depth(ng) == n, 60), \
+        "queued: %d, not %d" % (depth(ng), n)
 
 
 def release(ng, threads):
@@ -89,11 +106,11 @@ def fill(ng):
     if ng.qmode == "pool":
         tags = ["w%d" % i for i in range(QUEUE)]
         threads, replies = background(
-            ng, ["/q/block?ms=20000"] + ["/q/run?tag=%s" % t for t in tags])
-        held(ng, 1)
+            ng, ["/q/block?ms=20000"] + ["/q/run?tag=%s" % t for t in tags],
+            lambda i: held(ng, 1) if i == 0 else queued(ng, i))
         return threads, replies, tags
-    threads, replies = background(ng, ["/q/block?ms=20000"] * QUEUE)
-    held(ng, QUEUE)
+    threads, replies = background(ng, ["/q/block?ms=20000"] * QUEUE,
+                                  lambda i: held(ng, i + 1))
     return threads, replies, []
 
 
@@ -102,7 +119,6 @@ def test_a_full_queue_answers_503_at_once_and_its_places_come_back(ng):
     text(ng, "/ctl/ran")
     for _ in range(2):
         threads, replies, tags = fill(ng)
-        time.sleep(0.2)
         start = time.monotonic()
         r = request(ng.port, "GET", "/q/run?tag=refused", timeout=30)
         assert r.status == 503, r
@@ -148,13 +164,13 @@ def test_a_queued_request_whose_client_left_never_runs_and_frees_its_place(ng):
     held(ng, 1)
     gone = socket.create_connection(("127.0.0.1", ng.port))
     gone.sendall(b"GET /q/run?tag=gone HTTP/1.1\r\nHost: x\r\n\r\n")
-    time.sleep(0.3)
+    queued(ng, 1)
     gone.close()
-    time.sleep(0.3)
+    queued(ng, 0)
     # all QUEUE places are free again: none is refused
     more, more_replies = background(
-        ng, ["/q/run?tag=a", "/q/run?tag=b", "/q/run?tag=c"][:QUEUE])
-    time.sleep(0.3)
+        ng, ["/q/run?tag=a", "/q/run?tag=b", "/q/run?tag=c"][:QUEUE],
+        lambda i: queued(ng, i + 1))
     release(ng, threads + more)
     assert [x.status for x in more_replies] == [200] * QUEUE, more_replies
     assert text(ng, "/ctl/ran") == "a,b,c"
