@@ -144,11 +144,19 @@ test-clojure: all
 NGINX_JVM_MODES ?= loop,pool,virtual
 export NGINX_JVM_MODES
 
-# The Debian 13 package's and the image's tests make Debian 13 roots first
-# (minutes): `make test-deb-trixie` and `make test-image` run them.
+# The Debian 13 package's and the image's tests run once (not once per
+# mode), after the suite, through their own targets (`make test-deb-trixie`,
+# `make test-image`).  Their Debian 13 roots (scripts/debian-root.sh:
+# mmdebstrap, with mmdebstrap and podman installed when missing) are made by
+# the first run into build/roots and kept, remade only when what makes them
+# changes; the image's base and layers stay in build/podman.  On a fresh
+# checkout both take about 3 minutes here, the roots included; once they
+# exist, about 45 s.
 INTEGRATION_OWN_TARGETS = tests/test_deb_trixie.py tests/test_image.py
 test-integration: all
 	$(PYTHON) -m pytest -q tests $(patsubst %,--ignore=%,$(INTEGRATION_OWN_TARGETS))
+	$(MAKE) test-deb-trixie
+	$(MAKE) test-image
 	$(MAKE) test-reload
 	$(MAKE) test-coloop
 	$(MAKE) test-coloop-jdk21

@@ -12,9 +12,13 @@
 #                                   nginx and a JRE 21, nothing else: the
 #                                   image's base (scripts/build-image.sh)
 #
-# A root is remade when its package list (in ROOT.done) changes.
-# mmdebstrap runs under the heavy lock (/tmp/nginx-jvm-heavy.lock): it
-# downloads and unpacks some hundred packages.  It needs root.
+# A root is made once and kept (build/roots is the cache `make test` shares
+# between tests/test_deb_trixie.py and tests/test_image.py, and between
+# runs); it is remade when what makes it changes: mmdebstrap's arguments,
+# the package list among them, which ROOT.done holds.  mmdebstrap runs under
+# the heavy lock (/tmp/nginx-jvm-heavy.lock): it downloads and unpacks some
+# hundred packages; a second caller waits there, then finds the root made.
+# It needs root.
 #
 # NGINX_JVM_DEBIAN_MIRROR: the archive (http://deb.debian.org/debian).
 set -euo pipefail
@@ -39,15 +43,21 @@ stamp=$root.done
 [ "$(id -u)" = 0 ] || { echo "debian-root.sh: mmdebstrap needs root here" >&2; exit 1; }
 command -v mmdebstrap >/dev/null || "$top/scripts/install-deps.sh" roots >&2
 
-if [ "$(cat "$stamp" 2>/dev/null)" != "$packages" ]; then
-    echo "debian-root: mmdebstrap $suite into $root (about 2 minutes)" >&2
-    rm -rf "$root" "$stamp"
-    mkdir -p "$(dirname "$root")"
-    # --skip=cleanup/apt/lists: apt in the root can then install a local
-    # .deb (and resolve its Depends) without going to the network
-    flock /tmp/nginx-jvm-heavy.lock \
-        mmdebstrap --quiet --variant=minbase --skip=cleanup/apt/lists \
-            --include="$packages" "$suite" "$root" "$mirror" >&2
-    echo "$packages" > "$stamp"
+# --skip=cleanup/apt/lists: apt in the root can then install a local .deb
+# (and resolve its Depends) without going to the network
+args=(--variant=minbase --skip=cleanup/apt/lists --include="$packages" "$suite")
+made() { [ "$(cat "$stamp" 2>/dev/null)" = "${args[*]}" ]; }
+
+if ! made; then
+    exec 9>/tmp/nginx-jvm-heavy.lock
+    flock 9
+    if ! made; then
+        echo "debian-root: mmdebstrap $suite into $root (about 2 minutes)" >&2
+        rm -rf "$root" "$stamp"
+        mkdir -p "$(dirname "$root")"
+        mmdebstrap --quiet "${args[@]}" "$root" "$mirror" >&2
+        echo "${args[*]}" > "$stamp"
+    fi
+    exec 9>&-
 fi
 echo "$root"
