@@ -476,7 +476,8 @@ export MATRIX_TESTS
 # The Debian 13 package in a Debian 13 root (`make deb DIST=trixie`,
 # tests/test_deb_trixie.py), and the container image (`make image`:
 # scripts/build-image.sh, tests/test_image.py).  Their roots are made once
-# with mmdebstrap (scripts/debian-root.sh, build/roots); not in `make test`.
+# with mmdebstrap (scripts/debian-root.sh, build/roots); `make test` runs
+# both once, after the suite (test-integration).
 .PHONY: image test-deb-trixie test-image
 image: all
 	scripts/build-image.sh
