@@ -821,7 +821,10 @@ class Nginx:
                 if PROBLEM.search(l)
                 and not any(re.search(a, l) for a in allowed)]
 
-    def wait_log(self, pattern, since=0, timeout=10):
+    def wait_log(self, pattern, since=0, timeout=60):
+        """The lines after offset `since` that match pattern, once there
+        are any (None after `timeout`: generous, as a line a handler's
+        failure writes comes late on a loaded machine)."""
         return wait_for(lambda: self.log_lines(pattern, since), timeout)
 
 

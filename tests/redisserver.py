@@ -61,7 +61,7 @@ class RedisServer:
             args += ["--appendonly", "yes", "--appendfsync", "always"]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
-        assert wait_for(self.answers, 20), "redis-server did not start"
+        assert wait_for(self.answers, 60), "redis-server did not start"
         return self
 
     def answers(self):

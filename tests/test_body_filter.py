@@ -370,7 +370,7 @@ def test_client_vanishes_mid_body(ng, path):
     if path.startswith("/jvm/"):
         # the JVM body's source was closed when its client left
         assert wait_for(lambda: int(ng.get("/jvm/closes").text)
-                        >= closes + 3, 10)
+                        >= closes + 3, 60)
 
 
 @pytest.mark.parametrize("rng", ["bytes=0-3", "bytes=0-1,100-200,5-6",
@@ -443,7 +443,7 @@ def test_filter_throws_ends_the_response(ng):
         assert reply.status == 200
         assert not dechunk(reply.body)[1]
     assert b"static file" not in data.lower()
-    assert wait_for(lambda: "body-boom-marker" in ng.log_text(since), 5)
+    assert wait_for(lambda: "body-boom-marker" in ng.log_text(since), 60)
     assert any("at testapp.BodyFilters$Throws.filter" in l
                for l in ng.log_text(since).splitlines())
     assert ng.get("/static/a.txt").body == b"STATIC FILE\n"
@@ -460,7 +460,7 @@ def test_filter_throws_mid_body_closes_the_connection(ng):
     body, complete = dechunk(reply.body)
     assert not complete
     assert 0 < len(body) < 8 * MB
-    assert wait_for(lambda: "body-boom-later-marker" in ng.log_text(since), 5)
+    assert wait_for(lambda: "body-boom-later-marker" in ng.log_text(since), 60)
 
 
 @pytest.mark.log_allows("the jvm_body_filter handler threw",
@@ -470,7 +470,7 @@ def test_clojure_filter_answering_no_body_fails(ng):
     data = raw_get(ng, "/clj-wrong/a.txt")
     assert b"static file" not in data
     assert wait_for(lambda: "not bytes, a String or nil" in
-                    ng.log_text(since), 5)
+                    ng.log_text(since), 60)
 
 
 def test_nginx_t_notes_the_loop(ng, mode):

@@ -53,7 +53,7 @@ def cost_lines(ng_, n, log="cost.log"):
     def read():
         with open(path) as f:
             return [l.split() for l in f.read().splitlines()]
-    assert wait_for(lambda: len(read()) >= n, 10), read()
+    assert wait_for(lambda: len(read()) >= n, 60), read()
     return read()
 
 

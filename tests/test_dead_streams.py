@@ -61,8 +61,8 @@ def live(ng):
 
 
 def settled(ng, pid):
-    assert wait_for(lambda: live(ng) == "0 1", 10), live(ng)
-    assert wait_for(lambda: idle(pid), 15), \
+    assert wait_for(lambda: live(ng) == "0 1", 60), live(ng)
+    assert wait_for(lambda: idle(pid), 60), \
         "the worker still spins after the client left"
 
 
@@ -72,7 +72,7 @@ def stops_counting(count):
         a = count()
         time.sleep(0.5)
         return count() == a
-    return wait_for(still, 10)
+    return wait_for(still, 60)
 
 
 def test_ring_seq_of_empty_strings_stops(ng):
@@ -113,7 +113,7 @@ def test_java_stream_reading_zero_bytes_stops_and_is_closed(ng):
     assert ng.get("/status/ok").text == "ok"
     s.close()
     assert stops_counting(lambda: reads()[0]), "still read after the client left"
-    assert wait_for(lambda: reads()[1] == "true", 10), "the stream was not closed"
+    assert wait_for(lambda: reads()[1] == "true", 60), "the stream was not closed"
     settled(ng, pid)
     assert ng.log_problems() == []
 

@@ -69,5 +69,5 @@ def test_debug_lines_on_the_event_loop():
         def missing():
             text = ng.log_text(since)
             return [w for w in want if not re.search(w, text)]
-        wait_for(lambda: not missing(), 10)
+        wait_for(lambda: not missing(), 60)
         assert not missing(), ng.log_text(since)[-4000:]

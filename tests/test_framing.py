@@ -76,7 +76,7 @@ def pipelined(ng, first, method="GET"):
     other = "/java/header?v=next"
     data = ng.raw(("%s %s HTTP/1.1\r\nHost: x\r\n\r\n"
                    "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-                   % (method, first, other)).encode(), timeout=5)
+                   % (method, first, other)).encode(), timeout=30)
     replies, rest = responses(data, [method, "GET"])
     assert len(replies) == 2 and rest == b"", data
     second = replies[1]
@@ -173,7 +173,7 @@ def test_stream_shorter_than_its_length_closes(ng, prefix):
     since = ng.log_size()
     data = ng.raw(b"GET /%s/stream?length=10 HTTP/1.1\r\nHost: x\r\n\r\n"
                   b"GET /java/header?v=next HTTP/1.1\r\nHost: x\r\n\r\n"
-                  % prefix.encode(), timeout=5)
+                  % prefix.encode(), timeout=30)
     reply = parse_raw(data)
     assert reply.header("Content-Length") == "10"
     assert reply.body == b"hello", "closed after the short body"
@@ -186,7 +186,7 @@ def test_stream_shorter_than_its_length_closes(ng, prefix):
 @pytest.mark.parametrize("prefix", FILTERS)
 def test_filter_cannot_set_the_length(ng, prefix):
     since = ng.log_size()
-    r = ng.get("/%s/x?length=100" % prefix, timeout=5)
+    r = ng.get("/%s/x?length=100" % prefix, timeout=30)
     assert r.status == 500
     assert ng.wait_log(r"\[error\] .*a jvm_header_filter handler cannot set "
                        r"Content-Length", since)
@@ -206,7 +206,7 @@ def test_interim_status_is_a_logged_500(ng, prefix, code):
     since = ng.log_size()
     path = "/%s/status?code=%d" % (prefix, code)
     data = ng.raw(("GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-                   % path).encode(), timeout=5)
+                   % path).encode(), timeout=30)
     assert parse_raw(data).status == 500
     assert ng.wait_log(r"\[error\] .*status %d, %s" % (code, STATUS_LOG),
                        since)
@@ -225,7 +225,7 @@ def test_control_character_in_value_is_a_logged_500(ng, prefix, char):
     since = ng.log_size()
     path = "/%s/header?v=%s" % (prefix, q("a" + char + "b"))
     data = ng.raw(("GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-                   % path).encode(), timeout=5)
+                   % path).encode(), timeout=30)
     reply = parse_raw(data)
     assert reply.status == 500
     assert char.encode() not in data
@@ -240,7 +240,7 @@ def test_htab_and_obs_text_are_sent(ng, prefix):
     for value in ["a\tb", "a b", "caf\xe9 \xff\x80"]:
         path = "/%s/header?v=%s" % (prefix, q(value))
         data = ng.raw(("GET %s HTTP/1.1\r\nHost: x\r\nConnection: close"
-                       "\r\n\r\n" % path).encode(), timeout=5)
+                       "\r\n\r\n" % path).encode(), timeout=30)
         reply = parse_raw(data)
         assert reply.status == 200, data
         assert b"\r\nX-Test: " + value.encode("latin-1") + b"\r\n" in data
@@ -251,7 +251,7 @@ def test_htab_and_obs_text_are_sent(ng, prefix):
 def test_filter_name_must_be_a_token(ng, prefix):
     """"X:Y: v" would read to a client as the field X."""
     since = ng.log_size()
-    r = ng.get("/%s/x?name=X%%3AY&v=v" % prefix, timeout=5)
+    r = ng.get("/%s/x?name=X%%3AY&v=v" % prefix, timeout=30)
     assert r.status == 500
     assert ng.wait_log(r'\[error\] .*header field name "X:Y": it is no '
                        r'HTTP token', since)

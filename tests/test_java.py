@@ -125,7 +125,7 @@ def test_input_stream_body(ng):
     assert r.body == pattern(n)
     # closed (maybe just after the response went out)
     assert wait_for(lambda: int(ng.get("/bodies/closes").body) == before + 1,
-                    5)
+                    60)
 
 
 def test_iterable_body(ng):

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from harness import Nginx, wait_for
+from harness import START_WAIT, Nginx, wait_for
 
 LOCATIONS = """
         location /jvm { jvm_content testapp.ring/pid; }
@@ -34,7 +34,8 @@ def ng(request, mode):
     # waiting early when the master keeps starting workers (a respawn loop)
     n.ready = wait_for(lambda: len(n.log_lines(FAILED)) >= WORKERS
                        and n.wait_ready(timeout=0)
-                       or len(n.log_lines("start worker process")) > 10, 15)
+                       or len(n.log_lines("start worker process")) > 10,
+                       START_WAIT)
     yield n
     n.stop()
     n.cleanup()
@@ -42,7 +43,7 @@ def ng(request, mode):
 
 def test_failure_logged_once_per_worker_start(ng):
     assert ng.ready, "workers did not start:\n" + ng.log_text()[-3000:]
-    time.sleep(2)
+    time.sleep(2)               # a window for a respawn to show
     # no respawn loop: the same workers, one message each
     assert len(ng.log_lines(r"start worker process \d+")) == WORKERS
     assert len(ng.log_lines(FAILED)) == WORKERS
@@ -54,14 +55,14 @@ def test_failure_logged_once_per_worker_start(ng):
 
 def test_static_location_still_serves(ng):
     for _ in range(3):
-        r = ng.get("/static", timeout=3)
+        r = ng.get("/static", timeout=30)
         assert r.status == 200
         assert r.body == b"static ok"
 
 
 def test_jvm_location_answers_500(ng):
     for _ in range(3):
-        assert ng.get("/jvm", timeout=3).status == 500
+        assert ng.get("/jvm", timeout=30).status == 500
     # and it is not logged again per request
     assert len(ng.log_lines(FAILED)) == WORKERS
 
@@ -85,7 +86,7 @@ def test_wire_protocol_mismatch_is_refused(tmp_path, mode):
     n = Nginx(LOCATIONS, classpath=[str(out)] + java_classpath(), mode=mode,
               startup_allow=[MISMATCH])
     with n:
-        assert wait_for(lambda: n.log_lines(MISMATCH), 15), n.log_text()[-2000:]
-        assert n.get("/static", timeout=3).body == b"static ok"
-        assert n.get("/jvm", timeout=3).status == 500
+        assert wait_for(lambda: n.log_lines(MISMATCH), 60), n.log_text()[-2000:]
+        assert n.get("/static", timeout=30).body == b"static ok"
+        assert n.get("/jvm", timeout=30).status == 500
         assert len(n.log_lines(MISMATCH)) == 1

@@ -273,7 +273,7 @@ def snapshot(n):
 
 
 def settled(n, base):
-    """The worker back to its baseline (waits up to 20 s); answers the last
+    """The worker back to its baseline (waits up to 60 s); answers the last
     snapshot and whether it matched."""
     last = {}
 
@@ -281,7 +281,7 @@ def settled(n, base):
         last.update(snapshot(n))
         return (last["tasks"] <= base["tasks"] and last["fds"] <= base["fds"]
                 and last["threads"] <= base["threads"])
-    return wait_for(back, 20, 0.25), last
+    return wait_for(back, 60, 0.25), last
 
 
 @pytest.mark.log_allows(r"the thread pool.s queue is full",

@@ -143,11 +143,11 @@ def test_reopen_follows_the_new_file(ng):
     os.rename(ng.log, ng.log + ".old")
     try:
         os.kill(ng.master_pid, signal.SIGUSR1)
-        assert wait_for(lambda: os.path.exists(ng.log), 10)
+        assert wait_for(lambda: os.path.exists(ng.log), 60)
         # the worker reopens after the master: until then Java's entries
         # still go to the old file
         assert wait_for(lambda: get(ng, op="out", msg="after-reopen-marker")
-                        and "after-reopen-marker" in ng.log_text(), 10)
+                        and "after-reopen-marker" in ng.log_text(), 60)
         _, level, _, logger, _ = entry(ng, "after-reopen-marker", 0)
         assert (level, logger) == ("notice", "stdout")
         # nginx's own entry and Java's are in the new file, in order
@@ -194,7 +194,7 @@ def test_error_log_to_stderr(mode):
             lines = [l for l in n.stderr_text().splitlines()
                      if "to-stderr-marker" in l]
             return len(lines) == 2 and lines
-        lines = wait_for(found, 10)
+        lines = wait_for(found, 60)
         assert lines, n.stderr_text()[-2000:]
         assert ENTRY.match(lines[0]).group(2, 5) == ("notice", "stdout")
         assert ENTRY.match(lines[1]).group(2, 5) == ("warn", "testapp.jul")

@@ -81,7 +81,7 @@ def log_lines(ng, n):
         lines = open(path).read().splitlines()
         return lines if len(lines) >= n else None
 
-    return wait_for(read, 10) or []
+    return wait_for(read, 60) or []
 
 
 # -- access --------------------------------------------------------------
@@ -259,7 +259,7 @@ def test_clojure_log_after_proxy(ng):
     assert r.status == 201
     lines = log_lines(ng, 1)
     assert wait_for(lambda: any(l.startswith("clj /clj-logged/status/201 201 ")
-                                for l in log_lines(ng, 1)), 10), lines
+                                for l in log_lines(ng, 1)), 60), lines
 
 
 # -- errors --------------------------------------------------------------
@@ -270,7 +270,7 @@ def test_rewrite_throws_500(ng):
     since = ng.log_size()
     r = ng.request("GET", "/throw-rewrite")
     assert r.status == 500
-    assert wait_for(lambda: "java-boom-marker" in ng.log_text(since), 5)
+    assert wait_for(lambda: "java-boom-marker" in ng.log_text(since), 60)
     assert ng.request("GET", "/static/a.txt",
                       headers={"X-Token": "secret"}).status == 200
 
@@ -282,7 +282,7 @@ def test_access_throws_500(ng):
     r = ng.request("GET", "/throw-access/a.txt")
     assert r.status == 500
     assert wait_for(lambda: "the jvm_access handler threw" in
-                    ng.log_text(since), 5)
+                    ng.log_text(since), 60)
 
 
 @pytest.mark.log_allows("the jvm_header_filter handler threw",
@@ -292,7 +292,7 @@ def test_filter_throws_500(ng):
     r = ng.request("GET", "/throw-filter/a.txt")
     assert r.status == 500
     assert b"static file" not in r.body
-    assert wait_for(lambda: "filter-boom-marker" in ng.log_text(since), 5)
+    assert wait_for(lambda: "filter-boom-marker" in ng.log_text(since), 60)
     assert ng.request("GET", "/filtered/a.txt").status == 200
 
 
@@ -304,4 +304,4 @@ def test_log_throws_logged_response_intact(ng):
     assert r.status == 200
     assert r.body == b"static file\n"
     assert wait_for(lambda: "the jvm_log handler threw" in
-                    ng.log_text(since), 10)
+                    ng.log_text(since), 60)

@@ -131,7 +131,7 @@ def test_an_answer_is_not_held_behind_a_request_that_waits(ng):
         replies, rest = read_replies(s, 1)
         assert replies[0].body == b"first"
         assert wait_for(lambda: request(ng.port, "GET",
-                                        "/ctl/held").text == "1", 10), \
+                                        "/ctl/held").text == "1", 60), \
             "the second request is blocked"
         assert request(ng.port, "GET", "/ctl/release").text == "ok"
         replies, rest = read_replies(s, 2, rest)
@@ -335,7 +335,7 @@ def test_http2_an_answer_is_not_held_behind_a_stream_that_waits(ng, h2):
     h2.s.sendall(h2_get(1, "/slow/block?ms=20000") + h2_get(3, "/q/run?tag=3"))
     assert h2.answers(1) == {3: (200, b"3")}
     assert wait_for(lambda: request(ng.port, "GET",
-                                    "/ctl/held").text == "1", 10), \
+                                    "/ctl/held").text == "1", 60), \
         "stream 1 is blocked"
     assert request(ng.port, "GET", "/ctl/release").text == "ok"
     assert h2.answers(1) == {1: (200, b"released")}

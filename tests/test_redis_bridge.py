@@ -207,7 +207,7 @@ def test_redis_restarts_and_the_bridge_comes_back(streams, hosts, redis,
     lost = "while-down-" + uuid.uuid4().hex[:6]
     publish(a, lost)
     received_exactly(ca, [lost])    # the host itself still has it
-    assert wait_for(lambda: a.log_lines(DOWN, since[id(a)]), 15)
+    assert wait_for(lambda: a.log_lines(DOWN, since[id(a)]), 60)
     redis.start()                   # the same port
     assert wait_for(lambda: subscriptions(redis, channel) == 2, 30), \
         "both hosts subscribed again"

@@ -402,7 +402,7 @@ def test_client_vanishes_during_an_off_loop_rewrite(ng):
         got = open(log).read().splitlines()[before:]
         return got if len(got) >= 3 else None
 
-    got = wait_for(lines, 15)
+    got = wait_for(lines, 60)
     assert got and len(got) == 3, got
     for line in got:
         # the request is over: the change is refused, nothing else happens

@@ -153,7 +153,7 @@ def closes(ng):
 def closed_since(ng, before):
     """Waits for one more close: off the event loop, a stream may be closed
     just after the response went out."""
-    return wait_for(lambda: closes(ng) == before + 1, 5)
+    return wait_for(lambda: closes(ng) == before + 1, 60)
 
 
 def test_input_stream_body_large(ng):

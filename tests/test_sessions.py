@@ -145,7 +145,7 @@ def test_an_unused_session_expires(hosts, redis, store):
         time.sleep(1.0)
         assert session(c.get(a.port, path))[":v"] == "soon"
     # unread for longer than its TTL (a read would give it its time again)
-    assert wait_for(lambda: not session(c.get(a.port, path)), 20,
+    assert wait_for(lambda: not session(c.get(a.port, path)), 60,
                     interval=2.0), "the session expired"
 
 
@@ -260,7 +260,7 @@ def test_a_redis_that_hangs_answers_503_within_the_timeout(hosts, redis):
     assert r.status == 503, r
     assert took < 10, "bounded by the command timeout (1 s)"
     assert len(a.log_lines(UNAVAILABLE, since)) == 1, a.log_text(since)
-    assert wait_for(lambda: c.get(a.port, "/redis").status == 200, 10)
+    assert wait_for(lambda: c.get(a.port, "/redis").status == 200, 60)
     assert session(c.get(a.port, "/redis"))[":v"] == "x"
 
 

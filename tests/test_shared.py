@@ -304,4 +304,4 @@ def test_clojure_wrapper(mode):
             ":printed": '#shared/dict "d"', ":bad-type": Keyword(":iae"),
             ":unknown": Keyword(":iae"), ":publish": True,
             ":publish-bad": Keyword(":iae")}, res
-        assert wait_for(lambda: read_edn(n.get("/got").text) == ["one"], 5)
+        assert wait_for(lambda: read_edn(n.get("/got").text) == ["one"], 60)

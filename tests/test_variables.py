@@ -155,7 +155,7 @@ def test_jvm_set_in_log_format(ng):
     r = ng.request("GET", "/set-log?x=5", headers={"X-V": "log"})
     assert r.status == 200
     path = ng.path("logs", "jvm-access.log")
-    text = wait_for(lambda: os.path.exists(path) and open(path).read(), 5)
+    text = wait_for(lambda: os.path.exists(path) and open(path).read(), 60)
     assert "/set-log computed=v-log clj=clj-5" in text
 
 
@@ -164,5 +164,5 @@ def test_jvm_set_throws_500(ng):
     since = ng.log_size()
     r = ng.request("GET", "/set", headers={"X-V": "boom"})
     assert r.status == 500
-    assert wait_for(lambda: "var-boom-marker" in ng.log_text(since), 5)
+    assert wait_for(lambda: "var-boom-marker" in ng.log_text(since), 60)
     assert ng.request("GET", "/set", headers={"X-V": "ok"}).status == 200

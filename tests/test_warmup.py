@@ -122,7 +122,7 @@ def test_a_reload_hands_over_to_workers_already_warm(mode):
         assert first_new, "no new worker answered within 60 s"
         # its very first real request came after its 300
         assert first_new["warmups"] == 300
-        assert wait_for(lambda: not any(alive(p) for p in old), 20)
+        assert wait_for(lambda: not any(alive(p) for p in old), 60)
 
 
 @pytest.mark.parametrize("m", ["pool", "virtual"])

@@ -396,7 +396,7 @@ def test_client_that_vanishes_leaves_nothing(ng, step):
     else:
         s.sendall(frame(2, deflate(b"\x00" * SMALL * 4), rsv1=True))
     s.close()
-    assert wait_for(lambda: ng.get("/live-sockets").text == "0", 10), \
+    assert wait_for(lambda: ng.get("/live-sockets").text == "0", 60), \
         ng.get("/live-sockets").text
     still_serves(ng)
 
@@ -416,14 +416,19 @@ def test_memory_per_idle_compressed_socket(mode, capsys):
     warm-up).  Each batch is held open while the next is measured, so that
     each takes fresh memory (none freed by the one before); with a fixed,
     pre-touched heap, what grows is the worker's C memory (the Java
-    objects of a socket are the same either way).  RSS moves by a few MB
-    on its own (the JVM's native memory, malloc's free lists), hence five
-    batches of each, interleaved, and their medians; zlib's state kept per
-    socket would cost 40 KB (an inflater) to 300 KB, far past the margin."""
+    objects of a socket are the same either way).  The JVM interprets only
+    (-Xint): with the JIT, the compilers' memory, freed by HotSpot's chunk
+    pool cleaner seconds later, moved RSS by MBs on its own (the test slept
+    6 s for it, and still saw batches of 0 to 3,500 bytes a socket); under
+    -Xint every batch measures 1,161 bytes a socket, to the byte, but the
+    first compressed one (the zlib streams' pages taken by the warm-up).
+    Five batches of each, interleaved, and their medians all the same;
+    zlib's state kept per socket would cost 40 KB (an inflater) to 300 KB,
+    far past the margin."""
     if mode != "loop":
         pytest.skip("once is enough: the C side is the same in every mode")
     http = ("    jvm_options -Xms64m -Xmx64m -XX:+AlwaysPreTouch "
-            "-XX:+UseSerialGC;\n")
+            "-XX:+UseSerialGC -Xint;\n")
     count = 1500
     n = Nginx(LOCATIONS, http=http, mode=mode)
     with open(n.conf) as f:
@@ -447,29 +452,25 @@ def test_memory_per_idle_compressed_socket(mode, capsys):
                 socks.append(s)
             return socks
 
-        # warm-up: the JIT compiles the paths (its arenas are freed in the
-        # next seconds: HotSpot's chunk pool cleaner), the worker's zlib
-        # streams are made, the socket table sized
+        # warm-up: the worker's zlib streams are made, the socket table
+        # sized
         for path, compressed in (("/ws/pure", True),
                                  ("/ws/pure-plain", False)) * 2:
             for s in hold(path, compressed, 1000):
                 s.close()
-        assert wait_for(lambda: n.get("/live-sockets").text == "0", 10)
-        time.sleep(6)
+        assert wait_for(lambda: n.get("/live-sockets").text == "0", 60)
         held = hold("/ws/pure", True, 50) + hold("/ws/pure-plain", False, 50)
         figures = []
         try:
             for path, compressed in (("/ws/pure", True),
                                      ("/ws/pure-plain", False)) * 5:
-                time.sleep(0.2)
                 before = rss_kb(pid)
-                held += hold(path, compressed)
-                time.sleep(0.2)
+                held += hold(path, compressed)     # each socket echoed
                 figures.append((path, (rss_kb(pid) - before) * 1024 / count))
         finally:
             for s in held:
                 s.close()
-        assert wait_for(lambda: n.get("/live-sockets").text == "0", 10)
+        assert wait_for(lambda: n.get("/live-sockets").text == "0", 60)
         plain = [b for p, b in figures if p == "/ws/pure-plain"]
         deflated = [b for p, b in figures if p == "/ws/pure"]
         with capsys.disabled():
