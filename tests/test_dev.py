@@ -225,14 +225,14 @@ def test_a_broken_save_answers_its_error_until_fixed(project):
         def broken():
             r = n.get("/")
             return r if r.status == 500 else None
-        r = wait_for(broken, 5)
+        r = wait_for(broken, 60)
         assert r, n.log_text()
         assert r.header("content-type").startswith("text/html")
         assert "reloading devtest.app failed" in r.text
         assert "EOF while reading" in r.text
         write(project / "devtest" / "app.clj", good.replace(
             "(u/version)", "(str (u/version) \"-fixed\")"))
-        assert wait_for(lambda: n.get("/").text.startswith("v1-fixed "), 5)
+        assert wait_for(lambda: n.get("/").text.startswith("v1-fixed "), 60)
 
 
 @pytest.mark.log_allows(r"nginx.jvm.dev: the handler threw",
@@ -266,7 +266,7 @@ def test_dev_serves_a_handler_that_cannot_load_until_a_save_fixes_it(project):
         assert 'cannot load handler &quot;devtest.app/handler&quot;' in r.text
         assert "Could not locate no/such/lib" in r.text
         write(project / "devtest" / "app.clj", good)
-        assert wait_for(lambda: n.get("/").text.startswith("v1 "), 5)
+        assert wait_for(lambda: n.get("/").text.startswith("v1 "), 60)
 
 
 # --- %w and --debug -----------------------------------------------------------
@@ -364,7 +364,7 @@ def test_jdb_stops_a_worker_at_a_breakpoint():
                 t = threading.Thread(target=get)
                 t.start()
                 stopped = wait_for(lambda: "Breakpoint hit" in jdb.text()
-                                   or not t.is_alive(), 10)
+                                   or not t.is_alive(), 60)
                 assert stopped
                 if "Breakpoint hit" not in jdb.text():
                     # worker 0 answered: try another connection
