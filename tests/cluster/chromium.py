@@ -142,7 +142,7 @@ class Page:
                                             r["exceptionDetails"].get("text")))
         return r["result"].get("value")
 
-    def wait(self, expression, timeout=20):
+    def wait(self, expression, timeout=60):
         """Until expression is true in the page; answers the seconds it
         took."""
         start = time.monotonic()

@@ -183,7 +183,7 @@ class ChatClient:
     def _connect(self):
         headers = {"Cookie": self.cookie} if self.cookie else None
         self.ws = connect(self.url, additional_headers=headers, proxy=None,
-                          open_timeout=5, ping_interval=self.ping,
+                          open_timeout=30, ping_interval=self.ping,
                           ping_timeout=self.ping, compression=None,
                           # a silent host answers no close frame either
                           close_timeout=self.ping or 10)

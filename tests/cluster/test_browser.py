@@ -57,14 +57,14 @@ def test_chat_across_hosts_in_chromium(njc, browser):
         while not b.eval("log.textContent.includes('warm-up')"):
             a.eval("ws.send('warm-up'), true")
             time.sleep(0.2)
-            assert time.monotonic() - start < 20, "no message crosses"
+            assert time.monotonic() - start < 60, "no message crosses"
         text = "hello from %s at %d" % (hosts[0], time.time())
         a.eval("text.focus(), true")
         a.type(text)
         typed = time.monotonic()
-        b.wait("log.textContent.includes(%s)" % json.dumps(text), 10)
+        b.wait("log.textContent.includes(%s)" % json.dumps(text), 60)
         across = time.monotonic() - typed
-        a.wait("log.textContent.includes(%s)" % json.dumps(text), 5)
+        a.wait("log.textContent.includes(%s)" % json.dumps(text), 60)
         assert a.eval("text.value") == ""          # the form was sent
         njc.figures["browser"] = {"typed_to_other_host_ms":
                                   round(across * 1000, 1)}
@@ -86,8 +86,8 @@ def test_a_page_whose_host_dies_chats_on_through_another(njc, browser):
         a, b = pages[other], pages[victim]
         killed = time.monotonic()
         njc.kill(victim)
-        b.wait("log.textContent.includes('reconnecting')", 10)
-        b.wait("ws.readyState === 1", 20)
+        b.wait("log.textContent.includes('reconnecting')", 60)
+        b.wait("ws.readyState === 1", 60)
         back = time.monotonic() - killed
         # a message sent now reaches the page on its new host (the
         # bridges carry it across if that is not app1)
@@ -97,12 +97,12 @@ def test_a_page_whose_host_dies_chats_on_through_another(njc, browser):
             n += 1
             a.eval("ws.send('after-kill %d'), true" % n)
             time.sleep(0.2)
-            assert time.monotonic() - start < 20, \
+            assert time.monotonic() - start < 60, \
                 "no message reaches the page after it reconnected"
         text = "typed after the kill at %d" % time.time()
         a.eval("text.focus(), true")
         a.type(text)
-        b.wait("log.textContent.includes(%s)" % json.dumps(text), 10)
+        b.wait("log.textContent.includes(%s)" % json.dumps(text), 60)
         njc.figures["browser_reconnect_ms"] = round(back * 1000, 1)
     except BaseException:
         keep_screenshots(pages, "browser-reconnect")
@@ -111,7 +111,7 @@ def test_a_page_whose_host_dies_chats_on_through_another(njc, browser):
         njc.start(victim)
         # the front tries the host again after fail_timeout (5 s): the
         # tests after this one find all three hosts serving
-        until = time.monotonic() + 20
+        until = time.monotonic() + 60
         while time.monotonic() < until:
             try:
                 if get(njc.live, cookie=njc.route(victim)).host == victim:

@@ -12,7 +12,7 @@ from clients import (Broadcaster, ChatClient, Load, get, sign_in,
                      signed_in_as)
 
 
-def wait_delivery(sender, receivers, prefix, limit=20):
+def wait_delivery(sender, receivers, prefix, limit=60):
     """Sends numbered messages until every receiver has one: the bridge of
     every host involved is subscribed to Redis. Answers the seconds it
     took."""
@@ -27,6 +27,29 @@ def wait_delivery(sender, receivers, prefix, limit=20):
     missing = [r.name for r in receivers if not r.received(prefix)]
     raise AssertionError("no %s message reached %s in %ds"
                          % (prefix, missing, limit))
+
+
+def landed(broadcasts, clients, prefix, rejoined=None, limit=30):
+    """Waits until every client has every broadcast sent after its last
+    connect, and `rejoined` every one sent after the first it received,
+    or `limit` seconds: the assertions after it say what is missing."""
+    sent_at = dict((m, t) for t, m in broadcasts.sent)
+
+    def missing(c, since):
+        return {m for t, m in broadcasts.sent if t > since} \
+            - {m for _, m in c.received(prefix)}
+
+    def done():
+        if any(missing(c, c.connections[-1][0]) for c in clients):
+            return False
+        if rejoined:
+            got = rejoined.received(prefix)
+            return got and not missing(rejoined, sent_at[got[0][1]])
+        return True
+
+    start = time.monotonic()
+    while not done() and time.monotonic() - start < limit:
+        time.sleep(0.1)
 
 
 def outcomes(records):
@@ -62,16 +85,21 @@ def test_host_lost_and_back(njc):
         restarted = time.monotonic()
         # the front tries the host again after fail_timeout (5 s)
         while not load.served_by(victim, since=restarted) and \
-                time.monotonic() - restarted < 10:
+                time.monotonic() - restarted < 60:
             time.sleep(0.1)
         # a chat client on the host that came back: its bridge subscribes
-        # to Redis when its first chat socket opens
+        # to Redis when its first chat socket opens; then 2 s of
+        # broadcasts to it
         rejoined = ChatClient(njc.live, cookie=njc.route(victim),
                               name="rejoined")
-        time.sleep(5)
+        start = time.monotonic()
+        while len(rejoined.received("b-")) < 20 and \
+                time.monotonic() - start < 60:
+            time.sleep(0.1)
     finally:
         broadcasts.stop()
-        time.sleep(1.5)                 # the last broadcasts land
+        # the last broadcasts land
+        landed(broadcasts, subscribers, "b-", rejoined)
         load.stop()
         for c in subscribers + [publisher] + ([rejoined] if rejoined else []):
             c.close()
@@ -167,13 +195,13 @@ def test_host_unplugged_and_back(njc):
         njc.plug(victim)
         plugged = time.monotonic()
         while not load.served_by(victim, since=plugged) and \
-                time.monotonic() - plugged < 10:
+                time.monotonic() - plugged < 60:
             time.sleep(0.1)
         time.sleep(1)
     finally:
         njc.plug(victim)
         broadcasts.stop()
-        time.sleep(1.5)
+        landed(broadcasts, subscribers, "c-")      # the last ones land
         load.stop()
         for c in subscribers + [publisher]:
             c.close()
@@ -229,7 +257,7 @@ def test_redis_restarted(njc):
         njc.start("redis")
         up = time.monotonic()
         # the bridge: app1's chat reaches app3's again
-        bridged = wait_delivery(a, [c], "probe-", limit=30)
+        bridged = wait_delivery(a, [c], "probe-")
         time.sleep(3)
     finally:
         load.stop()
