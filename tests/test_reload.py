@@ -371,9 +371,14 @@ SCHED_BATCH, SCHED_IDLE = 3, 5
 
 
 def threads(pid):
-    """[(tid, name)] of a process."""
+    """[(tid, name)] of a process; none once it has ended (the master's
+    trial start of a reload's JVM is a child too, and exits)."""
     out = []
-    for tid in os.listdir("/proc/%d/task" % pid):
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return out
+    for tid in tids:
         try:
             with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
                 out.append((tid, f.read().strip()))
