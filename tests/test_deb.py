@@ -95,7 +95,8 @@ def machine_lock():
 def deb(machine_lock):
     """`make deb`, then the package installed into a clean state; purged
     at the end whatever happens."""
-    r = subprocess.run(["make", "-s", "deb"], cwd=ROOT, stdout=subprocess.PIPE,
+    r = subprocess.run(["make", "-s", "--no-print-directory",
+                        "deb"], cwd=ROOT, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True, timeout=600)
     assert r.returncode == 0, r.stdout
     # the last line, without the colour resets Maven writes when it rebuilds

@@ -112,7 +112,10 @@ def status(root):
 def trixie():
     """`make deb DIST=trixie`, the Debian 13 root, a copy of it with the
     package installed by apt; the copy goes at the end whatever happens."""
-    r = subprocess.run(["make", "-s", "deb", "DIST=trixie"], cwd=ROOT,
+    # --no-print-directory: under `make test` this make is a sub-make, and
+    # its "Leaving directory" line would come after the package's path
+    r = subprocess.run(["make", "-s", "--no-print-directory",
+                        "deb", "DIST=trixie"], cwd=ROOT,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, timeout=1800)
     assert r.returncode == 0, r.stdout

@@ -67,7 +67,8 @@ APP = """\
 def image():
     """`make image`: its name and size (the last line)."""
     started = time.monotonic()
-    r = subprocess.run(["make", "-s", "image"], cwd=ROOT, stdout=subprocess.PIPE,
+    r = subprocess.run(["make", "-s", "--no-print-directory",
+                        "image"], cwd=ROOT, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True, timeout=3600)
     assert r.returncode == 0, r.stdout
     last = re.sub(r"\x1b\[[0-9;]*m", "", r.stdout.strip().splitlines()[-1])

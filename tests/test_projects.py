@@ -56,7 +56,8 @@ def base_env():
     for tool in ("lein", "mvn", "java"):
         assert shutil.which(tool), "%s is not installed: scripts/install-deps.sh" % tool
     PROJECTS.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run(["make", "-s", "-C", str(ROOT), "install-m2", "M2_REPO=%s" % M2],
+    r = subprocess.run(["make", "-s", "--no-print-directory",
+                        "-C", str(ROOT), "install-m2", "M2_REPO=%s" % M2],
                        capture_output=True, text=True, timeout=STEP_TIMEOUT)
     assert r.returncode == 0, r.stdout + r.stderr
     lein_home = PROJECTS / "lein"
