@@ -18,6 +18,10 @@ REALAPP_LIBS := $(BUILD)/realapp-lib/.done
 # Jedis and what it needs (runtime/redis/pom.xml), for applications that use
 # Redis (sessions, the topic bridge) and for their tests: optional.
 REDISLIBS := $(BUILD)/redis-lib/.done
+# The servlet engine (runtime/servlet: Tomcat 11 beneath nginx, and its
+# jars from Maven Central), for web applications: `bin/nginx-jvm run --war`.
+SERVLET   := $(BUILD)/servlet/.done
+SERVLET_SRC := $(shell find runtime/servlet/src -type f) runtime/servlet/pom.xml
 # The API and test artifacts (`make api`, below).  Defined before `all`:
 # make expands a rule's prerequisites when it reads the rule.
 VERSION   := $(shell sed -n 's|^  <version>\(.*\)</version>|\1|p' runtime/pom.xml | head -1)
@@ -33,7 +37,7 @@ PYTHON    ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest
         bench bench-quick clean asan asan-module soak test-reload test-coloop test-coloop-jdk21 \
         test-cluster-if-root
 
-all: $(MODULE) $(JAR) $(LIBS) $(TESTLIBS) $(REALAPP_LIBS) $(REDISLIBS) $(API)
+all: $(MODULE) $(JAR) $(LIBS) $(TESTLIBS) $(REALAPP_LIBS) $(REDISLIBS) $(SERVLET) $(API)
 
 deps: $(BUILD)/.deps
 
@@ -117,6 +121,19 @@ $(REDISLIBS): $(BUILD)/.deps runtime/redis/pom.xml
 	mkdir -p $(BUILD)/redis-lib
 	cd runtime/redis && $(MVN) dependency:copy-dependencies \
 	    -DoutputDirectory=../../$(BUILD)/redis-lib
+	@touch $@
+
+# build/servlet: nginx-jvm-servlet.jar (the seam: nginx.jvm.servlet.*), the
+# engine's jars in tomcat-lib (and Jetty's, the second seam, in jetty-lib);
+# the launcher's --war puts them on the workers' class path.
+.PHONY: servlet
+servlet: $(SERVLET)
+$(SERVLET): $(BUILD)/.deps $(JAR) $(SERVLET_SRC)
+	cd runtime/servlet && $(MVN) package
+	rm -rf $(BUILD)/servlet.new && mkdir -p $(BUILD)/servlet.new
+	cp runtime/servlet/target/*.jar $(BUILD)/servlet.new/
+	cp -r runtime/servlet/target/tomcat-lib runtime/servlet/target/jetty-lib $(BUILD)/servlet.new/
+	rm -rf $(BUILD)/servlet && mv $(BUILD)/servlet.new $(BUILD)/servlet
 	@touch $@
 
 run: all

@@ -3,11 +3,22 @@ package nginx.jvm.servlet;
 import jakarta.servlet.Servlet;
 
 /**
- * What the spike serves: the servlet named by {@code -Dnginx.jvm.servlet.class}
- * ({@link HelloServlet} by default), mapped at "/" of the root context.
- * The WAR, web.xml and annotation scanning come later (runtime/servlet/README.md).
+ * What a worker's engine serves, from system properties ({@code jvm_options},
+ * {@code --jvm-option}; the launcher's {@code --war} sets them): a web
+ * application, or the servlet named by {@code -Dnginx.jvm.servlet.class}
+ * ({@link HelloServlet} by default) mapped at "/" of the root context.
  */
-final class App {
+public final class App {
+    /** The web application: a WAR file or its directory (bin/nginx-jvm --war). */
+    static final String WAR = "nginx.jvm.servlet.war";
+    /** Its context path, "" (the root) by default (--context-path). */
+    static final String CONTEXT_PATH = "nginx.jvm.servlet.context";
+    /**
+     * Where a WAR file is unpacked, one copy for every worker (the
+     * launcher's temporary prefix); by default each worker's scratch.
+     */
+    static final String UNPACK = "nginx.jvm.servlet.unpack";
+
     private App() {
     }
 
@@ -33,12 +44,17 @@ final class App {
             } catch (Exception e) {
                 System.err.println("nginx-jvm-servlet: " + engine + " did not stop cleanly: " + e);
             }
-            try (var walk = java.nio.file.Files.walk(scratch)) {
-                walk.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            } catch (java.io.IOException e) {
-                // gone already, or not ours to delete
-            }
+            deleteTree(scratch);
         }, "nginx-jvm-servlet-exit"));
+    }
+
+    /** A directory and all in it, as far as it can be deleted. */
+    public static void deleteTree(java.nio.file.Path dir) {
+        try (var walk = java.nio.file.Files.walk(dir)) {
+            walk.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (java.io.IOException e) {
+            // gone already, or not ours to delete
+        }
     }
 
     /** The engine's scratch directory (Tomcat's base, work directories): one per worker. */

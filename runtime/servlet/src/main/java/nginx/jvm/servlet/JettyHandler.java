@@ -20,7 +20,7 @@ public final class JettyHandler implements Handler, AsyncHandler {
         java.nio.file.Path scratch = App.scratch("jetty");
         engine = new JettyEngine(scratch, App.servlet());
         App.atExit("Jetty", scratch, engine::stop);
-        Startup.log("Jetty", t0);
+        Startup.log("Jetty", "the servlet " + System.getProperty("nginx.jvm.servlet.class", HelloServlet.class.getName()), t0);
     }
 
     @Override

@@ -1,16 +1,17 @@
 package nginx.jvm.servlet;
 
 import java.lang.management.ManagementFactory;
+import nginx.jvm.Log;
 
-/** One line on stderr (nginx's error log) when an engine is up: the spike's start-time figures. */
+/** One line in nginx's error log, at notice, when a worker's engine is up, with its start time. */
 final class Startup {
     private Startup() {
     }
 
-    static void log(String engine, long t0) {
+    static void log(String engine, String what, long t0) {
         long engineMs = (System.nanoTime() - t0) / 1_000_000;
         long sinceJvm = System.currentTimeMillis() - ManagementFactory.getRuntimeMXBean().getStartTime();
-        System.err.println("nginx-jvm-servlet: " + engine + " started in " + engineMs
+        Log.notice("nginx.jvm.servlet", engine + " serves " + what + ": started in " + engineMs
                 + " ms, " + sinceJvm + " ms after the JVM's start");
     }
 }

@@ -1,15 +1,21 @@
 package nginx.jvm.servlet;
 
+import jakarta.servlet.Servlet;
 import nginx.jvm.AsyncHandler;
 import nginx.jvm.Handler;
 import nginx.jvm.Request;
 import nginx.jvm.Responder;
 import nginx.jvm.Response;
 import nginx.jvm.servlet.tomcat.TomcatEngine;
+import nginx.jvm.servlet.tomcat.Webapp;
 
 /**
  * A nginx.jvm.Handler that owns an embedded Tomcat 11 and hands it every
- * request (the spike: runtime/servlet/README.md). One per worker, made when it starts;
+ * request (runtime/servlet/README.md). It serves the web application
+ * {@code -Dnginx.jvm.servlet.war=PATH} names (a WAR or its directory; at
+ * {@code -Dnginx.jvm.servlet.context=/app}, else at the root), or without
+ * one the single servlet {@code -Dnginx.jvm.servlet.class} names.
+ * One per worker, made when it starts;
  * serve it off the event loop ({@code jvm_mode pool}, {@code virtual} or
  * {@code coloop}): servlets block.
  */
@@ -19,9 +25,26 @@ public final class TomcatHandler implements Handler, AsyncHandler {
     public TomcatHandler() throws Exception {
         long t0 = System.nanoTime();
         java.nio.file.Path scratch = App.scratch("tomcat");
-        engine = new TomcatEngine(scratch, App.servlet());
+        String war = System.getProperty(App.WAR);
+        String what;
+        try {
+            if (war != null) {
+                Webapp app = new Webapp(java.nio.file.Path.of(war), System.getProperty(App.CONTEXT_PATH));
+                what = app.toString();
+                String unpack = System.getProperty(App.UNPACK);
+                engine = new TomcatEngine(scratch, app,
+                        unpack != null ? java.nio.file.Path.of(unpack) : scratch.resolve("webapps"));
+            } else {
+                Servlet servlet = App.servlet();
+                what = "the servlet " + servlet.getClass().getName();
+                engine = new TomcatEngine(scratch, servlet);
+            }
+        } catch (Exception e) {
+            App.deleteTree(scratch);
+            throw e;
+        }
         App.atExit("Tomcat", scratch, engine::stop);
-        Startup.log("Tomcat", t0);
+        Startup.log("Tomcat", what, t0);
     }
 
     @Override

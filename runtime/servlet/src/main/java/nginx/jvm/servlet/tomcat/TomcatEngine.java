@@ -11,9 +11,12 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import org.apache.catalina.Context;
+import org.apache.catalina.Host;
 import org.apache.catalina.LifecycleException;
+import org.apache.catalina.LifecycleState;
 import org.apache.catalina.connector.Connector;
 import org.apache.catalina.startup.Tomcat;
+import org.apache.catalina.valves.ErrorReportValve;
 import org.apache.tomcat.util.modeler.Registry;
 
 /**
@@ -37,15 +40,59 @@ public final class TomcatEngine {
         Registry.disableRegistry();
     }
 
+    /** One servlet at "/" of the root context (the spike's hello, the tests' servlets). */
     public TomcatEngine(Path base, Servlet servlet) throws LifecycleException {
+        this(base, t -> {
+            Context c = t.addContext("", base.toString());
+            Tomcat.addServlet(c, "app", servlet).setAsyncSupported(true);
+            c.addServletMappingDecoded("/", "app");
+            return c;
+        });
+    }
+
+    /**
+     * A web application, a WAR or its directory, unpacked under
+     * {@code unpackRoot} when it is a file.
+     */
+    public TomcatEngine(Path base, Webapp app, Path unpackRoot) throws LifecycleException {
+        this(base, t -> app.deploy(t, unpackRoot));
+    }
+
+    private interface Deploy {
+        Context into(Tomcat tomcat) throws Exception;
+    }
+
+    private TomcatEngine(Path base, Deploy deploy) throws LifecycleException {
         tomcat = new Tomcat();
         tomcat.setBaseDir(base.toString());
         Connector connector = new Connector(protocol);
         tomcat.setConnector(connector);
-        Context context = tomcat.addContext("", base.toString());
-        Tomcat.addServlet(context, "app", servlet).setAsyncSupported(true);
-        context.addServletMappingDecoded("/", "app");
+        Host host = tomcat.getHost();
+        // the engine's error pages without "Apache Tomcat/11.0.x" (a
+        // server's version is nginx's to tell: server_tokens) and without the
+        // exception's stack trace, which goes to nginx's error log instead
+        ErrorReportValve errors = new ErrorReportValve();
+        errors.setShowServerInfo(false);
+        errors.setShowReport(false);
+        host.getPipeline().addValve(errors);
+        Context context;
+        try {
+            context = deploy.into(tomcat);
+        } catch (RuntimeException | java.io.IOException e) {
+            throw new LifecycleException(e.getMessage(), e);
+        } catch (Exception e) {
+            throw new LifecycleException(e.toString(), e);
+        }
         tomcat.start();
+        if (context.getState() != LifecycleState.STARTED) {
+            // Tomcat logs why (a web.xml that does not parse, a listener or
+            // a servlet that threw) and goes on without the context: a
+            // worker that cannot serve its application must not serve 404s
+            String path = context.getPath().isEmpty() ? "/" : context.getPath();
+            stop();
+            throw new LifecycleException("the web application at " + path + " did not start ("
+                    + context.getState() + "): Tomcat's reason is logged above");
+        }
         timer.scheduleWithFixedDelay(this::checkTimeouts, 1, 1, TimeUnit.SECONDS);
     }
 
