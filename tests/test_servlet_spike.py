@@ -1,9 +1,8 @@
-"""The servlet spike (issue 47, runtime/servlet/README.md): HelloServlet on Tomcat 11
-and on Jetty 12.1 beneath nginx, each through bin/nginx-jvm in pool mode,
-with and without --async.
+"""The servlet seams (issue 47, runtime/servlet/README.md): HelloServlet on
+Tomcat 11 and on Jetty 12.1 beneath nginx, each through bin/nginx-jvm in
+pool mode, with and without --async.
 
-runtime/servlet is built apart from `make all` (`mvn -f
-runtime/servlet/pom.xml package`): without its jar these tests skip."""
+`make all` builds the engines into build/servlet (`make servlet`)."""
 
 import re
 import socket
@@ -13,12 +12,8 @@ import pytest
 
 from harness import ROOT, Launcher
 
-TARGET = ROOT / "runtime" / "servlet" / "target"
+TARGET = ROOT / "build" / "servlet"
 JAR = TARGET / "nginx-jvm-servlet.jar"
-
-pytestmark = pytest.mark.skipif(
-    not JAR.exists(), reason="runtime/servlet is not built: "
-    "mvn -f runtime/servlet/pom.xml package")
 
 ENGINES = {"tomcat": ("nginx.jvm.servlet.TomcatHandler", "tomcat-lib"),
            "jetty": ("nginx.jvm.servlet.JettyHandler", "jetty-lib")}

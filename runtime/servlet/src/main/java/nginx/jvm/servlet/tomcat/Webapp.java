@@ -76,7 +76,8 @@ public final class Webapp {
             return war;
         }
         if (!Files.isRegularFile(war)) {
-            throw new IllegalArgumentException(war + ": no such WAR file or directory");
+            throw new IllegalArgumentException(war + ": no such WAR file or directory, or the"
+                    + " workers' user (" + System.getProperty("user.name") + ") cannot reach it");
         }
         Files.createDirectories(unpackRoot);
         String name = war.getFileName().toString().replaceAll("\\.war$", "");
