@@ -1,0 +1,230 @@
+package nginx.jvm.servlet.tomcat;
+
+import java.nio.charset.StandardCharsets;
+import java.util.function.UnaryOperator;
+import nginx.jvm.Redis;
+import nginx.jvm.RedisUnavailable;
+import nginx.jvm.SharedDict;
+
+/**
+ * Where the shared sessions live: each session one entry, its key the
+ * store's prefix and the session id, its value what {@link SharedSessionCodec}
+ * writes, its time to live the session's max inactive interval (given again
+ * at each read: sliding expiry, as Tomcat's). Every worker (and, for Redis,
+ * every host) reads and writes the same entries.
+ */
+abstract class SharedSessionStore {
+    final String prefix;
+
+    SharedSessionStore(String prefix) {
+        this.prefix = prefix;
+    }
+
+    /**
+     * The entry of {@code id} and what was left of its time to live, or
+     * null; its time to live starts again ({@code ttlMillis}, 0: never expires).
+     */
+    abstract Loaded load(String id, long ttlMillis);
+
+    /** Gives the entry of {@code id} that time to live from now. */
+    abstract void touch(String id, long ttlMillis);
+
+    /** The entry of {@code id} without touching its time to live, or null. */
+    abstract byte[] peek(String id);
+
+    /** Writes the entry; throws {@link SharedSessionException} when the store has no room. */
+    abstract void put(String id, byte[] value, long ttlMillis);
+
+    abstract void delete(String id);
+
+    /**
+     * Reads the entry, changes it with {@code change} (which sees null when
+     * it is absent and answers null to leave it so) and writes the result:
+     * one step for every worker where the store can lock (the shared
+     * dictionary), else a read then a write.
+     */
+    void update(String id, UnaryOperator<byte[]> change, long ttlMillis) {
+        byte[] next = change.apply(peek(id));
+        if (next != null) {
+            put(id, next, ttlMillis);
+        }
+    }
+
+    /** For messages: the dictionary, or Redis's address. */
+    abstract String describe();
+
+    /**
+     * An entry as read, with what was left of its time to live in ms when
+     * the store knows it (-1 when it does not, 0 when it never expires).
+     */
+    record Loaded(byte[] value, long ttlLeft) {
+    }
+
+    // --- a shared dictionary: every worker of one nginx --------------------
+
+    static final class Dict extends SharedSessionStore {
+        private final SharedDict dict;
+        private final String lockPrefix;
+
+        Dict(SharedDict dict, String prefix) {
+            super(prefix);
+            this.dict = dict;
+            this.lockPrefix = "lock:" + prefix;
+        }
+
+        @Override
+        Loaded load(String id, long ttlMillis) {
+            String key = prefix + id;
+            long left = dict.ttl(key);
+            if (left < 0) {
+                return null;
+            }
+            byte[] v = dict.getBytes(key);
+            if (v == null) {
+                return null;
+            }
+            dict.expire(key, ttlMillis);
+            return new Loaded(v, left);
+        }
+
+        @Override
+        void touch(String id, long ttlMillis) {
+            dict.expire(prefix + id, ttlMillis);
+        }
+
+        @Override
+        byte[] peek(String id) {
+            return dict.getBytes(prefix + id);
+        }
+
+        @Override
+        void put(String id, byte[] value, long ttlMillis) {
+            boolean done;
+            try {
+                done = dict.put(prefix + id, value, ttlMillis);
+            } catch (IllegalArgumentException e) {
+                // a value that can never fit in the zone
+                throw new SharedSessionException("a session of " + value.length
+                        + " bytes can never fit in the shared dictionary \"" + dict.name() + "\" ("
+                        + dict.capacity() + " bytes): declare it larger (jvm_shared_dict "
+                        + dict.name() + " SIZE) or keep less in the session", e);
+            }
+            if (!done) {
+                throw new SharedSessionException("the shared dictionary \"" + dict.name() + "\" ("
+                        + dict.capacity() + " bytes) has no room for a session of " + value.length
+                        + " bytes, even after evicting the least recently used entries:"
+                        + " declare it larger (jvm_shared_dict " + dict.name() + " SIZE)", null);
+            }
+        }
+
+        @Override
+        void delete(String id) {
+            dict.delete(prefix + id);
+        }
+
+        /**
+         * Under a lock of the session's own in the dictionary (an entry
+         * added only when absent, which lives 2 s at most should its holder
+         * die): two workers' changes to different attributes of one session
+         * at the same moment are both kept. A lock not had within 200 ms is
+         * gone without: the write still happens, as a plain read and write.
+         */
+        @Override
+        void update(String id, UnaryOperator<byte[]> change, long ttlMillis) {
+            String lock = lockPrefix + id;
+            String token = Long.toString(ProcessHandle.current().pid()) + ":" + Thread.currentThread().getId();
+            boolean locked = false;
+            long deadline = System.nanoTime() + 200_000_000L;
+            try {
+                while (!(locked = dict.add(lock, token, 2_000)) && System.nanoTime() < deadline) {
+                    Thread.sleep(0, 200_000);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (RuntimeException e) {
+                // no room even for the lock: the write below says so if it fails too
+            }
+            try {
+                super.update(id, change, ttlMillis);
+            } finally {
+                if (locked) {
+                    dict.delete(lock);
+                }
+            }
+        }
+
+        @Override
+        String describe() {
+            return "shared dictionary \"" + dict.name() + "\"";
+        }
+    }
+
+    // --- Redis: every host using it ----------------------------------------
+
+    static final class RedisStore extends SharedSessionStore {
+        private final Redis redis;
+
+        RedisStore(Redis redis, String prefix) {
+            super(prefix);
+            this.redis = redis;
+        }
+
+        private byte[] key(String id) {
+            return (prefix + id).getBytes(StandardCharsets.UTF_8);
+        }
+
+        @Override
+        Loaded load(String id, long ttlMillis) {
+            byte[] v = unavailable(() -> redis.get(key(id), ttlMillis));
+            return v == null ? null : new Loaded(v, -1);
+        }
+
+        @Override
+        void touch(String id, long ttlMillis) {
+            if (ttlMillis > 0) {
+                unavailable(() -> redis.get(key(id), ttlMillis));
+            } else {
+                // no PERSIST in nginx.jvm.Redis: written again without a time to live
+                byte[] v = peek(id);
+                if (v != null) {
+                    put(id, v, 0);
+                }
+            }
+        }
+
+        @Override
+        byte[] peek(String id) {
+            return unavailable(() -> redis.get(key(id), 0));
+        }
+
+        @Override
+        void put(String id, byte[] value, long ttlMillis) {
+            unavailable(() -> {
+                redis.set(key(id), value, ttlMillis);
+                return null;
+            });
+        }
+
+        @Override
+        void delete(String id) {
+            unavailable(() -> redis.delete(key(id)));
+        }
+
+        @Override
+        String describe() {
+            return "Redis at " + redis.where();
+        }
+
+        private interface Call<T> {
+            T run();
+        }
+
+        private <T> T unavailable(Call<T> call) {
+            try {
+                return call.run();
+            } catch (RedisUnavailable e) {
+                throw new SharedSessionException.Unavailable(e.getMessage(), e);
+            }
+        }
+    }
+}

@@ -1,0 +1,95 @@
+package nginx.jvm.servlet.tomcat;
+
+import jakarta.servlet.RequestDispatcher;
+import jakarta.servlet.ServletException;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
+import java.util.Map;
+import nginx.jvm.Log;
+import org.apache.catalina.connector.Request;
+import org.apache.catalina.connector.Response;
+import org.apache.catalina.valves.ValveBase;
+
+/**
+ * First in the context's pipeline (before an authenticator, the filters and
+ * the servlet): when the servlet is done it writes back what the request
+ * changed in its session, before the response is complete, so that the
+ * next request (a redirect's, on another connection, on any worker) reads
+ * it. A session that cannot be saved is an error in the log and, if the
+ * response has not started, a 500 rather than a silent loss; a store that
+ * cannot be reached (Redis) is a 503 with Retry-After.
+ */
+final class SharedSessionValve extends ValveBase {
+    SharedSessionValve() {
+        super(true);
+    }
+
+    @Override
+    public void invoke(Request request, Response response) throws IOException, ServletException {
+        if (!(request.getContext().getManager() instanceof SharedSessionManager manager)) {
+            // the application's context.xml chose a Manager of its own
+            getNext().invoke(request, response);
+            return;
+        }
+        Map<String, SharedSession> had = SharedSessionManager.enter();
+        Map<String, SharedSession> used;
+        try {
+            getNext().invoke(request, response);
+        } finally {
+            used = SharedSessionManager.leave(had);
+        }
+        // an async request's later changes are saved when it ends (SharedSession.endAccess)
+        for (SharedSession s : used.values()) {
+            try {
+                manager.save(s);
+            } catch (SharedSessionException e) {
+                failed(request, response, e);
+            } catch (RuntimeException e) {
+                failed(request, response, new SharedSessionException("session "
+                        + SharedSessionManager.abbreviate(s.getIdInternal()) + " could not be saved in "
+                        + manager.store().describe() + ": " + e, e));
+            }
+        }
+        Throwable thrown = (Throwable) request.getAttribute(RequestDispatcher.ERROR_EXCEPTION);
+        if (unavailable(thrown) && !response.isCommitted()) {
+            // reading the session failed in the servlet: the store, not the application
+            response.setStatus(HttpServletResponse.SC_SERVICE_UNAVAILABLE);
+            response.setHeader("Retry-After", "5");
+        }
+    }
+
+    private static boolean unavailable(Throwable t) {
+        for (int i = 0; t != null && i < 20; i++, t = t.getCause()) {
+            if (t instanceof SharedSessionException.Unavailable) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static void failed(Request request, Response response, SharedSessionException e) {
+        boolean unavailable = e instanceof SharedSessionException.Unavailable;
+        boolean answered = response.isCommitted();
+        Log.error(SharedSessionManager.LOGGER, e.getMessage()
+                + (answered ? " (the response had already started: the client was not told)"
+                        : unavailable ? ", answering 503 to " : ", answering 500 to ")
+                + (answered ? "" : request.getMethod() + " " + request.getDecodedRequestURI()),
+                e.getCause() instanceof RuntimeException && !unavailable ? e.getCause() : null);
+        if (answered) {
+            return;
+        }
+        // the servlet's answer said something was done that was not kept:
+        // none of it goes (its Set-Cookie, a redirect) and the error page says why
+        response.reset();
+        try {
+            if (unavailable) {
+                response.setHeader("Retry-After", "5");
+                response.sendError(HttpServletResponse.SC_SERVICE_UNAVAILABLE);
+            } else {
+                response.sendError(HttpServletResponse.SC_INTERNAL_SERVER_ERROR);
+            }
+        } catch (IOException | IllegalStateException x) {
+            // committed meanwhile: the log line above stands
+        }
+    }
+}
