@@ -187,6 +187,31 @@ def test_new_workers_never_ready_old_ones_quit_by_the_bound(tmp_path, mode):
                            r"after jvm_reload_timeout; quitting all the same")
 
 
+def test_quit_during_a_reload_does_not_wait_for_the_new_workers(tmp_path,
+                                                              mode):
+    """A QUIT while the old workers wait for new ones that take 5 s to
+    start (jvm_reload_timeout 60s): the new workers leave (the first once
+    its JVM is up: a start is not cut short, docs/internals.md), and the
+    old ones leave with them, not at the timeout as they did (issue 46)."""
+    n = Nginx(LOCATIONS, workers=2, mode=mode, startup_allow=[])
+    add_to_http(n, config(n.prefix, "60s"))
+    with n:
+        old = next_start(n, 5000)
+        assert n.control("reload").returncode == 0
+        assert n.wait_log(r"serving until the new workers are ready", 0,
+                          READY_WAIT)
+        start = time.monotonic()
+        assert n.control("quit").returncode == 0
+        # the second new worker, waiting for its turn, leaves at once and
+        # says so; the old ones, waiting for it, leave with it
+        assert gone(old, 20)
+        assert n.log_lines(r"jvm: reload: the new workers were told to "
+                           r"leave: quitting"), n.log_text()
+        assert wait_for(lambda: n.proc.poll() is not None, 60)
+        took = time.monotonic() - start
+        assert took < 40, took          # the timeout's 60 s, before
+
+
 def test_plain_quit_does_not_wait(ng):
     old = set(ng.worker_pids())
     start = time.monotonic()

@@ -32,6 +32,7 @@ static int ngx_http_jvm_vm_child_job(ngx_cycle_t *cycle,
 static ngx_int_t ngx_http_jvm_vm_compile(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 static ngx_uint_t ngx_http_jvm_vm_child_stop(void);
+static void ngx_http_jvm_vm_child_kill(pid_t pid);
 
 
 /*
@@ -86,11 +87,24 @@ ngx_http_jvm_vm_build_cache(ngx_cycle_t *cycle,
  * it started but failed at the job, NGX_ERROR when it could not start (the
  * workers then do not try), NGX_ABORT when a handler could not be loaded
  * (the configuration is refused), NGX_BUSY when a stop came meanwhile (the
- * child killed; the configuration is refused, and the stop acted upon).  SIGCHLD stays blocked meanwhile, so that
- * nginx's handler does not reap the child before waitpid() does; a child
- * that runs past the bound (a handler's namespace that never finishes
- * loading) is killed.
+ * child killed; the configuration is refused, and the stop acted upon).
+ * SIGCHLD stays blocked meanwhile, so that nginx's handler does not reap
+ * the child before waitpid() does; a child that runs past the bound (a
+ * handler's namespace that never finishes loading) is killed.
  */
+
+static void
+ngx_http_jvm_vm_child_kill(pid_t pid)
+{
+    int  status;
+
+    (void) kill(pid, SIGKILL);
+
+    while (waitpid(pid, &status, 0) == -1 && ngx_errno == NGX_EINTR) {
+        /* void */
+    }
+}
+
 
 static ngx_int_t
 ngx_http_jvm_vm_child(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
@@ -133,15 +147,13 @@ ngx_http_jvm_vm_child(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
             ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
                           "jvm: a stop came while the master's %s JVM ran: "
                           "killed", ngx_http_jvm_child_jobs[job]);
-            (void) kill(pid, SIGKILL);
+            ngx_http_jvm_vm_child_kill(pid);
 
-            while (waitpid(pid, &status, 0) == -1
-                   && ngx_errno == NGX_EINTR)
-            {
-                /* void */
-            }
-
-            /* the stop is delivered now, and then acted upon */
+            /*
+             * the stop is delivered as soon as the caller's mask lets it
+             * (ngx_http_jvm_cache_prepare() keeps it blocked until its
+             * half-built entry is gone), and then acted upon
+             */
             pthread_sigmask(SIG_SETMASK, &old, NULL);
             return NGX_BUSY;
         }
@@ -151,13 +163,7 @@ ngx_http_jvm_vm_child(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
                           "jvm: the master's %s JVM ran for over %M ms: "
                           "killed", ngx_http_jvm_child_jobs[job],
                           (ngx_msec_t) NGX_HTTP_JVM_CHILD_LIMIT);
-            (void) kill(pid, SIGKILL);
-
-            while (waitpid(pid, &status, 0) == -1
-                   && ngx_errno == NGX_EINTR)
-            {
-                /* void */
-            }
+            ngx_http_jvm_vm_child_kill(pid);
 
             pthread_sigmask(SIG_SETMASK, &old, NULL);
             return NGX_DECLINED;
