@@ -13,6 +13,18 @@ LOCATIONS = """
         location /throws { jvm_content testapp.Throws; }
         location /init { jvm_content testapp.Init; }
         location /clojure { jvm_content testapp.ring/echo; }
+
+        location /path/ { jvm_content testapp.PathOf; }
+        location /moved/ { rewrite ^/moved/(.*)$ /path/moved/$1 last; }
+        location /tried/ { try_files /absent /path/tried$uri; }
+        location /found/ { root html; try_files $uri.page =404;
+                           jvm_content testapp.PathOf; }
+        location /missing/ { error_page 404 = /path/error; return 404; }
+        location /guarded/ { auth_request /path/auth%20check;
+                             auth_request_set $auth_path $sent_http_x_path;
+                             add_header X-Auth-Path $auth_path always;
+                             jvm_content testapp.PathOf; }
+        location /rw/ { jvm_rewrite testapp.PathOf$Rewrite; }
 """
 
 HTTP = """
@@ -30,6 +42,9 @@ def ng(mode):
                startup_allow=[NO_CLOJURE, TRACE]) as n:
         with open(n.path("html", "data.bin"), "wb") as f:
             f.write(os.urandom(50000))
+        os.makedirs(n.path("html", "found"))
+        with open(n.path("html", "found", "page.page"), "w") as f:
+            f.write("found\n")
         yield n
 
 
@@ -79,6 +94,74 @@ def test_echo_post_body(ng):
     assert req["query"] is None
     assert req["hasBody"] is True
     assert req["body"].encode("latin-1") == body
+
+
+def path_of(ng, target):
+    """What testapp.PathOf saw of the raw request target (bytes)."""
+    r = parse_raw(ng.raw(b"GET " + target + b" HTTP/1.1\r\nHost: localhost\r\n"
+                         b"Connection: close\r\n\r\n"))
+    assert r.status == 200, (target, r.status, r.body)
+    return r, json.loads(r.body)
+
+
+# request target: nginx's $uri, as Request.path() gives it
+PATHS = [
+    (b"/path/plain", "/path/plain"),
+    (b"/path/a%20b?x=%20", "/path/a b"),
+    (b"/path/caf%C3%A9", "/path/caf\u00e9"),
+    ("/path/caf\u00e9/\u65e5".encode("utf-8"), "/path/caf\u00e9/\u65e5"),
+    (b"/path/a%2Fb", "/path/a/b"),
+    (b"/path/x/../y", "/path/y"),
+    (b"/path/./z", "/path/z"),
+    (b"//path//m", "/path/m"),
+    (b"/path/%2e%2e/path/w", "/path/w"),
+    (b"/path/x/..;/admin", "/path/x/..;/admin"),
+    (b"/path/a;b", "/path/a;b"),
+    (b"/path/%25", "/path/%"),
+    (b"/path/%FF", "/path/\ufffd"),
+]
+
+
+@pytest.mark.parametrize("target,path", PATHS, ids=[t.decode("latin-1")
+                                                    for t, _ in PATHS])
+def test_path_is_nginx_uri(ng, target, path):
+    """Request.path() is $uri, decoded and normalised as nginx routed on it,
+    without a hop; uri() stays the path as sent."""
+    r, j = path_of(ng, target)
+    assert j["path"] == path
+    assert j["path"] == j["uriVariable"]
+    assert j["uri"] == target.split(b"?")[0].decode("latin-1")
+
+
+def test_path_after_internal_redirects(ng):
+    # rewrite ... last: uri() is the new URI too
+    _, j = path_of(ng, b"/moved/a%20b?k=v")
+    assert (j["path"], j["uri"], j["query"]) == ("/path/moved/a b",
+                                                 "/path/moved/a b", "k=v")
+    _, j = path_of(ng, b"/moved/caf%C3%A9")
+    assert j["path"] == j["uriVariable"] == "/path/moved/caf\u00e9"
+    # try_files to its last URI
+    _, j = path_of(ng, b"/tried/x%20y")
+    assert j["path"] == j["uriVariable"] == "/path/tried/tried/x y"
+    # try_files that found a file: $uri changes, the request line's path
+    # stays
+    _, j = path_of(ng, b"/found/page")
+    assert j["path"] == j["uriVariable"] == "/found/page.page"
+    assert j["uri"] == "/found/page"
+    # error_page
+    _, j = path_of(ng, b"/missing/x%20y")
+    assert j["path"] == j["uriVariable"] == "/path/error"
+
+
+def test_path_of_a_subrequest_and_after_a_rewrite_handler(ng):
+    # auth_request: the subrequest's URI as given, not decoded
+    r, j = path_of(ng, b"/guarded/g%20h")
+    assert j["path"] == "/guarded/g h"
+    assert r.header("X-Auth-Path") == "%2Fpath%2Fauth%2520check"
+    # jvm_rewrite: path() there, and after its setUri()
+    _, j = path_of(ng, b"/rw/a%20b")
+    assert j["path"] == j["uriVariable"] == "/path/from-rewrite/rw/a b"
+    assert j["query"] == "before=%2Frw%2Fa+b"
 
 
 @pytest.mark.parametrize("method", ["PUT", "DELETE", "PURGE"])

@@ -18,6 +18,7 @@
 typedef struct {
     ngx_str_t   method;
     ngx_str_t   path;
+    ngx_str_t   uri;
     ngx_str_t   query;
     ngx_str_t   protocol;
     ngx_str_t   server;
@@ -186,7 +187,7 @@ ngx_http_jvm_describe(ngx_http_request_t *r, ngx_http_jvm_request_t *jr)
             jr->flags |= NGX_HTTP_JVM_REQ_HAS_QUERY;
         }
 
-        goto protocol;
+        goto uri;
     }
 
     q = ngx_strlchr(r->unparsed_uri.data,
@@ -199,7 +200,23 @@ ngx_http_jvm_describe(ngx_http_request_t *r, ngx_http_jvm_request_t *jr)
         jr->flags |= NGX_HTTP_JVM_REQ_HAS_QUERY;
     }
 
-protocol:
+uri:
+
+    /*
+     * nginx's $uri (decoded, normalised, after a rewrite or an internal
+     * redirect), so that Java reads it on any thread; usually it is the
+     * path, and then only the flag's absence says so
+     */
+
+    if (r->uri.len != jr->path.len
+        || (r->uri.len && ngx_memcmp(r->uri.data, jr->path.data, r->uri.len)))
+    {
+        jr->uri = r->uri;
+        jr->flags |= NGX_HTTP_JVM_REQ_HAS_URI;
+
+    } else {
+        ngx_str_null(&jr->uri);
+    }
 
     if (r->http_protocol.len) {
         jr->protocol = r->http_protocol;
@@ -273,9 +290,9 @@ ngx_http_jvm_encoded_size(ngx_http_request_t *r, ngx_http_jvm_request_t *jr)
     ngx_buf_t    *b;
     ngx_chain_t  *cl;
 
-    len = 4 * 4 + 4 + 8 + 7 * 4
+    len = 4 * 4 + 4 + 8 + 8 * 4
           + jr->method.len + jr->path.len + jr->query.len + jr->protocol.len
-          + jr->server.len + jr->addr.len + jr->cert.len
+          + jr->server.len + jr->addr.len + jr->cert.len + jr->uri.len
           + ngx_http_jvm_header_list_size(&r->headers_in.headers)
           + 2 * 4 + sizeof("host") - 1 + jr->authority.len;
 
@@ -326,6 +343,10 @@ ngx_http_jvm_encode(ngx_http_request_t *r, ngx_http_jvm_request_t *jr,
     p = ngx_http_jvm_put_str(p, jr->server.data, jr->server.len);
     p = ngx_http_jvm_put_str(p, jr->addr.data, jr->addr.len);
     p = ngx_http_jvm_put_str(p, jr->cert.data, jr->cert.len);
+
+    if (jr->flags & NGX_HTTP_JVM_REQ_HAS_URI) {
+        p = ngx_http_jvm_put_str(p, jr->uri.data, jr->uri.len);
+    }
 
     count = p;
     p = ngx_http_jvm_put_int(p, 0);

@@ -14,7 +14,7 @@
 
 
 /* The wire protocol's version: Wire.PROTOCOL must be equal. */
-#define NGX_HTTP_JVM_PROTOCOL         9
+#define NGX_HTTP_JVM_PROTOCOL         10
 
 /* Request flags, the first int of a described request. */
 #define NGX_HTTP_JVM_REQ_HTTPS        1
@@ -22,6 +22,7 @@
 #define NGX_HTTP_JVM_REQ_WEBSOCKET    4   /* a valid opening handshake */
 #define NGX_HTTP_JVM_REQ_BODY_FILE    8   /* a body segment is in a file */
 #define NGX_HTTP_JVM_REQ_BODY_STREAM  16  /* the body still arrives */
+#define NGX_HTTP_JVM_REQ_HAS_URI      32  /* $uri is not the path: sent too */
 
 /* Worker.upload(): the piece's status (else the HTTP status it failed). */
 #define NGX_HTTP_JVM_UPLOAD_GOING     0

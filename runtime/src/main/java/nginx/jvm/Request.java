@@ -19,6 +19,8 @@ import java.util.Map;
 public final class Request {
     private static final int METHOD = 0, URI = 1, QUERY = 2, PROTOCOL = 3,
             SERVER_NAME = 4, REMOTE_ADDR = 5, CLIENT_CERT = 6, STRINGS = 7;
+    /** nginx's $uri, one more string when it is not the path (flag REQ_HAS_URI). */
+    private static final int NGINX_URI = 7;
     /** int flags, int server port, int status, long bytes sent; then the strings. */
     private static final int FIXED = 20;
 
@@ -71,14 +73,15 @@ public final class Request {
     /** The body while it still arrives (jvm_request_buffering off), or null. */
     UploadBody upload;
 
-    private String method, uri, query, protocol, serverName, remoteAddr;
+    private String method, uri, path, query, protocol, serverName, remoteAddr;
     private Map<String, String> headers;
     private String[] pairs;
 
     Request(byte[] data) {
         this.data = data;
         int pos = FIXED;
-        for (int i = 0; i < STRINGS; i++) {
+        int strings = (flags() & Wire.REQ_HAS_URI) != 0 ? STRINGS + 1 : STRINGS;
+        for (int i = 0; i < strings; i++) {
             pos += 4 + Wire.getInt(data, pos);
         }
         this.headerCount = Wire.getInt(data, pos);
@@ -279,6 +282,7 @@ public final class Request {
             Natives.setUri(live(), u);
             return null;
         });
+        path = uri;
     }
 
     /**
@@ -600,12 +604,55 @@ public final class Request {
         return method;
     }
 
-    /** The request path as sent, not decoded or normalised. */
+    /**
+     * The request path as sent, not decoded or normalised, each byte one
+     * char (ISO-8859-1): Ring's {@code :uri}. After a rewrite or an internal
+     * redirect, the new path as nginx has it. {@link #path} is the path
+     * nginx routes on.
+     */
     public String uri() {
         if (uri == null) {
             uri = field(URI);
         }
         return uri;
+    }
+
+    /**
+     * The path nginx routes on, its {@code $uri}: the request path with
+     * {@code %XX} decoded, as UTF-8 (a byte that is no UTF-8 becomes
+     * U+FFFD), {@code .} and {@code ..} segments resolved and {@code //}
+     * merged (merge_slashes), after any {@code rewrite}, {@code try_files},
+     * {@code error_page} or other internal redirect; a subrequest's own URI.
+     * The location that runs this handler was chosen by it.
+     *
+     * <p>What {@code variable("uri")} answers, but read from this request's
+     * copy, as {@link #uri}: on any thread, with no hop to the event loop. As
+     * it was when the handler was called, or as {@link #setUri} set it.
+     */
+    public String path() {
+        if (path == null) {
+            if ((flags() & Wire.REQ_HAS_URI) != 0) {
+                path = utf8(offset(NGINX_URI));
+            } else {
+                // the path is $uri: the same String when it is ASCII
+                String u = uri();
+                path = ascii(u) ? u : utf8(offset(URI));
+            }
+        }
+        return path;
+    }
+
+    private String utf8(int at) {
+        return new String(data, at + 4, Wire.getInt(data, at), StandardCharsets.UTF_8);
+    }
+
+    private static boolean ascii(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            if (s.charAt(i) >= 0x80) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** What follows the first '?' of the request target, or null when there is no '?'. */

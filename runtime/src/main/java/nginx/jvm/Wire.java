@@ -14,13 +14,20 @@ import java.nio.ByteOrder;
  */
 final class Wire {
     /** Checked by the C module when it binds this runtime: equal, or it refuses to start. */
-    static final int PROTOCOL = 9;
+    static final int PROTOCOL = 10;
 
     /** Request flags: the first int of a described request. */
     static final int REQ_HTTPS = 1, REQ_HAS_QUERY = 2, REQ_WEBSOCKET = 4, REQ_BODY_FILE = 8;
 
     /** Request flag: the body still arrives, in pieces ({@link Worker#upload}; jvm_request_buffering off). */
     static final int REQ_BODY_STREAM = 16;
+
+    /**
+     * Request flag: nginx's {@code $uri} differs from the path (nginx decoded or normalised it,
+     * or try_files changed it) and follows the client certificate, one more string
+     * ({@link Request#path}).
+     */
+    static final int REQ_HAS_URI = 32;
 
     /**
      * {@link Worker#upload}'s status: more pieces follow; this was the last (else the HTTP

@@ -14,8 +14,8 @@ import java.util.List;
  * Request.java, so a disagreement between the two shows up as a failure.
  */
 final class RequestBytes {
-    // The flag bits of the C module's NGX_HTTP_JVM_REQ_HTTPS, _HAS_QUERY and _BODY_FILE.
-    private static final int HTTPS = 1, HAS_QUERY = 2, BODY_FILE = 8;
+    // The flag bits of the C module's NGX_HTTP_JVM_REQ_HTTPS, _HAS_QUERY, _BODY_FILE and _HAS_URI.
+    private static final int HTTPS = 1, HAS_QUERY = 2, BODY_FILE = 8, HAS_URI = 32;
 
     private int flags;
     private int port = 80;
@@ -28,6 +28,7 @@ final class RequestBytes {
     private String serverName = "localhost";
     private String remoteAddr = "127.0.0.1";
     private byte[] cert = new byte[0];
+    private byte[] nginxUri;
     private final List<String[]> headers = new ArrayList<>();
     private final ByteArrayOutputStream segments = new ByteArrayOutputStream();
     private int segmentCount;
@@ -91,6 +92,13 @@ final class RequestBytes {
         return this;
     }
 
+    /** nginx's $uri when it is not the path: one more string, after the certificate. */
+    RequestBytes nginxUri(String uri) {
+        nginxUri = uri.getBytes(StandardCharsets.UTF_8);
+        flags |= HAS_URI;
+        return this;
+    }
+
     RequestBytes header(String name, String value) {
         headers.add(new String[] {name, value});
         return this;
@@ -132,6 +140,9 @@ final class RequestBytes {
             putString(out, s.getBytes(StandardCharsets.ISO_8859_1));
         }
         putString(out, cert);
+        if (nginxUri != null) {
+            putString(out, nginxUri);
+        }
         putInt(out, headers.size());
         for (String[] h : headers) {
             putString(out, h[0].getBytes(StandardCharsets.ISO_8859_1));

@@ -81,6 +81,36 @@ class RequestTest {
     }
 
     @Test
+    void pathIsTheUriWhenNginxSentNoOtherAsciiWithoutACopy() {
+        Request r = new RequestBytes().path("/a/b").query("x=1").header("Host", "h").request();
+        assertEquals("/a/b", r.path());
+        assertSame(r.uri(), r.path());
+        assertEquals("h", r.header("host"));
+    }
+
+    @Test
+    void pathDecodesTheUriAsUtf8WhenNginxSentNoOther() {
+        // a raw UTF-8 path that nginx left as it was: uri() has its bytes, path() its text
+        Request r = new RequestBytes().path("/caf\u00c3\u00a9").request();
+        assertEquals("/caf\u00c3\u00a9", r.uri());
+        assertEquals("/caf\u00e9", r.path());
+    }
+
+    @Test
+    void pathIsNginxUriWhenSentAndTheFieldsAfterItStayInPlace() throws IOException {
+        Request r = new RequestBytes().path("/a%20b/../caf%C3%A9").query("q")
+                .cert(CERT_PEM.getBytes(StandardCharsets.US_ASCII)).nginxUri("/caf\u00e9 \u65e5")
+                .header("X-One", "1").header("Host", "h").memory("body").request();
+        assertEquals("/caf\u00e9 \u65e5", r.path());
+        assertEquals("/a%20b/../caf%C3%A9", r.uri());
+        assertEquals("q", r.queryString());
+        assertNotNull(r.sslClientCert());
+        assertEquals(2, r.headerCount());
+        assertEquals("1", r.header("x-one"));
+        assertEquals("body", latin1(readAll(r.body())));
+    }
+
+    @Test
     void highPortIsNotSigned() {
         assertEquals(65535, new RequestBytes().port(65535).request().serverPort());
     }
