@@ -1,6 +1,5 @@
 package nginx.jvm.servlet;
 
-import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import nginx.jvm.Request;
 
@@ -20,24 +19,19 @@ import nginx.jvm.Request;
  * other than the one nginx routed on. The raw request target is kept as
  * the request attribute {@link #RAW_URI_ATTRIBUTE}.
  *
- * <p>{@code -Dnginx.jvm.servlet.uri=raw} (the spike's measurement only)
- * takes the raw path instead, decoded but not normalised, to measure what
- * reading {@code $uri} costs off the event loop.
+ * <p>{@code $uri} comes with the request's description
+ * ({@link Request#path}): read on the handler's thread, with no hop to
+ * the event loop.
  */
 public final class EngineUri {
     public static final String RAW_URI_ATTRIBUTE = "nginx.jvm.raw_uri";
-    static final boolean FROM_NGINX = !"raw".equals(System.getProperty("nginx.jvm.servlet.uri"));
 
     private EngineUri() {
     }
 
     /** The decoded path the engine maps on: nginx's {@code $uri}. */
     public static String decodedPath(Request r) {
-        if (FROM_NGINX) {
-            String uri = r.variable("uri");
-            return uri == null || uri.isEmpty() ? "/" : uri;
-        }
-        return decode(r.uri());
+        return r.path();
     }
 
     /** {@code path} percent-encoded: what the engine reports as the request URI. */
@@ -69,27 +63,5 @@ public final class EngineUri {
     private static boolean plain(char c) {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
                 || "-._~!$&'()*+,=:@/".indexOf(c) >= 0;
-    }
-
-    /** %XX decoding of a raw path, as UTF-8; a bad escape stays as it is. */
-    static String decode(String raw) {
-        if (raw.indexOf('%') < 0) {
-            return raw;
-        }
-        ByteArrayOutputStream out = new ByteArrayOutputStream(raw.length());
-        for (int i = 0; i < raw.length(); i++) {
-            char c = raw.charAt(i);
-            if (c == '%' && i + 2 < raw.length() && hex(raw.charAt(i + 1)) >= 0 && hex(raw.charAt(i + 2)) >= 0) {
-                out.write(hex(raw.charAt(i + 1)) * 16 + hex(raw.charAt(i + 2)));
-                i += 2;
-            } else {
-                out.write(c);
-            }
-        }
-        return out.toString(StandardCharsets.UTF_8);
-    }
-
-    private static int hex(char c) {
-        return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
     }
 }
