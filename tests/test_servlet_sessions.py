@@ -142,8 +142,8 @@ def test_a_flash_attribute_survives_the_redirect(srv):
     assert "jsessionid" not in r.header("Location").lower()
     r2 = b.go("/show", avoid=r.pid)
     assert r2.fields["flash"] == "saved"
-    assert b.go("/show", avoid=r2.pid).fields["flash"] == "None"
-    assert b.go("/show", on=r2.pid).fields["flash"] == "None"
+    assert b.go("/show", avoid=r2.pid).fields["flash"] == "null"
+    assert b.go("/show", on=r2.pid).fields["flash"] == "null"
 
 
 def test_invalidate_is_seen_by_every_worker(srv):
@@ -151,7 +151,7 @@ def test_invalidate_is_seen_by_every_worker(srv):
     r = b.go("/set?name=a&value=1")
     b.go("/get?name=a", avoid=r.pid)
     r = b.go("/invalidate", on=r.pid)
-    assert r.fields["invalidated"] == "True"
+    assert r.fields["invalidated"] == "true"
     for w in srv.pids:
         assert b.go("/get?name=a", on=w).fields["value"] == "(no session)"
 
@@ -220,48 +220,62 @@ def test_an_attribute_changed_in_place_is_saved(srv):
     assert r.fields["list"] == "a,b,c"
 
 
-def test_concurrent_requests_of_one_session_on_two_workers(srv):
-    """Two requests of one session at once, one on each worker, each
-    setting its own attribute: both are kept (what a request changed is
-    merged into the store's entry). The same attribute set by both: one of
-    the two values, whole (last write wins)."""
-    b = Browser(srv)
-    r = b.go("/set?name=base&value=0")
-    a_pid = r.pid
-    other = [p for p in srv.pids if p != a_pid][0]
-    for round_ in range(3):
-        conns = [connection(srv, on=a_pid)[0], connection(srv, on=other)[0]]
-        replies = [None, None]
+def at_once(srv, cookie, paths):
+    """GETs each (worker pid, path) at the same time, each on a new
+    connection that worker accepted; the replies."""
+    conns = [connection(srv, on=pid)[0] for pid, _ in paths]
+    replies = [None] * len(paths)
 
-        def go(i, path):
-            replies[i] = request(srv.port, "GET", path,
-                                 headers={"Cookie": "JSESSIONID=" + b.cookie},
-                                 conn=conns[i])
+    def go(i):
+        replies[i] = request(srv.port, "GET", paths[i][1],
+                             headers={"Cookie": "JSESSIONID=" + cookie}, conn=conns[i])
 
-        ts = [threading.Thread(target=go, args=(0, "/slow?name=x%d&value=1&ms=300" % round_)),
-              threading.Thread(target=go, args=(1, "/slow?name=y%d&value=2&ms=300" % round_))]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join(60)
-        for c in conns:
-            c.close()
-        assert [r.status for r in replies] == [200, 200]
-        names = b.go("/get?name=base").fields["names"].split(",")
-        assert {"base", "x%d" % round_, "y%d" % round_} <= set(names), names
-    # one attribute, both workers at once
-    conns = [connection(srv, on=a_pid)[0], connection(srv, on=other)[0]]
-    ts = [threading.Thread(target=request, args=(srv.port, "GET", "/slow?name=z&value=%s&ms=200" % v),
-                           kwargs={"headers": {"Cookie": "JSESSIONID=" + b.cookie}, "conn": conns[i]})
-          for i, v in enumerate(("from-a", "from-b"))]
+    ts = [threading.Thread(target=go, args=(i,)) for i in range(len(paths))]
     for t in ts:
         t.start()
     for t in ts:
         t.join(60)
     for c in conns:
         c.close()
-    assert b.go("/get?name=z").fields["value"] in ("from-a", "from-b")
+    assert [r.status for r in replies] == [200] * len(paths)
+    return replies
+
+
+def test_overlapping_requests_of_one_session_keep_each_others_changes(srv):
+    """A long request and a short one of one session, on two workers: the
+    long one read the session before the short one saved it, and writes
+    back only what it changed, merged into the store's entry: both
+    attributes are kept. The same attribute set by both: the last write."""
+    b = Browser(srv)
+    r = b.go("/set?name=base&value=0")
+    one, two = r.pid, [p for p in srv.pids if p != r.pid][0]
+    for i, (slow, quick) in enumerate(((one, two), (two, one))):
+        at_once(srv, b.cookie, [(slow, "/slow?name=long%d&value=1&ms=900" % i),
+                                (quick, "/slow?name=short%d&value=2&ms=100" % i)])
+        names = b.go("/get?name=base").fields["names"].split(",")
+        assert {"base", "long%d" % i, "short%d" % i} <= set(names), names
+    at_once(srv, b.cookie, [(one, "/slow?name=z&value=late&ms=900"),
+                            (two, "/slow?name=z&value=early&ms=100")])
+    assert b.go("/get?name=z").fields["value"] == "late"
     assert b.go("/get?name=base").fields["value"] == "0"
+
+
+def test_simultaneous_saves_of_one_session_are_merged(srv):
+    """Two requests that save one session at the same moment on two
+    workers, each its own attribute: with the dictionary, under a lock of
+    the session's, both are kept. (Redis: a write is checked afterwards and
+    made again if another undid it, which narrows the window without
+    closing it: README, Sessions.)"""
+    if srv.store != "dict":
+        pytest.skip("Redis has no lock for the merge (nginx.jvm.Redis has no SET NX)")
+    b = Browser(srv)
+    r = b.go("/set?name=base&value=0")
+    one, two = r.pid, [p for p in srv.pids if p != r.pid][0]
+    for i in range(5):
+        at_once(srv, b.cookie, [(one, "/slow?name=x%d&value=1&ms=200" % i),
+                                (two, "/slow?name=y%d&value=2&ms=200" % i)])
+        names = b.go("/get?name=base").fields["names"].split(",")
+        assert {"base", "x%d" % i, "y%d" % i} <= set(names), names
 
 
 def test_an_async_servlets_change_is_saved(srv):
@@ -303,23 +317,31 @@ def test_a_nested_object_that_is_not_serializable_is_an_error(srv):
     assert r.fields["value"] == "1" and r.fields["names"] == "a"
 
 
-@pytest.mark.log_allows(LOGGER + r".*(can never fit|has no room)")
-def test_a_session_larger_than_the_dictionary_is_an_error(srv):
+@pytest.mark.log_allows(LOGGER + r".*over a quarter of the shared dictionary")
+def test_a_session_too_large_for_the_dictionary_is_an_error(srv):
+    """Over a quarter of the dictionary (here 256 KB of 1 MB), a session is
+    refused before it is written, which would evict most others: a 500 and
+    an error that says what to do; the session as it was, and the others."""
     if srv.store != "dict":
         pytest.skip("the shared dictionary's bound")
+    other = Browser(srv)
+    other.go("/set?name=o&value=kept")
     b = Browser(srv)
     b.go("/set?name=a&value=1")
-    for kb in (2048, 900):
+    for kb in (2048, 300):
         since = srv.log_size()
         r = b.go("/big?kb=%d" % kb)
         assert r.status == 500, kb
-        lines = srv.wait_log(r"\[error\].*shared dictionary \"sessions\" \(1048576 bytes\)"
-                             r"|can never fit in the shared dictionary \"sessions\"", since)
+        lines = srv.wait_log(r"\[error\].*a session of \d+ bytes is over a quarter of the shared"
+                             r" dictionary \"sessions\" \(1048576 bytes\), whose other sessions would"
+                             r" be evicted to make room: declare it larger", since)
         assert lines, srv.log_text(since)
         assert "answering 500 to GET /big" in lines[0]
+        assert len(srv.log_lines(r"over a quarter", since)) == 1
     assert b.go("/get?name=a").fields["names"] == "a"
+    assert other.go("/get?name=o").fields["value"] == "kept"
     # a new session that cannot be saved: no cookie for a session that is not there
-    r = Browser(srv).go("/big?kb=2048")
+    r = Browser(srv).go("/big?kb=300")
     assert r.status == 500 and not r.header("Set-Cookie")
     assert sorted(srv.worker_pids()) == srv.pids, "no worker died"
 
@@ -365,7 +387,7 @@ def test_another_sessions_data_never_shows(srv):
     assert alice.cookie != bob.cookie
     for w in srv.pids:
         r = bob.go("/get?name=secret", on=w)
-        assert r.fields["value"] == "None" and r.fields["names"] == "other"
+        assert r.fields["value"] == "null" and r.fields["names"] == "other"
     # an id that is alice's but for one character
     near = alice.cookie[:-1] + ("0" if alice.cookie[-1] != "0" else "1")
     assert Browser(srv, near).go("/get?name=secret").fields["value"] == "(no session)"

@@ -29,6 +29,8 @@ final class SharedSession extends StandardSession {
     final transient Set<String> read = ConcurrentHashMap.newKeySet();
     /** The max inactive interval or the cached authentication changed. */
     transient volatile boolean metaChanged;
+    /** A save failed (and said so): the request's end does not try again. */
+    transient volatile boolean abandoned;
     /** The id the session had before changeSessionId, whose entry goes when it is saved. */
     transient volatile String oldId;
 

@@ -345,25 +345,52 @@ public final class SharedSessionManager extends ManagerBase {
                 } else {
                     byte[] authNow = auth;
                     AtomicReference<Map<String, byte[]>> result = new AtomicReference<>();
-                    store.update(id, current -> {
-                        SharedSessionCodec.Entry e = current == null ? null : decodeOrNull(current);
-                        if (e == null || !id.equals(e.id)) {
-                            return null;                        // gone meanwhile: not brought back
-                        }
-                        for (Map.Entry<String, byte[]> a : mine.entrySet()) {
-                            if (a.getValue() == null) {
-                                e.attributes.remove(a.getKey());
-                            } else {
-                                e.attributes.put(a.getKey(), a.getValue());
+                    store.update(id, new SharedSessionStore.Merge() {
+                        @Override
+                        public byte[] apply(byte[] current) {
+                            SharedSessionCodec.Entry e = current == null ? null : decodeOrNull(current);
+                            if (e == null || !id.equals(e.id)) {
+                                result.set(null);
+                                return null;                    // gone meanwhile: not brought back
                             }
+                            for (Map.Entry<String, byte[]> a : mine.entrySet()) {
+                                if (a.getValue() == null) {
+                                    e.attributes.remove(a.getKey());
+                                } else {
+                                    e.attributes.put(a.getKey(), a.getValue());
+                                }
+                            }
+                            if (authNow != null) {
+                                e.auth = authNow;
+                                e.maxInactiveInterval = s.getMaxInactiveInterval();
+                            }
+                            e.lastWrite = now;
+                            result.set(e.attributes);
+                            return SharedSessionCodec.encode(e);
                         }
-                        if (authNow != null) {
-                            e.auth = authNow;
-                            e.maxInactiveInterval = s.getMaxInactiveInterval();
+
+                        /*
+                         * A write of another request that read the entry before
+                         * ours was written brings back, for the attributes this
+                         * one changed, the values they had before: those are
+                         * written again. A value that is neither (another
+                         * request set it too) is left: the last write wins.
+                         */
+                        @Override
+                        public boolean undone(byte[] current) {
+                            SharedSessionCodec.Entry e = decodeOrNull(current);
+                            if (e == null || !id.equals(e.id)) {
+                                return false;
+                            }
+                            for (Map.Entry<String, byte[]> a : mine.entrySet()) {
+                                byte[] before = stored.get(a.getKey());
+                                if (!Arrays.equals(a.getValue(), before)
+                                        && Arrays.equals(e.attributes.get(a.getKey()), before)) {
+                                    return true;
+                                }
+                            }
+                            return false;
                         }
-                        e.lastWrite = now;
-                        result.set(e.attributes);
-                        return SharedSessionCodec.encode(e);
                     }, ttl);
                     if (result.get() == null) {
                         Log.info(LOGGER, "session " + abbreviate(id) + " was invalidated or expired in "
@@ -374,6 +401,10 @@ public final class SharedSessionManager extends ManagerBase {
                         s.stored = result.get();
                     }
                 }
+            } catch (RuntimeException e) {
+                // said once, by whoever called: not again when the request ends
+                s.abandoned = true;
+                throw e;
             } finally {
                 Thread.currentThread().setContextClassLoader(was);
                 // saved, or failed: either way this request's changes are dealt with
@@ -429,7 +460,7 @@ public final class SharedSessionManager extends ManagerBase {
      * logged.
      */
     void saveLate(SharedSession s) {
-        if (!s.live() || !s.dirty()) {
+        if (!s.live() || !s.dirty() || s.abandoned) {
             return;
         }
         try {

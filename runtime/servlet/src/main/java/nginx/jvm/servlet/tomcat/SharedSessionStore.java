@@ -1,7 +1,6 @@
 package nginx.jvm.servlet.tomcat;
 
 import java.nio.charset.StandardCharsets;
-import java.util.function.UnaryOperator;
 import nginx.jvm.Redis;
 import nginx.jvm.RedisUnavailable;
 import nginx.jvm.SharedDict;
@@ -37,16 +36,33 @@ abstract class SharedSessionStore {
 
     abstract void delete(String id);
 
+    /** A request's changes to a stored session, merged into the entry as it is. */
+    interface Merge {
+        /** The entry with the changes made, from {@code current}; null to leave it (it is gone). */
+        byte[] apply(byte[] current);
+
+        /** Whether {@code current}, read after the write, has lost changes made (a stale write of another). */
+        boolean undone(byte[] current);
+    }
+
     /**
-     * Reads the entry, changes it with {@code change} (which sees null when
-     * it is absent and answers null to leave it so) and writes the result:
-     * one step for every worker where the store can lock (the shared
-     * dictionary), else a read then a write.
+     * Merges a request's changes into the entry. Without a lock shared by
+     * the workers, a read then a write, then a read that checks no other
+     * request's write (made from what it read before ours) undid them, and
+     * then again, at most three times.
      */
-    void update(String id, UnaryOperator<byte[]> change, long ttlMillis) {
-        byte[] next = change.apply(peek(id));
-        if (next != null) {
+    void update(String id, Merge merge, long ttlMillis) {
+        byte[] current = peek(id);
+        for (int i = 0; i < 3; i++) {
+            byte[] next = merge.apply(current);
+            if (next == null) {
+                return;
+            }
             put(id, next, ttlMillis);
+            current = peek(id);
+            if (current == null || !merge.undone(current)) {
+                return;
+            }
         }
     }
 
@@ -97,8 +113,20 @@ abstract class SharedSessionStore {
             return dict.getBytes(prefix + id);
         }
 
+        /**
+         * A session over a quarter of the dictionary is refused before it
+         * is written: to make room for it the dictionary would evict most
+         * other sessions, and when even that is not enough, the write fails
+         * after the evictions.
+         */
         @Override
         void put(String id, byte[] value, long ttlMillis) {
+            if (value.length > dict.capacity() / 4) {
+                throw new SharedSessionException("a session of " + value.length + " bytes is over a quarter"
+                        + " of the shared dictionary \"" + dict.name() + "\" (" + dict.capacity()
+                        + " bytes), whose other sessions would be evicted to make room: declare it larger"
+                        + " (jvm_shared_dict " + dict.name() + " SIZE) or keep less in the session", null);
+            }
             boolean done;
             try {
                 done = dict.put(prefix + id, value, ttlMillis);
@@ -127,10 +155,10 @@ abstract class SharedSessionStore {
          * added only when absent, which lives 2 s at most should its holder
          * die): two workers' changes to different attributes of one session
          * at the same moment are both kept. A lock not had within 200 ms is
-         * gone without: the write still happens, as a plain read and write.
+         * gone without: the write still happens, checked as Redis's are.
          */
         @Override
-        void update(String id, UnaryOperator<byte[]> change, long ttlMillis) {
+        void update(String id, Merge merge, long ttlMillis) {
             String lock = lockPrefix + id;
             String token = Long.toString(ProcessHandle.current().pid()) + ":" + Thread.currentThread().getId();
             boolean locked = false;
@@ -145,7 +173,14 @@ abstract class SharedSessionStore {
                 // no room even for the lock: the write below says so if it fails too
             }
             try {
-                super.update(id, change, ttlMillis);
+                if (locked) {
+                    byte[] next = merge.apply(peek(id));
+                    if (next != null) {
+                        put(id, next, ttlMillis);
+                    }
+                } else {
+                    super.update(id, merge, ttlMillis);
+                }
             } finally {
                 if (locked) {
                     dict.delete(lock);
