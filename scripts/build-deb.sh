@@ -100,6 +100,10 @@ echo "load_module modules/ngx_http_jvm_module.so;" \
     > "$root/usr/share/nginx/modules-available/mod-http-jvm.conf"
 install -m 644 "$build/nginx-jvm.jar" "$root/usr/share/nginx-jvm/"
 install -m 644 "$build"/lib/*.jar "$root/usr/share/nginx-jvm/lib/"
+# the servlet engine, for nginx-jvm run --war (docs/servlet.md)
+install -d "$root/usr/share/nginx-jvm/servlet/tomcat-lib"
+install -m 644 "$build/servlet/nginx-jvm-servlet.jar" "$root/usr/share/nginx-jvm/servlet/"
+install -m 644 "$build"/servlet/tomcat-lib/*.jar "$root/usr/share/nginx-jvm/servlet/tomcat-lib/"
 install -m 755 "$top/bin/nginx-jvm" "$root/usr/bin/"
 # man nginx-jvm: its --help, as a manual page
 install -d "$root/usr/share/man/man1"
@@ -152,6 +156,18 @@ License: EPL-1.0
  Clojure, clojure.spec.alpha and clojure.core.specs.alpha, from Maven
  Central, under the Eclipse Public License 1.0:
  https://www.eclipse.org/legal/epl-v10.html
+
+Files: usr/share/nginx-jvm/servlet/tomcat-lib/tomcat-*
+Copyright: The Apache Software Foundation
+License: Apache-2.0
+ Apache Tomcat's embedded jars, from Maven Central, under the Apache
+ License 2.0: https://www.apache.org/licenses/LICENSE-2.0
+
+Files: usr/share/nginx-jvm/servlet/tomcat-lib/ecj-*
+Copyright: Eclipse contributors
+License: EPL-2.0
+ The Eclipse Compiler for Java, which Jasper compiles JSPs with, from
+ Maven Central: https://www.eclipse.org/legal/epl-2.0/
 EOF
 commit=${DEB_COMMIT:-$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 {

@@ -284,6 +284,29 @@ def test_launcher_on_path_serves_a_handler(deb, tmp_path):
     assert CACHE.is_dir()
 
 
+def test_launcher_on_path_serves_a_war(deb, tmp_path):
+    """--war with the package's servlet engine (/usr/share/nginx-jvm/servlet):
+    a directory with a JSP, which Jasper compiles in the worker."""
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "index.jsp").write_text(
+        '<%@ page contentType="text/plain" %>jsp ${1 + 2} ${param.x}')
+    tmp_path.chmod(0o755)               # the workers' user reads it
+    args = ["--war", str(app), "--context-path", "/app"]
+    conf = subprocess.run(["nginx-jvm", "run"] + args + ["--print-config"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, cwd=tmp_path, timeout=60)
+    assert conf.returncode == 0, conf.stderr
+    assert '"%s/servlet/tomcat-lib/*"' % SHARE in conf.stdout
+    assert str(ROOT) not in conf.stdout
+    launcher = Launcher(args, command="nginx-jvm", cwd=tmp_path, mode="pool")
+    launcher.env.pop("NGINX_JVM_CACHE", None)
+    with launcher:
+        r = launcher.get("/app/?x=y")
+        assert r.status == 200, r
+        assert r.text.strip() == "jsp 3 y"
+
+
 def test_api_installed_into_debians_maven_repository(deb):
     """nginx-jvm-api and nginx-jvm-test as maven-repo-helper installs a
     library: the jar in /usr/share/java with an unversioned link; in

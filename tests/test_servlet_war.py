@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import LAUNCHER, ROOT, Launcher, wait_for
+from harness import LAUNCHER, ROOT, Launcher, Nginx, config_test, wait_for
 
 EXAMPLE = ROOT / "examples" / "servlet-war"
 BUILD = ROOT / "build" / "servlet-war"
@@ -408,3 +408,56 @@ def test_a_listener_that_throws_stops_the_start(tmp):
     assert r.returncode == 1, r.stderr
     assert took < 60
     assert "database down, on purpose" in r.stderr, r.stderr
+
+
+# -- jvm_webapp: the same in nginx.conf --------------------------------------
+
+SERVLET_CP = [str(ROOT / "build" / "nginx-jvm.jar"), str(SERVLET),
+              '"%s/*"' % (ROOT / "build" / "servlet" / "tomcat-lib")]
+
+
+def jsp_app(d, text):
+    d.mkdir()
+    (d / "index.jsp").write_text('<%@ page contentType="text/plain" %>' + text)
+    return d
+
+
+def test_jvm_webapp_serves_two_applications(war, tmp):
+    """Two locations, two applications in each worker's one Tomcat; no
+    jvm_mode said: pool, which a servlet needs."""
+    other = jsp_app(tmp / "other", "other ${2 * 21}")
+    n = Nginx("""
+        location /app/ { jvm_webapp %s context=/app; }
+        location /other/ { jvm_webapp %s context=/other/; }
+        location /app/hello/secret { return 403; }
+    """ % (war, other), classpath=SERVLET_CP, workers=2)
+    with n:
+        r = n.get("/app/hello?name=conf")
+        assert r.status == 200, r
+        assert r.text.startswith("hello conf\n")
+        assert fields(r)["contextPath"] == "/app"
+        assert n.get("/other/").text.strip() == "other 42"
+        assert n.get("/app/hello/secret").status == 403
+        assert n.get("/app/async?ms=5").text == "async done after 5 ms\n"
+
+
+@pytest.mark.parametrize("location,said", [
+    ("location / { jvm_mode loop; jvm_webapp @WAR@; }",
+     '"jvm_webapp" in location "/" cannot run in "jvm_mode loop"'),
+    ("location / { jvm_webapp @WAR@ \"context=/a;b\"; }",
+     'the context path "context=/a;b" is not a path'),
+    ("location / { jvm_webapp @WAR@ ctx=/a; }",
+     '"ctx=/a" is not "context=/PATH"'),
+    ("location /a/ { jvm_webapp @WAR@ context=/a; }\n"
+     "location /b/ { jvm_webapp @WAR@ context=/a/; }",
+     'the context path "/a" is another application\'s already'),
+    ("location / { jvm_webapp /no/such.war; }",
+     'jvm_webapp: stat() "/no/such.war" failed'),
+    ("location / { jvm_content a.B; jvm_webapp @WAR@; }",
+     '"jvm_webapp" directive is duplicate'),
+])
+def test_jvm_webapp_refused_by_nginx_t(war, location, said):
+    r = config_test(location.replace("@WAR@", str(war)),
+                    classpath=SERVLET_CP)
+    assert r.returncode != 0
+    assert said in r.stderr, r.stderr

@@ -26,6 +26,10 @@ static char *ngx_http_jvm_exit(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_jvm_init(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_jvm_webapp(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_jvm_mode(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static char *ngx_http_jvm_content(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_jvm_status(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -121,6 +125,13 @@ static ngx_command_t  ngx_http_jvm_commands[] = {
       0,
       NULL },
 
+    { ngx_string("jvm_webapp"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_TAKE12,
+      ngx_http_jvm_webapp,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("jvm_rewrite"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_http_jvm_phase_directive,
@@ -166,7 +177,7 @@ static ngx_command_t  ngx_http_jvm_commands[] = {
     { ngx_string("jvm_mode"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_HTTP_LIF_CONF
                         |NGX_CONF_TAKE1,
-      ngx_conf_set_enum_slot,
+      ngx_http_jvm_mode,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_jvm_loc_conf_t, mode),
       &ngx_http_jvm_modes },
@@ -465,6 +476,8 @@ ngx_http_jvm_create_loc_conf(ngx_conf_t *cf)
     jlcf->ws_idle_timeout = NGX_CONF_UNSET_MSEC;
     jlcf->ws_ping_interval = NGX_CONF_UNSET_MSEC;
     jlcf->ws_deflate = NGX_CONF_UNSET;
+    jlcf->webapp = NGX_CONF_UNSET;
+    jlcf->mode_said = NGX_CONF_UNSET;
 
     return jlcf;
 }
@@ -487,7 +500,37 @@ ngx_http_jvm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_value(conf->body_filter, prev->body_filter,
                          NGX_CONF_UNSET);
     ngx_conf_merge_value(conf->log, prev->log, NGX_CONF_UNSET);
+    ngx_conf_merge_value(conf->webapp, prev->webapp, 0);
+    ngx_conf_merge_value(conf->mode_said, prev->mode_said, 0);
     ngx_conf_merge_uint_value(conf->mode, prev->mode, NGX_HTTP_JVM_LOOP);
+
+    /*
+     * A servlet blocks its thread: a web application runs off the event
+     * loop, in a pool unless a jvm_mode says otherwise, and answers
+     * through a responder (an async servlet answers from any thread).
+     */
+
+    if (conf->webapp && !conf->mode_said) {
+        conf->mode = NGX_HTTP_JVM_POOL;
+    }
+
+    if (conf->webapp) {
+        if (conf->mode == NGX_HTTP_JVM_LOOP) {
+            clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"jvm_webapp\" in location \"%V\" cannot "
+                               "run in \"jvm_mode loop\": a servlet blocks "
+                               "its thread, and that one is the event "
+                               "loop's; take \"jvm_mode pool\" (the "
+                               "default with \"jvm_webapp\"), \"virtual\" "
+                               "or \"coloop\"", &clcf->name);
+            return NGX_CONF_ERROR;
+        }
+
+        conf->async = 1;
+    }
+
     ngx_conf_merge_value(conf->async, prev->async, 0);
     ngx_conf_merge_value(conf->abort_interrupt, prev->abort_interrupt, 0);
     ngx_conf_merge_value(conf->request_buffering, prev->request_buffering, 1);
@@ -997,6 +1040,170 @@ ngx_http_jvm_exit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     jmcf->exit = value[1];
+
+    return NGX_CONF_OK;
+}
+
+
+/* jvm_mode: its enum, and that it was written (jvm_webapp's default) */
+
+static char *
+ngx_http_jvm_mode(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_jvm_loc_conf_t *jlcf = conf;
+
+    char  *rv;
+
+    rv = ngx_conf_set_enum_slot(cf, cmd, conf);
+
+    if (rv == NGX_CONF_OK) {
+        jlcf->mode_said = 1;
+    }
+
+    return rv;
+}
+
+
+/*
+ * jvm_webapp PATH [context=/app]: the location serves a servlet web
+ * application (a WAR or its directory) from each worker's Tomcat, the
+ * handler of the servlet engine's jar (which jvm_classpath must name).
+ * The applications reach the workers' JVMs as system properties, one each,
+ * "-Dnginx.jvm.servlet.webapp.N=CONTEXT PATH" (docs/servlet.md).
+ */
+
+static char *
+ngx_http_jvm_webapp(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_jvm_loc_conf_t *jlcf = conf;
+
+    u_char                    *p;
+    ngx_str_t                 *value, context, *ctx, *opt, name;
+    ngx_uint_t                 i;
+    ngx_file_info_t            fi;
+    ngx_http_jvm_main_conf_t  *jmcf;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    if (jlcf->handler != NGX_CONF_UNSET) {
+        return "is duplicate (or the location has \"jvm_content\")";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_conf_full_name(cf->cycle, &value[1], 0) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_strlchr(value[1].data, value[1].data + value[1].len, '%')) {
+        return "cannot take a path with \"%\" in it";
+    }
+
+    if (ngx_file_info(value[1].data, &fi) == NGX_FILE_ERROR) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           "jvm_webapp: " ngx_file_info_n " \"%V\" failed "
+                           "(it must be a WAR file or its directory)",
+                           &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_str_null(&context);
+
+    if (cf->args->nelts == 3) {
+        if (value[2].len < 8
+            || ngx_strncmp(value[2].data, "context=", 8) != 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "jvm_webapp: \"%V\" is not "
+                               "\"context=/PATH\"", &value[2]);
+            return NGX_CONF_ERROR;
+        }
+
+        context.data = value[2].data + 8;
+        context.len = value[2].len - 8;
+
+        /* "/" and "/app/" are said as "" and "/app", as Tomcat says them */
+
+        while (context.len && context.data[context.len - 1] == '/') {
+            context.len--;
+        }
+
+        for (i = 0; i < context.len; i++) {
+            if (context.data[0] != '/'
+                || context.data[i] <= ' ' || context.data[i] >= 0x7f
+                || ngx_strchr(";%?#\\", context.data[i]) != NULL
+                || (context.data[i] == '/' && i + 1 < context.len
+                    && context.data[i + 1] == '/'))
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "jvm_webapp: the context path \"%V\" is "
+                                   "not a path such as /app", &value[2]);
+                return NGX_CONF_ERROR;
+            }
+        }
+    }
+
+    jmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_jvm_module);
+
+    if (jmcf->webapps == NULL) {
+        jmcf->webapps = ngx_array_create(cf->pool, 4, sizeof(ngx_str_t));
+        if (jmcf->webapps == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    /* one Tomcat per worker, one application per context path */
+
+    ctx = jmcf->webapps->elts;
+
+    for (i = 0; i < jmcf->webapps->nelts; i++) {
+        if (ctx[i].len == context.len
+            && ngx_strncmp(ctx[i].data, context.data, context.len) == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "jvm_webapp: the context path \"%V\" is "
+                               "another application's already",
+                               context.len ? &context : &value[1]);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (jmcf->options == NULL) {
+        jmcf->options = ngx_array_create(cf->pool, 8, sizeof(ngx_str_t));
+        if (jmcf->options == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    opt = ngx_array_push(jmcf->options);
+    ctx = ngx_array_push(jmcf->webapps);
+    if (opt == NULL || ctx == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *ctx = context;
+
+    opt->len = sizeof("-Dnginx.jvm.servlet.webapp.=") - 1 + NGX_INT_T_LEN
+               + context.len + 1 + value[1].len;
+    opt->data = ngx_pnalloc(cf->pool, opt->len + 1);
+    if (opt->data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    p = ngx_sprintf(opt->data, "-Dnginx.jvm.servlet.webapp.%ui=%V %V%Z",
+                    jmcf->webapps->nelts - 1, &context, &value[1]);
+    opt->len = p - opt->data - 1;
+
+    ngx_str_set(&name, "nginx.jvm.servlet.TomcatHandler");
+
+    jlcf->handler = ngx_http_jvm_handler_index(cf, &name, "jvm_webapp");
+    if (jlcf->handler == NGX_ERROR) {
+        return NGX_CONF_ERROR;
+    }
+
+    jlcf->webapp = 1;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_jvm_content_handler;
 
     return NGX_CONF_OK;
 }

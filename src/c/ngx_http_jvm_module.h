@@ -174,6 +174,7 @@ typedef struct {
     ngx_array_t              *warmups;      /* of ngx_http_jvm_warmup_t */
     ngx_http_jvm_dict_t      *status;       /* jvm_status's figures */
     ngx_int_t                 repl;         /* jvm_repl's port, 0: off */
+    ngx_array_t              *webapps;      /* jvm_webapp's context paths */
     ngx_atomic_uint_t         generation;   /* this configuration's */
     unsigned                  uses_pool:1;
     unsigned                  uses_virtual:1;
@@ -205,6 +206,8 @@ typedef struct {
     ngx_msec_t                ws_idle_timeout;
     ngx_msec_t                ws_ping_interval;
     ngx_flag_t                ws_deflate;   /* permessage-deflate */
+    ngx_flag_t                webapp;       /* jvm_webapp: a servlet app */
+    ngx_flag_t                mode_said;    /* jvm_mode written, here or up */
 } ngx_http_jvm_loc_conf_t;
 
 

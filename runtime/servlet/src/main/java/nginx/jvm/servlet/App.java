@@ -19,7 +19,40 @@ public final class App {
      */
     static final String UNPACK = "nginx.jvm.servlet.unpack";
 
+    /**
+     * One web application each, N from 0 ({@code jvm_webapp} writes them):
+     * "CONTEXT PATH", the context path ("" for the root) and the WAR.
+     */
+    static final String WEBAPP = "nginx.jvm.servlet.webapp.";
+
     private App() {
+    }
+
+    /**
+     * The web applications this worker serves: those of {@code jvm_webapp}
+     * ({@link #WEBAPP}), then the launcher's {@code --war} ({@link #WAR}).
+     */
+    static java.util.List<nginx.jvm.servlet.tomcat.Webapp> webapps() {
+        var apps = new java.util.ArrayList<nginx.jvm.servlet.tomcat.Webapp>();
+        for (int i = 0; ; i++) {
+            String v = System.getProperty(WEBAPP + i);
+            if (v == null) {
+                break;
+            }
+            int sp = v.indexOf(' ');
+            if (sp < 0) {
+                throw new IllegalArgumentException("-D" + WEBAPP + i + "=\"" + v
+                        + "\" is not \"CONTEXT PATH\"");
+            }
+            apps.add(new nginx.jvm.servlet.tomcat.Webapp(java.nio.file.Path.of(v.substring(sp + 1)),
+                    v.substring(0, sp)));
+        }
+        String war = System.getProperty(WAR);
+        if (war != null) {
+            apps.add(new nginx.jvm.servlet.tomcat.Webapp(java.nio.file.Path.of(war),
+                    System.getProperty(CONTEXT_PATH)));
+        }
+        return apps;
     }
 
     static Servlet servlet() {

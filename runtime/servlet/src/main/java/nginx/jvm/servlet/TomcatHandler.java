@@ -11,10 +11,10 @@ import nginx.jvm.servlet.tomcat.Webapp;
 
 /**
  * A nginx.jvm.Handler that owns an embedded Tomcat 11 and hands it every
- * request (runtime/servlet/README.md). It serves the web application
- * {@code -Dnginx.jvm.servlet.war=PATH} names (a WAR or its directory; at
- * {@code -Dnginx.jvm.servlet.context=/app}, else at the root), or without
- * one the single servlet {@code -Dnginx.jvm.servlet.class} names.
+ * request (runtime/servlet/README.md). It serves the web applications
+ * {@code jvm_webapp} names and the launcher's {@code --war} (system
+ * properties: {@link App#webapps}), or without one the single servlet
+ * {@code -Dnginx.jvm.servlet.class} names.
  * One per worker, made when it starts;
  * serve it off the event loop ({@code jvm_mode pool}, {@code virtual} or
  * {@code coloop}): servlets block.
@@ -25,14 +25,13 @@ public final class TomcatHandler implements Handler, AsyncHandler {
     public TomcatHandler() throws Exception {
         long t0 = System.nanoTime();
         java.nio.file.Path scratch = App.scratch("tomcat");
-        String war = System.getProperty(App.WAR);
+        java.util.List<Webapp> apps = App.webapps();
         String what;
         try {
-            if (war != null) {
-                Webapp app = new Webapp(java.nio.file.Path.of(war), System.getProperty(App.CONTEXT_PATH));
-                what = app.toString();
+            if (!apps.isEmpty()) {
+                what = apps.stream().map(Webapp::toString).collect(java.util.stream.Collectors.joining(", "));
                 String unpack = System.getProperty(App.UNPACK);
-                engine = new TomcatEngine(scratch, app,
+                engine = new TomcatEngine(scratch, apps,
                         unpack != null ? java.nio.file.Path.of(unpack) : scratch.resolve("webapps"));
             } else {
                 Servlet servlet = App.servlet();

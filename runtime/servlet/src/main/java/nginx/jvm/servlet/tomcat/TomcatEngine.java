@@ -2,6 +2,8 @@ package nginx.jvm.servlet.tomcat;
 
 import jakarta.servlet.Servlet;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -46,20 +48,26 @@ public final class TomcatEngine {
             Context c = t.addContext("", base.toString());
             Tomcat.addServlet(c, "app", servlet).setAsyncSupported(true);
             c.addServletMappingDecoded("/", "app");
-            return c;
+            return List.of(c);
         });
     }
 
     /**
-     * A web application, a WAR or its directory, unpacked under
-     * {@code unpackRoot} when it is a file.
+     * Web applications, each a WAR or its directory at its own context
+     * path; a WAR file is unpacked under {@code unpackRoot}.
      */
-    public TomcatEngine(Path base, Webapp app, Path unpackRoot) throws LifecycleException {
-        this(base, t -> app.deploy(t, unpackRoot));
+    public TomcatEngine(Path base, List<Webapp> apps, Path unpackRoot) throws LifecycleException {
+        this(base, t -> {
+            List<Context> contexts = new ArrayList<>();
+            for (Webapp app : apps) {
+                contexts.add(app.deploy(t, unpackRoot));
+            }
+            return contexts;
+        });
     }
 
     private interface Deploy {
-        Context into(Tomcat tomcat) throws Exception;
+        List<Context> into(Tomcat tomcat) throws Exception;
     }
 
     private TomcatEngine(Path base, Deploy deploy) throws LifecycleException {
@@ -75,23 +83,25 @@ public final class TomcatEngine {
         errors.setShowServerInfo(false);
         errors.setShowReport(false);
         host.getPipeline().addValve(errors);
-        Context context;
+        List<Context> contexts;
         try {
-            context = deploy.into(tomcat);
+            contexts = deploy.into(tomcat);
         } catch (RuntimeException | java.io.IOException e) {
             throw new LifecycleException(e.getMessage(), e);
         } catch (Exception e) {
             throw new LifecycleException(e.toString(), e);
         }
         tomcat.start();
-        if (context.getState() != LifecycleState.STARTED) {
-            // Tomcat logs why (a web.xml that does not parse, a listener or
-            // a servlet that threw) and goes on without the context: a
-            // worker that cannot serve its application must not serve 404s
-            String path = context.getPath().isEmpty() ? "/" : context.getPath();
-            stop();
-            throw new LifecycleException("the web application at " + path + " did not start ("
-                    + context.getState() + "): Tomcat's reason is logged above");
+        for (Context context : contexts) {
+            if (context.getState() != LifecycleState.STARTED) {
+                // Tomcat logs why (a web.xml that does not parse, a listener
+                // or a servlet that threw) and goes on without the context:
+                // a worker that cannot serve its application must not serve 404s
+                String path = context.getPath().isEmpty() ? "/" : context.getPath();
+                stop();
+                throw new LifecycleException("the web application at " + path + " did not start ("
+                        + context.getState() + "): Tomcat's reason is logged above");
+            }
         }
         timer.scheduleWithFixedDelay(this::checkTimeouts, 1, 1, TimeUnit.SECONDS);
     }
