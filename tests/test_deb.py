@@ -287,11 +287,18 @@ def test_launcher_on_path_serves_a_handler(deb, tmp_path):
 def test_launcher_on_path_serves_a_war(deb, tmp_path):
     """--war with the package's servlet engine (/usr/share/nginx-jvm/servlet):
     a directory with a JSP, which Jasper compiles in the worker."""
-    app = tmp_path / "app"
-    app.mkdir()
+    # where the workers' user (nobody) reaches it, as pytest's tmp_path is not
+    app = Path(tempfile.mkdtemp(prefix="nginx-jvm-deb-war-"))
+    app.chmod(0o755)
     (app / "index.jsp").write_text(
         '<%@ page contentType="text/plain" %>jsp ${1 + 2} ${param.x}')
-    tmp_path.chmod(0o755)               # the workers' user reads it
+    try:
+        serve_war(app, tmp_path)
+    finally:
+        shutil.rmtree(app, ignore_errors=True)
+
+
+def serve_war(app, tmp_path):
     args = ["--war", str(app), "--context-path", "/app"]
     conf = subprocess.run(["nginx-jvm", "run"] + args + ["--print-config"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
