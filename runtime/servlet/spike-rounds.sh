@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # One round of the spike's measurements (results-2026-11-29.md): each
 # configuration once, interleaved, one line each.  About 4 minutes.
+# As run on 2026-11-29: the engines now take $uri from the request's
+# description (Request.path()), and the "uri=raw" switch it measured
+# against is gone, so those rows now measure the same as the others.
 cd "$(dirname "$0")"
 RAW="--jvm-option -Dnginx.jvm.servlet.uri=raw"
 for cfg in "plain" "tomcat" "jetty" "tomcat $RAW" "jetty $RAW" "plain --mode coloop" "tomcat --mode coloop" "jetty --mode coloop"; do
