@@ -7,9 +7,9 @@ must cross workers sent on a connection that another worker accepted
 (--reuseport spreads them; the servlet says its pid, and the tests assert
 the pids differ).
 
-runtime/servlet is built apart from `make all` (`mvn -f
-runtime/servlet/pom.xml package`): without its jar these tests skip.
-SERVLET_TARGET=DIR runs them on a module built elsewhere."""
+`make all` builds the engine into build/servlet (`make servlet`); without
+it these tests skip. SERVLET_TARGET=DIR runs them on an engine built
+elsewhere (a directory as build/servlet: the jar and tomcat-lib/)."""
 
 import http.client
 import os
@@ -25,7 +25,7 @@ import pytest
 from harness import ROOT, Launcher, request, wait_for
 from redisserver import REDIS_LIB, REDIS_SERVER, RedisServer
 
-TARGET = Path(os.environ.get("SERVLET_TARGET") or ROOT / "runtime" / "servlet" / "target")
+TARGET = Path(os.environ.get("SERVLET_TARGET") or ROOT / "build" / "servlet")
 JAR = TARGET / "nginx-jvm-servlet.jar"
 SERVLET = "-Dnginx.jvm.servlet.class=nginx.jvm.servlet.SessionServlet"
 LOGGER = r"nginx\.jvm\.servlet\.sessions"
@@ -33,8 +33,7 @@ TRACE = r"jvm: (\s+at |\s*\.\.\. \d+ more|Caused by: |\s+Suppressed: |stderr: )"
 ID = re.compile(r"^[0-9A-F]{32}$")
 
 pytestmark = pytest.mark.skipif(
-    not JAR.exists(), reason="runtime/servlet is not built: "
-    "mvn -f runtime/servlet/pom.xml package")
+    not JAR.exists(), reason="the servlet engine is not built: make servlet")
 
 
 def launcher(*extra, workers=2, classpath=()):
@@ -430,6 +429,36 @@ def test_a_client_that_leaves_mid_request(srv):
     time.sleep(0.6)
     assert b.go("/get?name=a").fields["value"] == "1"
     assert sorted(srv.worker_pids()) == srv.pids
+
+
+UNAVAILABLE = (LOGGER + r": Redis at 127\.0\.0\.1:\d+ (is unavailable|did not answer)"
+               r".*answering 503 to GET /")
+
+
+@pytest.mark.log_allows(UNAVAILABLE)
+def test_redis_down_answers_503_then_comes_back(srv):
+    """Redis down: a request that names a session, or makes one, is a 503
+    with Retry-After and one line in the log (not a new, empty session);
+    Redis back, the sessions work again."""
+    if srv.store != "redis":
+        pytest.skip("Redis's")
+    b = Browser(srv)
+    b.go("/set?name=a&value=1")
+    since = srv.log_size()
+    srv.redis.stop()
+    try:
+        t0 = time.monotonic()
+        r = b.go("/get?name=a")
+        assert time.monotonic() - t0 < 10, "bounded by the connect timeout"
+        assert r.status == 503 and r.header("Retry-After") == "5", r
+        assert not r.header("Set-Cookie")
+        assert len(srv.wait_log(UNAVAILABLE, since)) == 1, srv.log_text(since)
+        r = Browser(srv).go("/set?name=a&value=1")
+        assert r.status == 503 and not r.header("Set-Cookie"), r
+    finally:
+        srv.redis.start()
+    assert wait_for(lambda: b.go("/set?name=a&value=2").status == 200, 30)
+    assert b.go("/get?name=a").fields["value"] == "2"
 
 
 def test_the_cookie(srv):

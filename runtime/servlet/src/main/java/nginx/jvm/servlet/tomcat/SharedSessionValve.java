@@ -35,6 +35,10 @@ final class SharedSessionValve extends ValveBase {
         Map<String, SharedSession> used;
         try {
             getNext().invoke(request, response);
+        } catch (SharedSessionException.Unavailable e) {
+            // reading the session failed before the servlet ran (Tomcat's
+            // authenticator reads it for every request that names one)
+            failed(request, response, e);
         } finally {
             used = SharedSessionManager.leave(had);
         }

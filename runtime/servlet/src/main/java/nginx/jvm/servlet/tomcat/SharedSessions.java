@@ -88,6 +88,9 @@ public final class SharedSessions {
             } catch (IllegalArgumentException e) {
                 throw new IllegalArgumentException("-D" + PROPERTY + "=" + spec + ": " + e.getMessage()
                         + " (launcher: --shared-dict " + name + ":10m)", e);
+            } catch (IllegalStateException e) {
+                // not in an nginx worker (a JVM that only loads the application): no requests to serve
+                return null;
             }
         }
         if (spec.startsWith("redis://")) {
