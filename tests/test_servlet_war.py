@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -305,6 +306,41 @@ def test_a_stop_runs_the_applications_destroy(war, cache, tmp):
     # the application too, and stops it: one line more)
     lines = marker.read_text().splitlines()
     assert {"destroyed %d" % p for p in pids} <= set(lines), lines
+
+
+def test_a_reload_fails_no_request(war, cache):
+    """HUP to the launcher while clients keep coming on new connections:
+    the new workers start their Tomcat and the application before the old
+    ones stop (jvm_reload_timeout), and every request is answered 200."""
+    n = launcher(war, cache, workers=2)
+    results, stop = [], threading.Event()
+
+    def load():
+        while not stop.is_set():
+            try:
+                r = n.get("/hello?name=r", timeout=30)
+                results.append((r.status, fields(r).get("pid")))
+            except OSError as e:
+                results.append((None, repr(e)))
+    with n:
+        old = set(n.worker_pids())
+        t = threading.Thread(target=load)
+        t.start()
+        try:
+            assert wait_for(lambda: len(results) >= 20, 60)
+            os.kill(n.proc.pid, signal.SIGHUP)
+            assert wait_for(lambda: not set(n.worker_pids()) & old
+                            and len(n.worker_pids()) == 2, 120), n.log_text()
+            seen = len(results)
+            # the new workers answer
+            assert wait_for(lambda: len(results) >= seen + 20, 60)
+        finally:
+            stop.set()
+            t.join()
+    failed = [r for r in results if r[0] != 200]
+    assert not failed, failed[:5]
+    pids = {r[1] for r in results}
+    assert pids & {str(p) for p in old} and pids - {str(p) for p in old}
 
 
 def test_https_is_secure_to_the_servlet(war, cache):
