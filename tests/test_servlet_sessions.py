@@ -210,6 +210,22 @@ def test_a_login_that_changes_the_id_then_redirects(srv):
     assert b.go("/get?name=user", cookie=before).fields["value"] == "(no session)"
 
 
+def test_invalidate_then_a_new_session_in_one_request(srv):
+    """Spring Security's other fixation protection: the old session
+    invalidated, a new one made in the same request with what is kept."""
+    b = Browser(srv)
+    r = b.go("/set?name=keep&value=k")
+    b.go("/set?name=drop&value=d", avoid=r.pid)
+    old = b.cookie
+    r = b.go("/renew?name=keep")
+    assert r.fields["old"] == old and b.cookie != old
+    assert r.fields["names"] == "keep"
+    r = b.go("/get?name=keep", avoid=r.pid)
+    assert r.fields["value"] == "k" and r.fields["names"] == "keep"
+    for w in srv.pids:
+        assert b.go("/get?name=drop", on=w, cookie=old).fields["value"] == "(no session)"
+
+
 def test_an_attribute_changed_in_place_is_saved(srv):
     b = Browser(srv)
     r = b.go("/append?item=a")

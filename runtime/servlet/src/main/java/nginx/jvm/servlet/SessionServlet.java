@@ -30,6 +30,7 @@ import java.util.TreeMap;
  * /interval?s=N                setMaxInactiveInterval(N)
  * /rotate                      changeSessionId(), as Spring Security at login
  * /login?user=U                a session, changeSessionId(), then the user as an attribute
+ * /renew?name=N                invalidate(), then a new session with attribute N of the old
  * /encode                      a session, and what encodeURL makes of "/x"
  * /notserializable             an attribute that is not Serializable
  * /nested                      a Serializable List holding an object that is not
@@ -104,6 +105,15 @@ public class SessionServlet extends HttpServlet {
             case "/encode" -> {
                 req.getSession();
                 out.put("url", resp.encodeURL("/x"));
+            }
+            case "/renew" -> {
+                // Spring Security's fixation protection, newSession: the old
+                // session goes, a new one takes what is to be kept
+                HttpSession old = req.getSession();
+                out.put("old", old.getId());
+                Object keep = old.getAttribute(name);
+                old.invalidate();
+                req.getSession().setAttribute(name, keep);
             }
             case "/notserializable" -> req.getSession().setAttribute("thing", new Object());
             case "/nested" -> {
