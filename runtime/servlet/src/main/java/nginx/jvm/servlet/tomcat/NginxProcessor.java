@@ -43,8 +43,26 @@ import org.apache.tomcat.util.net.SocketWrapperBase;
  * which is what keeps Catalina's request and response objects (notes of
  * Coyote's) from being made anew for every request.
  */
-final class NginxProcessor extends AbstractProcessor {
+public final class NginxProcessor extends AbstractProcessor {
     private static final Log log = LogFactory.getLog(NginxProcessor.class);
+
+    /**
+     * What a processor needs of the engine that keeps it: TomcatEngine's
+     * own Tomcat, or a Spring Boot application's (nginx.jvm.servlet.boot).
+     */
+    public interface Host {
+        /** The exchange is over: recycle the processor and keep it for the next. */
+        void release(NginxProcessor p);
+
+        /** Runs an async servlet's event (complete, dispatch, timeout). */
+        void execute(Runnable event);
+
+        /** An async request begins or ends waiting: its timeout is checked meanwhile. */
+        void waiting(NginxProcessor p, boolean yes);
+
+        /** How long a synchronous handler waits for an async servlet. */
+        long syncWaitMillis();
+    }
 
     private InputStream body;
     private boolean bodyEnded;
@@ -53,13 +71,37 @@ final class NginxProcessor extends AbstractProcessor {
     private boolean swallow;
     private Answer answer;
     private nginx.jvm.Request current;
-    private final TomcatEngine host;
+    private final Host host;
     private final ReentrantLock lock = new ReentrantLock();
     private boolean finished;
     private String connectionId;
     private boolean secure;
 
-    NginxProcessor(Adapter adapter, TomcatEngine host) {
+    NginxProcessor(Adapter adapter, TomcatEngine engine) {
+        this(adapter, new Host() {
+            @Override
+            public void release(NginxProcessor p) {
+                engine.release(p);
+            }
+
+            @Override
+            public void execute(Runnable event) {
+                engine.execute(event);
+            }
+
+            @Override
+            public void waiting(NginxProcessor p, boolean yes) {
+                engine.waiting(p, yes);
+            }
+
+            @Override
+            public long syncWaitMillis() {
+                return engine.syncWaitMillis();
+            }
+        });
+    }
+
+    public NginxProcessor(Adapter adapter, Host host) {
         super(adapter);
         this.host = host;
         request.setInputBuffer(new In());
@@ -74,7 +116,7 @@ final class NginxProcessor extends AbstractProcessor {
      * The processor goes back to its engine when the exchange is over:
      * here, or on the thread of the async event that ends it.
      */
-    nginx.jvm.Response serve(nginx.jvm.Request r, Responder responder) throws IOException {
+    public nginx.jvm.Response serve(nginx.jvm.Request r, Responder responder) throws IOException {
         Answer a = new Answer(r, responder);
         answer = a;
         current = r;
