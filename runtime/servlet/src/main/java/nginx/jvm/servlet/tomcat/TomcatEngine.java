@@ -75,14 +75,7 @@ public final class TomcatEngine {
         tomcat.setBaseDir(base.toString());
         Connector connector = new Connector(protocol);
         tomcat.setConnector(connector);
-        Host host = tomcat.getHost();
-        // the engine's error pages without "Apache Tomcat/11.0.x" (a
-        // server's version is nginx's to tell: server_tokens) and without the
-        // exception's stack trace, which goes to nginx's error log instead
-        ErrorReportValve errors = new ErrorReportValve();
-        errors.setShowServerInfo(false);
-        errors.setShowReport(false);
-        host.getPipeline().addValve(errors);
+        quietErrorPages(tomcat.getHost());
         List<Context> contexts;
         try {
             contexts = deploy.into(tomcat);
@@ -104,6 +97,18 @@ public final class TomcatEngine {
             }
         }
         timer.scheduleWithFixedDelay(this::checkTimeouts, 1, 1, TimeUnit.SECONDS);
+    }
+
+    /**
+     * The engine's error pages without "Apache Tomcat/11.0.x" (a server's
+     * version is nginx's to tell: server_tokens) and without the
+     * exception's stack trace, which goes to the log instead.
+     */
+    static void quietErrorPages(Host host) {
+        ErrorReportValve errors = new ErrorReportValve();
+        errors.setShowServerInfo(false);
+        errors.setShowReport(false);
+        host.getPipeline().addValve(errors);
     }
 
     private static ThreadFactory daemon(String name) {
