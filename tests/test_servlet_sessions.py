@@ -447,6 +447,21 @@ def test_a_client_that_leaves_mid_request(srv):
     assert sorted(srv.worker_pids()) == srv.pids
 
 
+def test_a_client_that_leaves_an_async_request(srv):
+    """The request is over when the client leaves; the servlet's thread
+    changes the session afterwards: written then, at once."""
+    b = Browser(srv)
+    r = b.go("/set?name=a&value=1")
+    c, pid = connection(srv, avoid=r.pid)
+    c.sock.sendall(("GET /async?name=after&value=kept&ms=500 HTTP/1.1\r\nHost: x\r\n"
+                    "Cookie: JSESSIONID=%s\r\n\r\n" % b.cookie).encode())
+    time.sleep(0.1)
+    c.sock.shutdown(socket.SHUT_RDWR)
+    c.close()
+    assert wait_for(lambda: b.go("/get?name=after", avoid=pid).fields["value"] == "kept", 10)
+    assert b.go("/get?name=a").fields["value"] == "1"
+
+
 UNAVAILABLE = (LOGGER + r": Redis at 127\.0\.0\.1:\d+ (is unavailable|did not answer)"
                r".*answering 503 to GET /")
 

@@ -36,7 +36,8 @@ import java.util.TreeMap;
  * /nested                      a Serializable List holding an object that is not
  * /big?kb=N                    an attribute of N KB
  * /slow?name=N&amp;value=V&amp;ms=T    setAttribute, then T ms before answering
- * /async?name=N&amp;value=V        startAsync; another thread sets the attribute, then completes
+ * /async?name=N&amp;value=V[&amp;ms=T]  startAsync; another thread sets the attribute T ms
+ *                              later (50), then completes
  * </pre>
  */
 public class SessionServlet extends HttpServlet {
@@ -131,15 +132,16 @@ public class SessionServlet extends HttpServlet {
                 HttpSession session = req.getSession();
                 AsyncContext async = req.startAsync();
                 String value = req.getParameter("value");
+                long ms = req.getParameter("ms") == null ? 50 : Long.parseLong(req.getParameter("ms"));
                 Thread t = new Thread(() -> {
-                    pause(50);
+                    pause(ms);
                     session.setAttribute(name, value);
                     try {
                         async.getResponse().getWriter().print("pid=" + PID + "\nid=" + session.getId() + "\n");
+                        async.complete();
                     } catch (IOException | IllegalStateException e) {
-                        // the client left
+                        // the client left: the request is over already
                     }
-                    async.complete();
                 });
                 t.setDaemon(true);
                 t.start();

@@ -29,6 +29,8 @@ final class SharedSession extends StandardSession {
     final transient Set<String> read = ConcurrentHashMap.newKeySet();
     /** The max inactive interval or the cached authentication changed. */
     transient volatile boolean metaChanged;
+    /** The request that used it is over (Tomcat recycled it). */
+    transient volatile boolean ended;
     /** A save failed (and said so): the request's end does not try again. */
     transient volatile boolean abandoned;
     /** The id the session had before changeSessionId, whose entry goes when it is saved. */
@@ -90,6 +92,7 @@ final class SharedSession extends StandardSession {
         super.setAttribute(name, value, notify);
         if (name != null && value != null) {
             changed.add(name);
+            late();
         }
     }
 
@@ -97,6 +100,7 @@ final class SharedSession extends StandardSession {
     protected void removeAttributeInternal(String name, boolean notify) {
         super.removeAttributeInternal(name, notify);
         changed.add(name);
+        late();
     }
 
     @Override
@@ -118,6 +122,7 @@ final class SharedSession extends StandardSession {
     public void setMaxInactiveInterval(int interval) {
         super.setMaxInactiveInterval(interval);
         metaChanged = true;
+        late();
     }
 
     @Override
@@ -173,7 +178,19 @@ final class SharedSession extends StandardSession {
     @Override
     public void endAccess() {
         super.endAccess();
+        ended = true;
         ((SharedSessionManager) manager).saveLate(this);
+    }
+
+    /**
+     * A change made after the request ended (a thread of the application's
+     * that kept the session, an async servlet whose client left) has no
+     * request end to wait for: it is written at once.
+     */
+    private void late() {
+        if (ended) {
+            ((SharedSessionManager) manager).saveLate(this);
+        }
     }
 
     @Override
