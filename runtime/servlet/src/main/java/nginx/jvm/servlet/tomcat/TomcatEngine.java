@@ -79,6 +79,8 @@ public final class TomcatEngine {
         List<Context> contexts;
         try {
             contexts = deploy.into(tomcat);
+            // sessions shared by the workers (runtime/servlet/README.md, Sessions)
+            contexts.forEach(SharedSessions::install);
         } catch (RuntimeException | java.io.IOException e) {
             throw new LifecycleException(e.getMessage(), e);
         } catch (Exception e) {
