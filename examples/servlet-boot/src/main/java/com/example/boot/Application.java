@@ -21,6 +21,14 @@ public class Application {
         this.env = env;
     }
 
+    /** A setting the application cannot run without: its context fails to start. */
+    @jakarta.annotation.PostConstruct
+    public void check() {
+        if (greeting.isBlank()) {
+            throw new IllegalStateException("app.greeting must not be blank");
+        }
+    }
+
     public static void main(String[] args) {
         SpringApplication.run(Application.class, args);
     }

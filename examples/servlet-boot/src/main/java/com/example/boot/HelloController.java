@@ -3,6 +3,7 @@ package com.example.boot;
 import jakarta.servlet.http.HttpServletRequest;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.Callable;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.core.env.Environment;
 import org.springframework.web.bind.annotation.GetMapping;
@@ -47,6 +48,16 @@ public class HelloController {
     @PostMapping("/echo")
     public String echo(@RequestBody String body) {
         return "echo " + body.length() + ": " + body;
+    }
+
+    /** Spring MVC's async request processing: the servlet's startAsync, answered from another thread. */
+    @GetMapping("/later")
+    public Callable<String> later(@RequestParam(defaultValue = "10") long ms) {
+        return () -> {
+            Thread.sleep(ms);
+            return "later, after " + ms + " ms on " + (Thread.currentThread().getName().startsWith("nginx-jvm")
+                    ? "a pool thread" : "another thread");
+        };
     }
 
     @GetMapping("/boom")

@@ -1,0 +1,326 @@
+"""An unmodified Spring Boot executable jar beneath nginx (issue 47 item 2):
+examples/servlet-boot, built by Maven as its users build it, served by
+nginx.jvm.servlet.boot.BootHandler in each worker, through real HTTP. The
+application's own Tomcat never listens: its Connector's protocol is ours.
+
+The jar is built once per run into build/servlet-boot (and, with Boot 3.5's
+parent, into build/servlet-boot-3.5), with build/projects/m2 as Maven's
+local repository (test_projects' own). Skipped when the servlet module is
+not built (make all, or mvn -f runtime/servlet/pom.xml package)."""
+
+import http.client
+import json
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import LAUNCHER, ROOT, Launcher, wait_for
+
+EXAMPLE = ROOT / "examples" / "servlet-boot"
+M2 = ROOT / "build" / "projects" / "m2"
+HANDLER = "nginx.jvm.servlet.boot.BootHandler"
+HANDLER_JAR = "nginx-jvm-servlet-boot.jar"
+SEAM_JAR = "nginx-jvm-servlet-boot-seam.jar"
+TRACE = r"jvm: (\s+at |\s*\.\.\. \d+ more|Caused by: |\s+Suppressed: )"
+THREW = r"example failure on purpose"
+
+
+def servlet_dir():
+    """Where the module's jars are: build/servlet (make all), else the
+    module's own target (mvn package)."""
+    for d in (ROOT / "build" / "servlet", ROOT / "runtime" / "servlet" / "target"):
+        if (d / HANDLER_JAR).is_file() and (d / SEAM_JAR).is_file():
+            return d
+    return None
+
+
+SERVLET = servlet_dir()
+pytestmark = pytest.mark.skipif(
+    SERVLET is None, reason="the servlet module is not built (%s): make all"
+    % HANDLER_JAR)
+
+
+def build(dest, boot=None):
+    """`mvn package` of a copy of the example (with another Spring Boot
+    parent when `boot` says one): its target/servlet-boot.jar."""
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("target"))
+    if boot:
+        pom = dest / "pom.xml"
+        text = pom.read_text()
+        pom.write_text(re.sub(r"(<artifactId>spring-boot-starter-parent</artifactId>\s*"
+                              r"<version>)[^<]+", r"\g<1>" + boot, text))
+    r = subprocess.run(["mvn", "-B", "-q", "-Dmaven.repo.local=%s" % M2,
+                        "package"], cwd=dest, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout
+    path = dest / "target" / "servlet-boot.jar"
+    assert path.is_file()
+    return path
+
+
+@pytest.fixture(scope="module")
+def jar():
+    return build(ROOT / "build" / "servlet-boot")
+
+
+@pytest.fixture(scope="module")
+def shared():
+    """A directory the workers' user (nobody) can reach and write, as
+    /tmp: the class cache of this module's launchers."""
+    d = Path(tempfile.mkdtemp(prefix="nginx-jvm-boot-test-"))
+    d.chmod(0o1777)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def launcher(jar, shared, *args, workers=1, mode="pool"):
+    """`nginx-jvm run` of BootHandler with the application's jar on the
+    class path (as java -jar puts it) and named by -Dnginx.jvm.boot.jar."""
+    return Launcher(["--handler", HANDLER,
+                     "--classpath", "%s:%s" % (SERVLET / HANDLER_JAR, jar),
+                     "--jvm-option", "-Dnginx.jvm.boot.jar=%s" % jar]
+                    + list(args), mode=mode, workers=workers,
+                    env={"NGINX_JVM_CACHE": str(shared / "cache")})
+
+
+@pytest.fixture(scope="module")
+def app(jar, shared):
+    """The example, two workers; Spring's properties from -D."""
+    n = launcher(jar, shared,
+                 "--jvm-option", "-Dapp.greeting=hi from -D",
+                 "--jvm-option", "-Dspring.profiles.active=nginx",
+                 workers=2)
+    with n:
+        yield n
+
+
+def scratch_dirs(pids):
+    """The workers' Tomcat base directories (the seam's) and Boot's
+    temporary document bases, in the workers' temporary directory."""
+    tmp = Path(tempfile.gettempdir())
+    return [p for p in tmp.glob("nginx-jvm-boot-*-*")
+            if p.name.split("-")[3] in {str(pid) for pid in pids}]
+
+
+def test_a_rest_controller(app):
+    r = app.get("/hello?name=nginx")
+    assert r.status == 200, r
+    assert r.text == "hi from -D, nginx!"
+    assert r.header("Content-Type").startswith("text/plain")
+
+
+def test_what_the_application_sees_of_its_request(app):
+    r = app.get("/info?a=%C3%A9", headers={"User-Agent": "boot-test"})
+    assert r.status == 200, r
+    assert r.header("Content-Type") == "application/json"
+    info = json.loads(r.text)
+    assert info["requestURI"] == "/info"
+    assert info["query"] == "a=%C3%A9"
+    assert info["remoteAddr"] == "127.0.0.1"
+    assert info["serverPort"] == app.port
+    assert info["scheme"] == "http"
+    assert info["userAgent"] == "boot-test"
+    assert info["pid"] in app.worker_pids()
+
+
+def test_system_properties_reach_spring(app):
+    """-Dapp.greeting and -Dspring.profiles.active are Spring's properties,
+    in each worker's application (the line it prints once ready)."""
+    info = json.loads(app.get("/info").text)
+    assert info["greeting"] == "hi from -D"
+    assert info["profiles"] == ["nginx"]
+    ready = app.log_lines(r"example: ready, app\.greeting=hi from -D, "
+                          r"profiles=\[nginx\]")
+    pids = {int(re.search(r" (\d+)#", l).group(1)) for l in ready}
+    assert set(app.worker_pids()) <= pids, ready
+    # and BootHandler's own line, once per worker
+    assert len(app.log_lines(r"Spring Boot 4\.\d+\.\d+ serves "
+                             r"com\.example\.boot\.Application")) >= 2
+
+
+def test_a_form_post_and_its_redirect(app):
+    """A Thymeleaf page's form posts; the controller redirects (302) to a
+    page that says what was posted, on the same connection."""
+    conn = http.client.HTTPConnection("127.0.0.1", app.port, timeout=30)
+    try:
+        r = app.get("/", conn=conn)
+        assert r.status == 200, r
+        assert '<form method="post" action="/greet">' in r.text
+        r = app.request("POST", "/greet", body="name=Ann+%C3%A9t%C3%A9",
+                        headers={"Content-Type":
+                                 "application/x-www-form-urlencoded"},
+                        conn=conn)
+        assert r.status == 302, r
+        location = r.header("Location")
+        assert re.fullmatch(r"http://[^/]+/\?name=Ann\+%C3%A9t%C3%A9",
+                            location), location
+        r = app.get("/" + location.split("/", 3)[3], conn=conn)
+        assert r.status == 200, r
+        assert "<h1>Hello, Ann été!</h1>" in r.text
+    finally:
+        conn.close()
+
+
+def test_a_request_body(app):
+    r = app.request("POST", "/echo", body="x" * 100000,
+                    headers={"Content-Type": "text/plain"})
+    assert r.status == 200, r
+    assert r.text == "echo 100000: " + "x" * 100000
+
+
+def test_the_applications_404_page(app):
+    r = app.get("/no/such/page", headers={"Accept": "text/html"})
+    assert r.status == 404, r
+    assert "<h1>Nothing at <span>/no/such/page</span></h1>" in r.text
+    # and Boot's JSON error for a client that wants no page
+    r = app.get("/no/such/page", headers={"Accept": "application/json"})
+    assert r.status == 404, r
+    assert '"status":404' in r.text and '"path":"/no/such/page"' in r.text
+
+
+@pytest.mark.log_allows(THREW, TRACE)
+def test_a_controller_that_throws(app):
+    """500 through Boot's error handling; the stack trace is in nginx's
+    error log; the worker goes on."""
+    since = app.log_size()
+    r = app.get("/boom", headers={"Accept": "text/html"})
+    assert r.status == 500, r
+    assert "example failure" not in r.text
+    assert wait_for(lambda: "com.example.boot.HelloController.boom"
+                    in app.log_text(since), 30), app.log_text(since)
+    log = app.log_text(since)
+    assert "[error]" in log and THREW in log
+    assert app.get("/hello").status == 200
+
+
+def test_spring_mvc_async(app):
+    """A Callable: the servlet goes async, Spring answers from its own
+    thread, Tomcat dispatches back."""
+    r = app.get("/later?ms=50")
+    assert r.status == 200, r
+    assert r.text == "later, after 50 ms on another thread"
+
+
+def test_new_connections_land_on_both_workers(app):
+    pids = set()
+
+    def two():
+        pids.add(json.loads(app.get("/info").text)["pid"])
+        return len(pids) == 2
+    assert wait_for(two, 60, interval=0.01), pids
+    assert pids == set(app.worker_pids())
+
+
+def test_the_application_opens_no_port(app):
+    """Each worker's listening TCP sockets are nginx's: the application's
+    Tomcat opens none (server.port is 8080 by default: nothing there)."""
+    out = subprocess.run(["ss", "-Hltnp"], stdout=subprocess.PIPE,
+                         text=True, check=True).stdout
+    for pid in app.worker_pids():
+        ports = {l.split()[3].rsplit(":", 1)[1] for l in out.splitlines()
+                 if "pid=%d," % pid in l}
+        assert ports == {str(app.port)}, (pid, ports)
+    # what Boot logged: its connector, and no port
+    assert app.log_lines(r"Tomcat started on port -1 \(http\)")
+
+
+def test_a_stop_closes_the_application(app):
+    """SIGTERM (Ctrl-C) stops the launcher; each worker's shutdown hooks
+    run Spring's: the graceful shutdown, the context's close (the
+    application's @PreDestroy), its temporary directories removed.
+    (Last of the tests on `app`: it stops it.)"""
+    pids = app.worker_pids()
+    assert scratch_dirs(pids), "the seam's Tomcat base directories"
+    since = app.log_size()
+    assert app.stop(signal.SIGTERM, timeout=30)
+    log = app.log_text(since)
+    for pid in pids:
+        mine = [l for l in log.splitlines() if " %d#%d: " % (pid, pid) in l]
+        assert any("Graceful shutdown complete" in l for l in mine), log
+        assert any("example: the application context is closing" in l
+                   for l in mine), log
+    assert not scratch_dirs(pids)
+
+
+# -- Spring Boot 3.5 (Tomcat 10.1): the same seam --------------------------
+
+@pytest.fixture(scope="module")
+def jar35():
+    return build(ROOT / "build" / "servlet-boot-3.5", boot="3.5.7")
+
+
+@pytest.mark.log_allows(THREW, TRACE)
+def test_spring_boot_3_5(jar35, shared):
+    """The example built on Spring Boot 3.5 (Tomcat 10.1) with the same
+    seam, compiled against Tomcat 11; with --async (jvm_async on)."""
+    n = launcher(jar35, shared, "--async",
+                 "--jvm-option", "-Dapp.greeting=hello 3.5")
+    with n:
+        assert n.log_lines(r"Spring Boot 3\.5\.\d+ serves ")
+        assert n.get("/hello?name=x").text == "hello 3.5, x!"
+        r = n.request("POST", "/greet", body="name=y",
+                      headers={"Content-Type":
+                               "application/x-www-form-urlencoded"})
+        assert r.status == 302 and r.header("Location").endswith("/?name=y")
+        assert "<h1>Hello, y!</h1>" in n.get("/?name=y").text
+        assert n.get("/nope", headers={"Accept": "text/html"}).status == 404
+        assert n.get("/boom").status == 500
+        assert n.get("/later?ms=20").text == "later, after 20 ms on another thread"
+        since = n.log_size()
+        assert n.stop(signal.SIGTERM, timeout=30)
+        assert "example: the application context is closing" in n.log_text(since)
+
+
+# -- an application that cannot start ---------------------------------------
+
+def run_launcher(args, timeout=120):
+    started = time.monotonic()
+    r = subprocess.run([LAUNCHER, "run", "--port", "1"] + args,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=timeout)
+    return r, time.monotonic() - started
+
+
+def test_an_application_whose_context_fails(jar):
+    """The context fails to start (a bean's check): the launcher exits
+    non-zero within a minute, naming the cause. No class cache: the
+    worker's own start is what fails, as it would with the cache built."""
+    r, took = run_launcher(["--handler", HANDLER, "--classpath",
+                            "%s:%s" % (SERVLET / HANDLER_JAR, jar),
+                            "--jvm-option", "-Dnginx.jvm.boot.jar=%s" % jar,
+                            "--jvm-option", "-Dapp.greeting=",
+                            "--mode", "pool", "--workers", "2",
+                            "--cache", "off"])
+    assert r.returncode != 0
+    assert took < 60, took
+    assert "did not start" in r.stderr, r.stderr
+    assert "app.greeting must not be blank" in r.stderr, r.stderr
+
+
+def test_a_jar_that_is_not_a_spring_boot_jar(tmp_path):
+    r, took = run_launcher(["--handler", HANDLER, "--classpath",
+                            str(SERVLET / HANDLER_JAR),
+                            "--jvm-option", "-Dnginx.jvm.boot.jar=%s"
+                            % (SERVLET / HANDLER_JAR),
+                            "--mode", "pool", "--workers", "1",
+                            "--cache", "off"])
+    assert r.returncode != 0
+    assert took < 60, took
+    assert "is not a Spring Boot executable jar" in r.stderr, r.stderr
+
+
+def test_the_jar_must_be_on_the_class_path(jar):
+    r, took = run_launcher(["--handler", HANDLER, "--classpath",
+                            str(SERVLET / HANDLER_JAR),
+                            "--jvm-option", "-Dnginx.jvm.boot.jar=%s" % jar,
+                            "--mode", "pool", "--workers", "1",
+                            "--cache", "off"])
+    assert r.returncode != 0
+    assert "must be on the worker's class path too" in r.stderr, r.stderr
