@@ -462,6 +462,24 @@ def test_a_client_that_leaves_an_async_request(srv):
     assert b.go("/get?name=a").fields["value"] == "1"
 
 
+@pytest.mark.parametrize("junk", ["not a session", "S\x01\x00\x20" + "A" * 32])
+def test_an_entry_that_does_not_read_is_no_session(srv, junk):
+    """An entry changed in Redis by someone else (or written by another
+    version): no session, a [warn] line, and a new session for the client."""
+    if srv.store != "redis":
+        pytest.skip("the test writes Redis's entry itself")
+    b = Browser(srv)
+    b.go("/set?name=a&value=1")
+    old = b.cookie
+    srv.redis.command("SET", "nginx-jvm:jsession:/:" + old, junk)
+    since = srv.log_size()
+    assert b.go("/get?name=a").fields["value"] == "(no session)"
+    assert srv.wait_log(r"\[warn\].*" + LOGGER + r": session %s\.\.\. in Redis .*"
+                        r"read as no session" % old[:6], since)
+    b.go("/set?name=a&value=2")
+    assert b.cookie != old
+
+
 UNAVAILABLE = (LOGGER + r": Redis at 127\.0\.0\.1:\d+ (is unavailable|did not answer)"
                r".*answering 503 to GET /")
 

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.Serializable;
 import java.security.Principal;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -35,8 +36,15 @@ public final class SharedSessionManager extends ManagerBase {
     /** A session a request asked for that the store does not have (or could not read). */
     private static final SharedSession ABSENT = new SharedSession(null);
 
-    /** The sessions a request thread has in hand, by id, while the valve runs: one object per request. */
-    private static final ThreadLocal<Map<String, SharedSession>> SCOPE = new ThreadLocal<>();
+    /**
+     * The sessions a request thread has in hand while the valve runs, by
+     * manager and id (Tomcat asks every context's manager for an id the
+     * client sent): one object per request.
+     */
+    private static final ThreadLocal<Map<Key, SharedSession>> SCOPE = new ThreadLocal<>();
+
+    record Key(SharedSessionManager manager, String id) {
+    }
 
     private final SharedSessionStore store;
     /**
@@ -102,29 +110,29 @@ public final class SharedSessionManager extends ManagerBase {
     // --- a request's sessions ---------------------------------------------
 
     /** The valve: the sessions this thread loads or makes from now on are the request's. */
-    static Map<String, SharedSession> enter() {
-        Map<String, SharedSession> had = SCOPE.get();
+    static Map<Key, SharedSession> enter() {
+        Map<Key, SharedSession> had = SCOPE.get();
         SCOPE.set(new HashMap<>(4));
         return had;
     }
 
     /** The valve, when the request leaves it: the sessions it used. */
-    static Map<String, SharedSession> leave(Map<String, SharedSession> had) {
-        Map<String, SharedSession> mine = SCOPE.get();
+    static Collection<SharedSession> leave(Map<Key, SharedSession> had) {
+        Map<Key, SharedSession> mine = SCOPE.get();
         if (had == null) {
             SCOPE.remove();
         } else {
             SCOPE.set(had);
         }
-        return mine;
+        return mine.values();
     }
 
     /** A session made by this manager (createSession, changeSessionId): the request's. */
     @Override
     public void add(Session session) {
-        Map<String, SharedSession> scope = SCOPE.get();
+        Map<Key, SharedSession> scope = SCOPE.get();
         if (scope != null && session instanceof SharedSession s && s != ABSENT) {
-            scope.put(s.getIdInternal(), s);
+            scope.put(new Key(this, s.getIdInternal()), s);
         }
     }
 
@@ -139,9 +147,9 @@ public final class SharedSessionManager extends ManagerBase {
         if (id == null) {
             return;
         }
-        Map<String, SharedSession> scope = SCOPE.get();
+        Map<Key, SharedSession> scope = SCOPE.get();
         if (scope != null) {
-            scope.remove(id, session);
+            scope.remove(new Key(this, id), session);
         }
         if (update) {
             super.remove(session, true);                 // the expired sessions' figures
@@ -185,9 +193,10 @@ public final class SharedSessionManager extends ManagerBase {
         if (id == null || !ids.matcher(id).matches()) {
             return null;
         }
-        Map<String, SharedSession> scope = SCOPE.get();
+        Map<Key, SharedSession> scope = SCOPE.get();
+        Key key = new Key(this, id);
         if (scope != null) {
-            SharedSession s = scope.get(id);
+            SharedSession s = scope.get(key);
             if (s != null) {
                 return s == ABSENT ? null : s;
             }
@@ -195,7 +204,7 @@ public final class SharedSessionManager extends ManagerBase {
         SharedSession s = load(id);
         if (scope != null) {
             // asked again in this request (Tomcat does), the answer is the same
-            scope.put(id, s == null ? ABSENT : s);
+            scope.put(key, s == null ? ABSENT : s);
         }
         return s;
     }
@@ -247,11 +256,11 @@ public final class SharedSessionManager extends ManagerBase {
                 s.attributes().put(a.getKey(), SharedSessionCodec.deserialize(a.getValue(), loader,
                         getSessionAttributeValueClassNamePattern()));
             }
-        } catch (IOException | ClassNotFoundException | ClassCastException
-                | ArrayIndexOutOfBoundsException x) {
+        } catch (IOException | ClassNotFoundException | RuntimeException x) {
             // a class that changed or went since it was written (a new
-            // version of the application), or one the filter refuses: the
-            // user starts again rather than with half a session
+            // version of the application), one the filter refuses, a
+            // readObject that throws: the user starts again rather than
+            // with half a session
             Log.warn(LOGGER, "session " + abbreviate(id) + " in " + store.describe()
                     + " could not be read (" + x + "): read as no session");
             return null;

@@ -4,7 +4,7 @@ import jakarta.servlet.RequestDispatcher;
 import jakarta.servlet.ServletException;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
-import java.util.Map;
+import java.util.Collection;
 import nginx.jvm.Log;
 import org.apache.catalina.connector.Request;
 import org.apache.catalina.connector.Response;
@@ -31,8 +31,8 @@ final class SharedSessionValve extends ValveBase {
             getNext().invoke(request, response);
             return;
         }
-        Map<String, SharedSession> had = SharedSessionManager.enter();
-        Map<String, SharedSession> used;
+        var had = SharedSessionManager.enter();
+        Collection<SharedSession> used;
         try {
             getNext().invoke(request, response);
         } catch (SharedSessionException.Unavailable e) {
@@ -43,9 +43,12 @@ final class SharedSessionValve extends ValveBase {
             used = SharedSessionManager.leave(had);
         }
         // an async request's later changes are saved when it ends (SharedSession.endAccess)
-        for (SharedSession s : used.values()) {
+        for (SharedSession s : used) {
+            if (!s.live()) {
+                continue;                                   // invalidated, or none
+            }
             try {
-                manager.save(s);
+                ((SharedSessionManager) s.getManager()).save(s);
             } catch (SharedSessionException e) {
                 failed(request, response, e);
             } catch (RuntimeException e) {
