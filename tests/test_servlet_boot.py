@@ -145,6 +145,21 @@ def test_system_properties_reach_spring(app):
                              r"com\.example\.boot\.Application")) >= 2
 
 
+def test_the_applications_main_returned(app):
+    """SpringApplication.run returned, and its thread ended (BootHandler's
+    "spring-boot-main"): the application serves on, from nginx's threads."""
+    for pid in app.worker_pids():
+        names = set()
+        for comm in Path("/proc/%d/task" % pid).glob("*/comm"):
+            try:
+                names.add(comm.read_text().strip())
+            except OSError:
+                pass                # a thread that just ended
+        assert "spring-boot-mai" not in names, names
+        assert any(n.startswith("nginx-jvm-pool") for n in names), names
+    assert app.get("/hello").status == 200
+
+
 def test_a_form_post_and_its_redirect(app):
     """A Thymeleaf page's form posts; the controller redirects (302) to a
     page that says what was posted, on the same connection."""
