@@ -375,6 +375,14 @@ bench-reload-open: all
 # coloop, pool and virtual (a count, not a timing: about 20 minutes;
 # ALLOC_BENCH_ARGS="--servers ring-loop --requests 100000" for less)
 .PHONY: bench-alloc
+# A servlet web application (examples/servlet-war) through nginx-jvm, on
+# its own Tomcat, and behind nginx's proxy_pass: rate, CPU per request,
+# p99 at a fixed rate (oha, from install-deps.sh bench).  About 5 minutes.
+.PHONY: bench-servlet
+bench-servlet: all
+	scripts/install-deps.sh bench
+	$(PYTHON) bench/servlet.py $(SERVLET_BENCH_ARGS)
+
 bench-alloc: all
 	python3 bench/alloc.py $(ALLOC_BENCH_ARGS)
 
