@@ -81,12 +81,12 @@ def shared():
 
 
 def launcher(jar, shared, *args, workers=1, mode="pool"):
-    """`nginx-jvm run` of BootHandler with the application's jar on the
-    class path (as java -jar puts it) and named by -Dnginx.jvm.boot.jar."""
-    return Launcher(["--handler", HANDLER,
-                     "--classpath", "%s:%s" % (SERVLET / HANDLER_JAR, jar),
-                     "--jvm-option", "-Dnginx.jvm.boot.jar=%s" % jar]
-                    + list(args), mode=mode, workers=workers,
+    """`nginx-jvm run --jar APP.jar`, as a user runs it: with no --handler
+    the launcher sees a Spring Boot jar and serves it through BootHandler
+    (the application's jar on the class path, as java -jar puts it, and
+    named by -Dnginx.jvm.boot.jar)."""
+    return Launcher(["--jar", str(jar)] + list(args), mode=mode,
+                    workers=workers,
                     env={"NGINX_JVM_CACHE": str(shared / "cache")})
 
 
@@ -307,16 +307,27 @@ def test_an_application_whose_context_fails(jar):
     """The context fails to start (a bean's check): the launcher exits
     non-zero within a minute, naming the cause. No class cache: the
     worker's own start is what fails, as it would with the cache built."""
-    r, took = run_launcher(["--handler", HANDLER, "--classpath",
-                            "%s:%s" % (SERVLET / HANDLER_JAR, jar),
-                            "--jvm-option", "-Dnginx.jvm.boot.jar=%s" % jar,
+    r, took = run_launcher(["--jar", str(jar),
                             "--jvm-option", "-Dapp.greeting=",
-                            "--mode", "pool", "--workers", "2",
-                            "--cache", "off"])
+                            "--workers", "2", "--cache", "off"])
     assert r.returncode != 0
     assert took < 60, took
     assert "did not start" in r.stderr, r.stderr
     assert "app.greeting must not be blank" in r.stderr, r.stderr
+
+
+def test_what_the_launcher_writes_for_a_boot_jar(jar):
+    r, _ = run_launcher(["--jar", str(jar), "--print-config"])
+    assert r.returncode == 0, r.stderr
+    assert 'jvm_content "%s";' % HANDLER in r.stdout
+    assert "jvm_mode pool;" in r.stdout and "jvm_async on;" in r.stdout
+    assert "-Dnginx.jvm.boot.jar=%s" % jar in r.stdout
+    # the application brings its own Tomcat: not the engine's jars
+    assert "tomcat-lib" not in r.stdout
+    r, _ = run_launcher(["--jar", str(jar), "--mode", "loop",
+                         "--print-config"])
+    assert r.returncode == 2
+    assert "cannot run on the event loop" in r.stderr
 
 
 def test_a_jar_that_is_not_a_spring_boot_jar(tmp_path):

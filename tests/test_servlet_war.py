@@ -282,6 +282,25 @@ def test_new_connections_land_on_both_workers(app):
     assert {int(p) for p in pids} == set(app.worker_pids())
 
 
+def test_the_session_is_every_workers(app):
+    """--war shares HttpSessions between the workers (the dictionary
+    "sessions"): a counter goes on whichever worker a new connection
+    reaches."""
+    r = app.get("/app/count")
+    cookie = r.header("Set-Cookie").split(";")[0]
+    assert r.text.startswith("count 1, ")
+    pids, n = {r.text.split("pid ")[1].strip()}, 1
+
+    def next_visit():
+        nonlocal n
+        r = app.get("/app/count", headers={"Cookie": cookie})
+        n += 1
+        assert r.text.startswith("count %d, " % n), r.text
+        pids.add(r.text.split("pid ")[1].strip())
+        return len(pids) == 2
+    assert wait_for(next_visit, 60, interval=0.01), pids
+
+
 def test_the_engine_never_opens_a_socket(app):
     """Each worker's listening TCP sockets are nginx's: Tomcat opens none."""
     out = subprocess.run(["ss", "-Hltnp"], stdout=subprocess.PIPE,
