@@ -29,7 +29,20 @@ final class Handlers {
                     + HeaderFilter.class.getName() + ", " + VariableHandler.class.getName() + ", "
                     + BodyFilter.class.getName());
         }
-        return c.getDeclaredConstructor().newInstance();
+        try {
+            return c.getDeclaredConstructor().newInstance();
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            // what the constructor threw, which the error log's first line
+            // and the launcher's last then name, rather than the wrapper
+            Throwable cause = e.getCause();
+            if (cause instanceof Exception) {
+                throw (Exception) cause;
+            }
+            if (cause instanceof Error) {
+                throw (Error) cause;
+            }
+            throw e;
+        }
     }
 
     /**

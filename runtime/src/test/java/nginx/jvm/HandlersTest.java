@@ -102,4 +102,24 @@ class HandlersTest {
         assertFalse(e instanceof java.lang.reflect.InvocationTargetException);
         assertTrue(String.valueOf(e.getMessage()).contains("no/such/namespace"), e.toString());
     }
+
+    public static final class ThrowsInConstructor implements Handler {
+        public ThrowsInConstructor() {
+            throw new IllegalStateException("database down, in the constructor");
+        }
+
+        @Override
+        public Response handle(Request request) {
+            return null;
+        }
+    }
+
+    @Test
+    void whatAConstructorThrowsIsWhatLoadThrows() {
+        // not an InvocationTargetException: the error log's first line and
+        // the launcher's last name the cause
+        Exception e = assertThrows(IllegalStateException.class,
+                () -> Handlers.load(ThrowsInConstructor.class.getName()));
+        assertTrue(e.getMessage().contains("database down"), e.toString());
+    }
 }
