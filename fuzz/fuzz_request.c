@@ -324,6 +324,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         r->connection->addr_text.len, "the address");
     ngx_fuzz_expect_str(&rd, NULL, 0, "no certificate");
 
+    /* $uri, when it is not the path sent above */
+
+    if (((flags & NGX_HTTP_JVM_REQ_HAS_URI) != 0)
+        != (r->uri.len != path_len
+            || (path_len && ngx_memcmp(r->uri.data, path, path_len) != 0)))
+    {
+        ngx_fuzz_fail("the flag of $uri");
+    }
+
+    if (flags & NGX_HTTP_JVM_REQ_HAS_URI) {
+        ngx_fuzz_expect_str(&rd, r->uri.data, r->uri.len, "$uri");
+    }
+
     if (ngx_http_jvm_get_int(&rd, &nfields) != NGX_OK) {
         ngx_fuzz_fail("no field count");
     }
