@@ -64,6 +64,9 @@ BROWSE = [
     ("GET", "/app/static/app.css", {"Range": "bytes=2-9"}, None),
     ("HEAD", "/app/static/app.css", {}, None),
     ("GET", "/app/static/", {}, None),
+    ("GET", "/app/static/big.bin", {}, None),           # sendfile's size
+    ("GET", "/app/static/big.bin", {"Range": "bytes=5-70004"}, None),
+    ("HEAD", "/app/static/big.bin", {}, None),
     ("GET", "/app/no/such/page", {}, None),
     ("GET", "/app/WEB-INF/web.xml", {}, None),
     ("GET", "/app/fail", {}, None),

@@ -8,6 +8,7 @@ the machine's cache does not collect one copy per run."""
 
 import hashlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -34,6 +35,10 @@ def war():
     assert SERVLET.exists(), "the servlet engine is not built: make all"
     shutil.rmtree(BUILD, ignore_errors=True)
     shutil.copytree(EXAMPLE, BUILD, ignore=shutil.ignore_patterns("target"))
+    # a static file past Tomcat's sendfile threshold (48 KB): the default
+    # servlet names it to the connector, and nginx sends it
+    (BUILD / "src/main/webapp/static/big.bin").write_bytes(
+        random.Random(47).randbytes(300 * 1024))
     r = subprocess.run(["mvn", "-B", "-q", "package"], cwd=BUILD,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, timeout=600)
@@ -152,6 +157,40 @@ def test_static_files_of_the_war(app):
     r = app.request("HEAD", "/app/static/app.css")
     assert r.status == 200 and r.body == b""
     assert r.header("Content-Length") == str(len(css))
+
+
+def test_a_large_static_file_goes_out_as_nginxs_file(app):
+    """Past the default servlet's sendfile threshold the servlet writes
+    nothing and names the file: a whole one is nginx's file body, a part
+    (Range) is copied; conditional GET and HEAD are the servlet's."""
+    big = (BUILD / "src/main/webapp/static/big.bin").read_bytes()
+    r = app.get("/app/static/big.bin")
+    assert r.status == 200
+    assert r.body == big
+    assert r.header("Content-Length") == str(len(big))
+    # one Accept-Ranges (nginx's), not the servlet's as well
+    assert [v for k, v in r.headers if k.lower() == "accept-ranges"] \
+        == ["bytes"]
+    r = app.get("/app/static/big.bin", headers={"Range": "bytes=1000-70999"})
+    assert r.status == 206 and r.body == big[1000:71000]
+    assert r.header("Content-Range") == "bytes 1000-70999/%d" % len(big)
+    etag = app.get("/app/static/big.bin").header("ETag")
+    assert app.get("/app/static/big.bin",
+                   headers={"If-None-Match": etag}).status == 304
+    r = app.request("HEAD", "/app/static/big.bin")
+    assert r.status == 200 and r.body == b""
+    assert r.header("Content-Length") == str(len(big))
+
+
+def test_a_client_that_leaves_a_large_file(app):
+    """It reads a little of the file and closes: the worker serves on."""
+    for _ in range(3):
+        s = socket.create_connection(("127.0.0.1", app.port))
+        s.sendall(b"GET /app/static/big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.recv(1000)
+        s.close()
+    big = (BUILD / "src/main/webapp/static/big.bin").read_bytes()
+    assert app.get("/app/static/big.bin").body == big
 
 
 def test_web_xml_error_page_for_404(app):

@@ -43,6 +43,7 @@ public final class Answer {
     private OutputStream stream;
     private boolean finished;
     private Response whole;
+    private java.io.File wholeFile;
     private final java.util.concurrent.CountDownLatch over = new java.util.concurrent.CountDownLatch(1);
 
     public Answer(Request request, Responder responder) {
@@ -104,6 +105,38 @@ public final class Answer {
         stream.flush();
     }
 
+    /**
+     * The body is bytes {@code start} to {@code end} (exclusive) of
+     * {@code file}, which the engine asked the connector to send: the whole
+     * file of a 200, with nothing written before it, goes to nginx as a
+     * file body (sent by sendfile, never read into the JVM); any other part
+     * is copied through {@link #write}. {@link #finish} follows.
+     */
+    public void file(java.io.File file, long start, long end) throws IOException {
+        if (noBody || finished) {
+            return;
+        }
+        if (status == 200 && start == 0 && end == file.length() && stream == null
+                && pending.size() == 0) {
+            wholeFile = file;
+            return;
+        }
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file.toPath())) {
+            ByteBuffer b = ByteBuffer.allocate((int) Math.min(64 * 1024, Math.max(1, end - start)));
+            long at = start;
+            while (at < end) {
+                b.clear().limit((int) Math.min(b.capacity(), end - at));
+                int n = ch.read(b, at);
+                if (n < 0) {
+                    throw new IOException(file + " ended at " + at + ", before " + end);
+                }
+                at += n;
+                b.flip();
+                write(b);
+            }
+        }
+    }
+
     /** The engine is done with the response. */
     public void finish() {
         if (finished) {
@@ -119,9 +152,11 @@ public final class Answer {
             over.countDown();
             return;
         }
-        whole = head(noBody);
+        whole = head(noBody, wholeFile != null);
         byte[] body = pending.take();
-        if (!noBody) {
+        if (wholeFile != null) {
+            whole.body(wholeFile);
+        } else if (!noBody) {
             whole.body(body);
         }
         if (responder != null) {
@@ -174,16 +209,19 @@ public final class Answer {
         return whole;
     }
 
-    private Response head(boolean keepLength) {
+    private Response head(boolean keepLength, boolean file) {
         Response r = new Response(status);
         for (int i = 0; i < count; i++) {
-            Fields.add(r, fields[2 * i], fields[2 * i + 1], keepLength);
+            // a file body's Range is nginx's, which says Accept-Ranges itself
+            if (!file || !fields[2 * i].equalsIgnoreCase("Accept-Ranges")) {
+                Fields.add(r, fields[2 * i], fields[2 * i + 1], keepLength);
+            }
         }
         return r;
     }
 
     private void startStream() throws IOException {
-        Response r = head(true);
+        Response r = head(true, false);
         CompletableFuture<OutputStream> out = new CompletableFuture<>();
         r.body((BodyWriter) o -> out.complete(o));
         request.onAbort(() -> out.completeExceptionally(new IOException("the client left")));

@@ -323,8 +323,26 @@ public final class NginxProcessor extends AbstractProcessor {
     @Override
     protected void finishResponse() {
         finished = true;
+        String file = (String) request.getAttribute(SENDFILE_FILENAME);
+        if (file != null) {
+            // Tomcat's DefaultServlet chose to let the connector send the
+            // file (isSendfileSupported) and wrote none of it
+            try {
+                answer.file(new java.io.File(file), (Long) request.getAttribute(SENDFILE_START),
+                        (Long) request.getAttribute(SENDFILE_END));
+            } catch (IOException e) {
+                log.warn("cannot send " + file + ": " + e);
+                answer.fail(e);
+                return;
+            }
+        }
         answer.finish();
     }
+
+    /** Where a servlet's file to send is (Coyote's names, Tomcat 10.1 and 11 alike). */
+    private static final String SENDFILE_FILENAME = "org.apache.tomcat.sendfile.filename";
+    private static final String SENDFILE_START = "org.apache.tomcat.sendfile.start";
+    private static final String SENDFILE_END = "org.apache.tomcat.sendfile.end";
 
     @Override
     protected void ack(ContinueResponseTiming continueResponseTiming) {

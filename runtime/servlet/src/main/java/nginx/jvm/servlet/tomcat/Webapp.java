@@ -132,7 +132,14 @@ public final class Webapp {
     /** Adds the application to {@code tomcat}'s host; it starts with Tomcat. */
     Context deploy(Tomcat tomcat, Path unpackRoot) throws IOException {
         Path base = docBase(unpackRoot);
-        return tomcat.addWebapp(contextPath, base.toString());
+        Context context = tomcat.addWebapp(contextPath, base.toString());
+        if (context instanceof org.apache.catalina.core.StandardContext standard) {
+            // leak detection for a redeploy, which a worker never does (it
+            // exits): without --add-opens it only warns at each stop
+            standard.setClearReferencesThreadLocals(false);
+            standard.setClearReferencesRmiTargets(false);
+        }
+        return context;
     }
 
     @Override
