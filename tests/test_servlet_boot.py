@@ -101,6 +101,27 @@ def app(jar, shared):
         yield n
 
 
+def test_the_session_is_every_workers(app):
+    """The application's HttpSession lives in the dictionary "sessions"
+    the launcher declares: a counter goes on whichever worker a new
+    connection reaches (Boot's own Tomcat, with our session manager)."""
+    r = app.get("/count")
+    assert r.status == 200, r
+    cookie = r.header("Set-Cookie").split(";")[0]
+    assert r.text.startswith("count 1, ")
+    pids, n = {r.text.split("pid ")[1]}, 1
+
+    def next_visit():
+        nonlocal n
+        r = app.get("/count", headers={"Cookie": cookie})
+        n += 1
+        assert r.text.startswith("count %d, " % n), r.text
+        pids.add(r.text.split("pid ")[1])
+        return len(pids) == 2
+    assert wait_for(next_visit, 60, interval=0.01), pids
+    assert app.log_lines(r"the sessions of / are in ")
+
+
 def scratch_dirs(pids):
     """The workers' Tomcat base directories (the seam's) and Boot's
     temporary document bases, in the workers' temporary directory."""

@@ -60,6 +60,15 @@ public class HelloController {
         };
     }
 
+    /** A visit counter in the HttpSession: "count N, pid P". */
+    @GetMapping("/count")
+    public String count(jakarta.servlet.http.HttpSession session) {
+        Integer n = (Integer) session.getAttribute("count");
+        n = n == null ? 1 : n + 1;
+        session.setAttribute("count", n);
+        return "count " + n + ", pid " + ProcessHandle.current().pid();
+    }
+
     @GetMapping("/boom")
     public String boom() {
         throw new IllegalStateException("example failure on purpose");

@@ -72,9 +72,25 @@ public final class NginxConnectorCustomizer
         }
         try {
             Method add = factory.getClass().getMethod("addContextLifecycleListeners", LifecycleListener[].class);
-            add.invoke(factory, (Object) new LifecycleListener[] {new Cleanup(base)});
+            add.invoke(factory, (Object) new LifecycleListener[] {new Cleanup(base), new Sessions()});
         } catch (ReflectiveOperationException e) {
             // the directories stay
+        }
+    }
+
+    /**
+     * Before the application's context starts (Boot has set its manager):
+     * HttpSessions shared by the workers, as for a WAR
+     * (nginx.jvm.servlet.tomcat.SharedSessions: the dictionary "sessions",
+     * or the store -Dnginx.jvm.servlet.sessions names).
+     */
+    static final class Sessions implements LifecycleListener {
+        @Override
+        public void lifecycleEvent(LifecycleEvent event) {
+            if (Lifecycle.BEFORE_START_EVENT.equals(event.getType())
+                    && event.getLifecycle() instanceof Context context) {
+                nginx.jvm.servlet.tomcat.SharedSessions.install(context);
+            }
         }
     }
 
