@@ -246,6 +246,26 @@ def test_the_table_hibernate_made(db):
     assert columns == {"id", "title", "body", "created"}
 
 
+def test_a_stop_closes_each_workers_pool(app, db):
+    """SIGTERM: each worker's Spring context closes, and with it its
+    Hikari pool: no connection of the application is left in PostgreSQL.
+    (Last of the tests on `app`: it stops it.)"""
+    def connections():
+        return int(db.query("SELECT count(*) FROM pg_stat_activity WHERE "
+                            "backend_type = 'client backend' AND "
+                            "application_name <> 'psql'")[0][0])
+    assert connections() >= 2
+    pids = app.worker_pids()
+    since = app.log_size()
+    assert app.stop(timeout=30)
+    log = app.log_text(since)
+    for pid in pids:
+        mine = [l for l in log.splitlines() if " %d#%d: " % (pid, pid) in l]
+        assert any("HikariPool-1 - Shutdown completed" in l
+                   for l in mine), log
+    assert wait_for(lambda: connections() == 0, 10), connections()
+
+
 # -- the database is not there -----------------------------------------------
 
 def test_the_database_down(jar):
