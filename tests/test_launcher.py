@@ -398,6 +398,37 @@ def test_stops_when_started_with_int_and_quit_ignored():
             proc.wait()
 
 
+def test_reloads_on_hup_when_started_under_nohup():
+    """nohup (and a CI runner started so) leaves HUP ignored, which bash
+    cannot trap: the launcher resets it as it does INT and QUIT, so that
+    HUP still reloads (new workers), as it reloads an nginx under nohup."""
+    def ignored():
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    cp = ":".join([str(CLJ_APPS)] + RING_JARS)
+    port = free_port()
+    proc = subprocess.Popen(
+        [LAUNCHER, "run", "--port", str(port), "--handler",
+         "testapp.offloop/fast", "--classpath", cp, "--workers", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True, preexec_fn=ignored)
+    try:
+        seen = stderr_until(proc, r"jvm: worker \d+ ready", 1)
+        old = nginx_pids_under(proc.pid)
+        os.kill(proc.pid, signal.SIGHUP)
+        seen += stderr_until(proc, r"jvm: worker \d+ ready", 1)
+        assert "reconfiguring" in seen, seen
+        assert wait_for(lambda: not any(alive(p) for p in old[1:]), 60)
+        assert proc.poll() is None
+        os.kill(proc.pid, signal.SIGTERM)
+        assert stopped(proc) == 0
+        err = seen + proc.stderr.read().decode()
+        assert not re.search(r"\[(alert|crit|error|emerg)\]", err), err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_second_start_uses_the_cache(cache):
     cp = ":".join([str(CLJ_APPS)] + RING_JARS)
     for start in (1, 2):
