@@ -386,6 +386,16 @@ FIGURES = [
       ["| 1 | jvm_topic | {10.0} |", "| 2 | jvm_topic | {13.4} |",
        "| 1 | Redis pub/sub | {42.0} |", "| 2 | Redis pub/sub | {61.2} |"]),
 
+    # ---- docs/servlet.md
+    F("docs/servlet.md",
+      "at {1.58}-{1.65} times the proxy's rate and {1.17} times Tomcat's own, "
+      "with {34}-{35} µs of CPU a request against {42} for Tomcat alone and "
+      "{66}-{67} behind the proxy",
+      "2026-11-29-servlet.md",
+      ["at {1.58}-{1.65} times the rate of nginx in front of Tomcat",
+       "and {1.17} times Tomcat alone, with {34}-{35} µs of CPU a request "
+       "against {42} (Tomcat alone) and {66}-{67} (proxy and Tomcat)"]),
+
     # ---- README.md
     F(README, "{432} bytes each ({18,976} under a limit of {20,000} were {8.2} MB "
               "of each worker's memory",
