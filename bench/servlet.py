@@ -117,8 +117,11 @@ def start_direct(war, work):
                           str(war), str(port), "/app"],
                          stdout=subprocess.PIPE,
                          stderr=open(work / "direct.log", "wb"))
-    assert p.stdout.readline().strip() == b"ready"
-    return Server("direct", port, p, lambda: [p.pid])
+    server = Server("direct", port, p, lambda: [p.pid])
+    if p.stdout.readline().strip() != b"ready":
+        server.stop()
+        raise RuntimeError("the direct Tomcat did not start: %s" % (work / "direct.log"))
+    return server
 
 
 def start_proxy(direct, work):
@@ -146,8 +149,13 @@ http {
 """ % {"d": d, "up": direct.port, "port": port})
     p = subprocess.Popen(["nginx", "-p", str(d), "-c", str(d / "nginx.conf"),
                           "-g", "daemon off;"])
-    wait_port(port)
-    return Server("proxy", port, p, lambda: tree(p.pid) + direct.pids())
+    server = Server("proxy", port, p, lambda: tree(p.pid) + direct.pids())
+    try:
+        wait_port(port)
+    except RuntimeError:
+        server.stop()
+        raise
+    return server
 
 
 def start_nginx_jvm(war, work):
@@ -158,15 +166,20 @@ def start_nginx_jvm(war, work):
                           "--cache", str(work / "cache")],
                          stdout=subprocess.DEVNULL,
                          stderr=open(work / "nginx-jvm.log", "wb"))
-    wait_port(port)
-    # both workers' Tomcat up: each says "worker N ready" in the error log
-    end = time.monotonic() + 300
-    while len(re.findall(r": jvm: worker \d+ ready",
-                         (work / "nginx-jvm.log").read_text())) < 2:
-        assert time.monotonic() < end and p.poll() is None, \
-            (work / "nginx-jvm.log").read_text()
-        time.sleep(0.1)
-    return Server("nginx-jvm", port, p, lambda: tree(p.pid))
+    server = Server("nginx-jvm", port, p, lambda: tree(p.pid))
+    try:
+        wait_port(port)
+        # both workers' Tomcat up: each says "worker N ready" in the error log
+        end = time.monotonic() + 300
+        while len(re.findall(r": jvm: worker \d+ ready",
+                             (work / "nginx-jvm.log").read_text())) < 2:
+            if time.monotonic() > end or p.poll() is not None:
+                raise RuntimeError((work / "nginx-jvm.log").read_text())
+            time.sleep(0.1)
+    except RuntimeError:
+        server.stop()
+        raise
+    return server
 
 
 def get_ok(port, path):
@@ -217,8 +230,11 @@ def main():
     work.chmod(0o755)               # the workers (nobody) reach the cache
     servers = []
     try:
+        # each kept as it starts, so that a failure stops those already up
         direct = start_direct(war, work)
-        servers = [start_nginx_jvm(war, work), direct, start_proxy(direct, work)]
+        servers.append(direct)
+        servers.insert(0, start_nginx_jvm(war, work))
+        servers.append(start_proxy(direct, work))
         for s in servers:
             for u in URLS.values():
                 assert get_ok(s.port, u), (s.name, u)
@@ -259,7 +275,7 @@ def main():
         Path(a.out).write_text("\n".join(lines) + "\n")
         print("\n".join(lines))
     finally:
-        for s in servers:
+        for s in reversed(servers):
             s.stop()
         shutil.rmtree(work, ignore_errors=True)
 
