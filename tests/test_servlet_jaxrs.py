@@ -30,8 +30,9 @@ def war():
 
 
 @pytest.fixture(scope="module")
-def app(war, cache):
-    with launcher(war, cache, "--context-path", "/rest") as n:
+def app(war, cache, servlet_mode):
+    with launcher(war, cache, "--context-path", "/rest",
+                  mode=servlet_mode) as n:
         yield n
 
 

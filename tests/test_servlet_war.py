@@ -83,13 +83,15 @@ def destroyed(shared):
 
 
 @pytest.fixture(scope="module")
-def app(war, cache, destroyed):
-    """The example at /app, two workers; a location nginx denies under it."""
+def app(war, cache, destroyed, servlet_mode):
+    """The example at /app, two workers, in each mode of the suite (pool and
+    virtual; coloop under make test-coloop); a location nginx denies under
+    it."""
     n = launcher(war, cache, "--context-path", "/app",
                  "--jvm-option", "-Dexample.greeting=hi from -D",
                  "--jvm-option", "-Dexample.destroyed=%s" % destroyed,
                  "--server", "location /app/hello/secret { return 403; }",
-                 workers=2)
+                 workers=2, mode=servlet_mode)
     with n:
         yield n
 
@@ -410,13 +412,6 @@ def test_https_is_secure_to_the_servlet(war, cache):
         f = dict(l.split(": ", 1) for l in r.stdout.splitlines()
                  if ": " in l)
         assert (f["scheme"], f["secure"]) == ("https", "true"), r.stdout
-
-
-def test_the_mode_virtual_serves_it(war, cache):
-    n = launcher(war, cache, mode="virtual")
-    with n:
-        assert n.get("/hello?name=v").text.startswith("hello v\n")
-        assert n.get("/async?ms=20").text == "async done after 20 ms\n"
 
 
 # -- what the launcher refuses, and a WAR that cannot start -----------------
