@@ -83,15 +83,24 @@ def destroyed(shared):
 
 
 @pytest.fixture(scope="module")
-def app(war, cache, destroyed, servlet_mode):
+def app(war, cache, destroyed, servlet_mode, shared):
     """The example at /app, two workers, in each mode of the suite (pool and
     virtual; coloop under make test-coloop); a location nginx denies under
     it."""
+    cost = shared / ("cost-%s.log" % servlet_mode)
     n = launcher(war, cache, "--context-path", "/app",
                  "--jvm-option", "-Dexample.greeting=hi from -D",
                  "--jvm-option", "-Dexample.destroyed=%s" % destroyed,
                  "--server", "location /app/hello/secret { return 403; }",
+                 # the client's address as nginx's realip module makes it
+                 "--server", "set_real_ip_from 127.0.0.1; "
+                             "real_ip_header X-Forwarded-For;",
+                 # what the JVM allocated for each request (test_a_large_...)
+                 "--http", "log_format cost '$request_uri $status "
+                           "$jvm_alloc_bytes';",
+                 "--server", "access_log %s cost;" % cost,
                  workers=2, mode=servlet_mode)
+    n.cost = cost
     with n:
         yield n
 
@@ -182,6 +191,36 @@ def test_a_large_static_file_goes_out_as_nginxs_file(app):
     r = app.request("HEAD", "/app/static/big.bin")
     assert r.status == 200 and r.body == b""
     assert r.header("Content-Length") == str(len(big))
+    # the whole file never passed through the JVM: its request allocated a
+    # tenth of the file at most, where the range's copy (through buffers
+    # the engine reuses) allocated a good part of what it copied: the
+    # measure sees a copy
+    mark = "?cost=%d" % random.randrange(1 << 30)
+    assert app.get("/app/static/big.bin" + mark).body == big
+    assert app.get("/app/static/big.bin" + mark + "r", headers={
+        "Range": "bytes=0-199999"}).status == 206
+
+    def costs():
+        got = {}
+        for line in app.cost.read_text().splitlines():
+            uri, status, alloc = line.split()
+            if uri.endswith(mark) or uri.endswith(mark + "r"):
+                got[uri[-1] == "r"] = int(alloc)
+        return got if len(got) == 2 else None
+    assert wait_for(costs, 10), app.cost.read_text()[-2000:]
+    got = costs()
+    assert got[False] < len(big) // 10 and got[True] > 50_000, got
+
+
+def test_the_remote_address_is_nginxs_after_realip(app):
+    """realip replaced the client's address from X-Forwarded-For (the peer,
+    127.0.0.1, is trusted): the servlet sees the replaced one, as
+    $remote_addr, and no forwarded field overrides it when nginx did not
+    trust it."""
+    f = fields(app.get("/app/hello/x", headers={
+        "X-Forwarded-For": "203.0.113.7"}))
+    assert f["remoteAddr"] == "203.0.113.7"
+    assert fields(app.get("/app/hello/x"))["remoteAddr"] == "127.0.0.1"
 
 
 def test_a_client_that_leaves_a_large_file(app):
