@@ -364,24 +364,39 @@ def test_serves_then_stops_cleanly(sig):
         assert not re.search(r"\[(alert|crit|error|emerg)\]", err), err
 
 
+@contextlib.contextmanager
+def started_with_ignored(*signums):
+    """The launcher started (one worker, ready) with `signums` ignored, as a
+    CI runner, nohup or a shell's background job leaves them; yields the
+    process and what its error output said so far, and checks the rest of
+    it for [alert]-or-worse lines once the test stopped it."""
+    def ignored():
+        for n in signums:
+            signal.signal(n, signal.SIG_IGN)
+    cp = ":".join([str(CLJ_APPS)] + RING_JARS)
+    proc = subprocess.Popen(
+        [LAUNCHER, "run", "--port", str(free_port()), "--handler",
+         "testapp.offloop/fast", "--classpath", cp, "--workers", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True, preexec_fn=ignored)
+    try:
+        proc.seen = stderr_until(proc, r"jvm: worker \d+ ready", 1)
+        yield proc
+        err = proc.seen + proc.stderr.read().decode()
+        assert not re.search(r"\[(alert|crit|error|emerg)\]", err), err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_stops_when_started_with_int_and_quit_ignored():
     """A background job of a non-interactive shell (and all it starts: a CI
     script's make, pytest, the launcher) inherits INT and QUIT ignored,
     which bash can neither trap nor reset: the launcher starts itself again
     with their default actions, so that INT still stops it, as it stops
     nginx (the fresh machine's failure of the test above, issue 46)."""
-    def ignored():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGQUIT, signal.SIG_IGN)
-    cp = ":".join([str(CLJ_APPS)] + RING_JARS)
-    port = free_port()
-    proc = subprocess.Popen(
-        [LAUNCHER, "run", "--port", str(port), "--handler",
-         "testapp.offloop/fast", "--classpath", cp, "--workers", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True, preexec_fn=ignored)
-    try:
-        seen = stderr_until(proc, r"jvm: worker \d+ ready", 1)
+    with started_with_ignored(signal.SIGINT, signal.SIGQUIT) as proc:
         pids = nginx_pids_under(proc.pid)
         for pid in [proc.pid] + pids:
             with open("/proc/%d/status" % pid) as f:
@@ -390,43 +405,21 @@ def test_stops_when_started_with_int_and_quit_ignored():
         os.kill(proc.pid, signal.SIGINT)
         assert stopped(proc) == 0
         assert wait_for(lambda: not any(alive(p) for p in pids), 10)
-        err = seen + proc.stderr.read().decode()
-        assert not re.search(r"\[(alert|crit|error|emerg)\]", err), err
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def test_reloads_on_hup_when_started_under_nohup():
     """nohup (and a CI runner started so) leaves HUP ignored, which bash
     cannot trap: the launcher resets it as it does INT and QUIT, so that
     HUP still reloads (new workers), as it reloads an nginx under nohup."""
-    def ignored():
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    cp = ":".join([str(CLJ_APPS)] + RING_JARS)
-    port = free_port()
-    proc = subprocess.Popen(
-        [LAUNCHER, "run", "--port", str(port), "--handler",
-         "testapp.offloop/fast", "--classpath", cp, "--workers", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True, preexec_fn=ignored)
-    try:
-        seen = stderr_until(proc, r"jvm: worker \d+ ready", 1)
+    with started_with_ignored(signal.SIGHUP) as proc:
         old = nginx_pids_under(proc.pid)
         os.kill(proc.pid, signal.SIGHUP)
-        seen += stderr_until(proc, r"jvm: worker \d+ ready", 1)
-        assert "reconfiguring" in seen, seen
+        proc.seen += stderr_until(proc, r"jvm: worker \d+ ready", 1)
+        assert "reconfiguring" in proc.seen, proc.seen
         assert wait_for(lambda: not any(alive(p) for p in old[1:]), 60)
         assert proc.poll() is None
         os.kill(proc.pid, signal.SIGTERM)
         assert stopped(proc) == 0
-        err = seen + proc.stderr.read().decode()
-        assert not re.search(r"\[(alert|crit|error|emerg)\]", err), err
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def test_second_start_uses_the_cache(cache):
