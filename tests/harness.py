@@ -448,6 +448,25 @@ def ws_expect_close(s, code):
     assert s.recv(10) == b"", "the server closes the connection"
 
 
+def maven_package(example, dest, artifact, m2=None, edit=None, timeout=900):
+    """`mvn package` of a fresh copy of `example` (a Maven project, built as
+    its users build it) in `dest`, after `edit(dest)` if given; its
+    target/`artifact`.  `m2`: a local repository of its own (the Spring
+    examples share build/projects/m2), else the user's."""
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(example, dest, ignore=shutil.ignore_patterns("target"))
+    if edit:
+        edit(dest)
+    r = subprocess.run(["mvn", "-B", "-q"]
+                       + (["-Dmaven.repo.local=%s" % m2] if m2 else [])
+                       + ["package"], cwd=dest, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    assert r.returncode == 0, r.stdout
+    path = Path(dest) / "target" / artifact
+    assert path.is_file(), "mvn package made no " + str(path)
+    return path
+
+
 def config_test(*args, **kwargs):
     """`nginx -t` of a configuration (Nginx's arguments), its prefix removed
     after: the CompletedProcess."""

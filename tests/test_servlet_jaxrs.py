@@ -6,12 +6,10 @@ HTTP. One worker: the notes are kept in the JVM's memory, each worker's
 own (docs/servlet.md, "Several workers are several applications")."""
 
 import json
-import shutil
-import subprocess
 
 import pytest
 
-from harness import ROOT
+from harness import ROOT, maven_package
 from test_servlet_war import cache, launcher, shared  # noqa: F401
 
 EXAMPLE = ROOT / "examples" / "servlet-jaxrs"
@@ -20,13 +18,7 @@ BUILD = ROOT / "build" / "servlet-jaxrs"
 
 @pytest.fixture(scope="module")
 def war():
-    shutil.rmtree(BUILD, ignore_errors=True)
-    shutil.copytree(EXAMPLE, BUILD, ignore=shutil.ignore_patterns("target"))
-    r = subprocess.run(["mvn", "-B", "-q", "package"], cwd=BUILD,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       text=True, timeout=900)
-    assert r.returncode == 0, r.stdout
-    return BUILD / "target" / "servlet-jaxrs.war"
+    return maven_package(EXAMPLE, BUILD, "servlet-jaxrs.war")
 
 
 @pytest.fixture(scope="module")

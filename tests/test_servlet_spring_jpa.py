@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import LAUNCHER, ROOT, Launcher, free_port, wait_for
+from harness import LAUNCHER, ROOT, Launcher, free_port, maven_package, wait_for
 
 sys.path.insert(0, str(ROOT / "bench" / "realapp"))
 import pg  # noqa: E402
@@ -59,15 +59,7 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def jar():
     """`mvn package` of a copy of the example: its executable jar."""
-    shutil.rmtree(BUILT, ignore_errors=True)
-    shutil.copytree(EXAMPLE, BUILT, ignore=shutil.ignore_patterns("target"))
-    r = subprocess.run(["mvn", "-B", "-q", "-Dmaven.repo.local=%s" % M2,
-                        "package"], cwd=BUILT, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, text=True, timeout=900)
-    assert r.returncode == 0, r.stdout
-    path = BUILT / "target" / "servlet-spring-jpa.jar"
-    assert path.is_file()
-    return path
+    return maven_package(EXAMPLE, BUILT, "servlet-spring-jpa.jar", m2=M2)
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import LAUNCHER, ROOT, Launcher, Nginx, config_test, wait_for
+from harness import (LAUNCHER, ROOT, Launcher, Nginx, config_test,
+                     maven_package, wait_for)
 
 EXAMPLE = ROOT / "examples" / "servlet-war"
 BUILD = ROOT / "build" / "servlet-war"
@@ -33,19 +34,14 @@ THREW = r"example failure on purpose"
 def war():
     """`mvn package` of a copy of the example: target/servlet-war.war."""
     assert SERVLET.exists(), "the servlet engine is not built: make all"
-    shutil.rmtree(BUILD, ignore_errors=True)
-    shutil.copytree(EXAMPLE, BUILD, ignore=shutil.ignore_patterns("target"))
-    # a static file past Tomcat's sendfile threshold (48 KB): the default
-    # servlet names it to the connector, and nginx sends it
-    (BUILD / "src/main/webapp/static/big.bin").write_bytes(
-        random.Random(47).randbytes(300 * 1024))
-    r = subprocess.run(["mvn", "-B", "-q", "package"], cwd=BUILD,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       text=True, timeout=600)
-    assert r.returncode == 0, r.stdout
-    path = BUILD / "target" / "servlet-war.war"
-    assert path.is_file()
-    return path
+
+    def big_file(d):
+        # a static file past Tomcat's sendfile threshold (48 KB): the
+        # default servlet names it to the connector, and nginx sends it
+        (d / "src/main/webapp/static/big.bin").write_bytes(
+            random.Random(47).randbytes(300 * 1024))
+    return maven_package(EXAMPLE, BUILD, "servlet-war.war", edit=big_file,
+                         timeout=600)
 
 
 @pytest.fixture(scope="module")
