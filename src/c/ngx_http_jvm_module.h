@@ -242,6 +242,7 @@ typedef struct {
     unsigned                  upload_full:1; /* Java's pieces are full */
     unsigned                  upload_drop:1; /* nobody reads the body */
     unsigned                  metered:1;    /* alloc and cpu_ns are set */
+    unsigned                  ws_raw:1;     /* ws is a byte tunnel */
 } ngx_http_jvm_ctx_t;
 
 
@@ -451,7 +452,8 @@ void ngx_http_jvm_pipeline_cork_frames(ngx_connection_t *c);
 
 /* ngx_http_jvm_ws_handshake.c */
 ngx_uint_t ngx_http_jvm_ws_request(ngx_http_request_t *r);
-ngx_int_t ngx_http_jvm_ws_upgrade(ngx_http_request_t *r, ngx_int_t id);
+ngx_int_t ngx_http_jvm_ws_upgrade(ngx_http_request_t *r, ngx_int_t id,
+    ngx_uint_t raw);
 
 /* ngx_http_jvm_websocket.c */
 void ngx_http_jvm_ws_ready(ngx_int_t id, ngx_uint_t resume);

@@ -142,7 +142,8 @@ ngx_http_jvm_send_response(ngx_http_request_t *r, size_t len)
                : NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (kind == NGX_HTTP_JVM_BODY_STREAM || kind == NGX_HTTP_JVM_BODY_UPGRADE)
+    if (kind == NGX_HTTP_JVM_BODY_STREAM || kind == NGX_HTTP_JVM_BODY_UPGRADE
+        || kind == NGX_HTTP_JVM_BODY_TUNNEL)
     {
         /*
          * The body's (or the socket's) id ends the response.  It is read
@@ -191,7 +192,14 @@ ngx_http_jvm_send_response(ngx_http_request_t *r, size_t len)
             break;
         }
 
-        return ngx_http_jvm_ws_upgrade(r, stream);
+        return ngx_http_jvm_ws_upgrade(r, stream, 0);
+
+    case NGX_HTTP_JVM_BODY_TUNNEL:
+        if (rd.pos != rd.last) {
+            break;
+        }
+
+        return ngx_http_jvm_ws_upgrade(r, stream, 1);
 
     case NGX_HTTP_JVM_BODY_NONE:
 
@@ -226,7 +234,9 @@ malformed:
 failed:
 
     if (stream != -1) {
-        if (kind == NGX_HTTP_JVM_BODY_UPGRADE) {
+        if (kind == NGX_HTTP_JVM_BODY_UPGRADE
+            || kind == NGX_HTTP_JVM_BODY_TUNNEL)
+        {
             ngx_http_jvm_vm_ws_abandon(stream);
 
         } else {

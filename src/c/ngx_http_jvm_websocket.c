@@ -81,6 +81,7 @@ struct ngx_http_jvm_ws_s {
     unsigned                  reported:1;   /* Java was told it closed */
     unsigned                  pinged:1;
     unsigned                  done:1;       /* the connection is closing */
+    unsigned                  raw:1;        /* a byte tunnel: no frames */
 };
 
 
@@ -127,7 +128,7 @@ static u_char               ngx_http_jvm_ws_buffer[NGX_HTTP_JVM_WS_READ];
  */
 
 ngx_http_jvm_ws_t *
-ngx_http_jvm_ws_create(ngx_http_request_t *r, ngx_int_t id)
+ngx_http_jvm_ws_create(ngx_http_request_t *r, ngx_int_t id, ngx_uint_t raw)
 {
     size_t                     n;
     ngx_buf_t                 *b;
@@ -149,10 +150,11 @@ ngx_http_jvm_ws_create(ngx_http_request_t *r, ngx_int_t id)
     ws->id = id;
     ws->active = ngx_current_msec;
     ws->send_timeout = clcf->send_timeout;
+    ws->raw = raw ? 1 : 0;
 
     /* what the 101 answered, found again from the same offers */
 
-    if (ws->conf->ws_deflate) {
+    if (ws->conf->ws_deflate && !raw) {
         (void) ngx_http_jvm_deflate_negotiate(r, NULL, &bits);
         ws->deflate_bits = (uint8_t) bits;
     }
@@ -420,6 +422,33 @@ ngx_http_jvm_ws_parse(ngx_http_jvm_ws_t *ws, u_char *p, u_char *last,
     u_char     *start, *dst;
     size_t      need, k, i;
     ngx_int_t   rc;
+
+    if (ws->raw) {
+        /*
+         * A byte tunnel: what was read goes to Java as it is, one message;
+         * the application (a servlet engine's WebSocket) parses it.
+         */
+
+        *used = last - p;
+
+        if (p == last) {
+            return NGX_OK;
+        }
+
+        rc = ngx_http_jvm_vm_ws_message(ws->connection->log, ws->id,
+                                        NGX_HTTP_JVM_WS_BINARY, p, last - p);
+
+        if (rc == NGX_ERROR) {
+            ngx_http_jvm_ws_finish(ws, NGX_HTTP_JVM_CLOSE_INTERNAL_ERROR);
+            return NGX_DONE;
+        }
+
+        if (rc == NGX_AGAIN) {
+            ws->paused = 1;
+        }
+
+        return rc;
+    }
 
     start = p;
 
@@ -978,6 +1007,12 @@ ngx_http_jvm_ws_fail(ngx_http_jvm_ws_t *ws, ngx_uint_t code, char *reason)
                   "jvm: websocket %i closed with %ui%s%s", ws->id, code,
                   reason[0] ? ": " : "", reason);
 
+    if (ws->raw) {
+        /* a byte tunnel has no close frame: the connection just closes */
+        ngx_http_jvm_ws_finish(ws, code);
+        return;
+    }
+
     ws->closing = 1;
     ws->close_code = code;
 
@@ -1112,7 +1147,7 @@ ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws)
         }
 
         if (ws->close_sent) {
-            if (ws->reported) {
+            if (ws->reported || ws->raw) {
                 /* both close frames are through */
                 ngx_http_jvm_ws_finish(ws, ws->close_code);
                 return;
@@ -1156,6 +1191,28 @@ ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws)
             ws->close_sent = 1;
             ws->close_code = len >= 2 ? (p[0] << 8 | p[1])
                                       : NGX_HTTP_JVM_CLOSE_NO_STATUS;
+        }
+
+        if (ws->raw) {
+            /* a byte tunnel's bytes go as they are; its close, as none */
+
+            if (opcode == NGX_HTTP_JVM_WS_CLOSE || len == 0) {
+                continue;
+            }
+
+            ws->out = ngx_alloc(len, c->log);
+            if (ws->out == NULL) {
+                ngx_http_jvm_ws_finish(ws, NGX_HTTP_JVM_CLOSE_INTERNAL_ERROR);
+                return;
+            }
+
+            ngx_memcpy(ws->out, p, len);
+            ws->out_pos = 0;
+            ws->out_len = len;
+
+            budget -= ngx_max(len, NGX_HTTP_JVM_WS_FRAME_COST);
+
+            continue;
         }
 
         /* the frame is copied out: the response buffer is Java's again */
@@ -1264,7 +1321,7 @@ ngx_http_jvm_ws_set_timer(ngx_http_jvm_ws_t *ws)
     }
 
     idle = ws->conf->ws_idle_timeout;
-    ping = ws->conf->ws_ping_interval;
+    ping = ws->raw ? 0 : ws->conf->ws_ping_interval;
     t = 0;
 
     if (idle) {
@@ -1302,7 +1359,7 @@ ngx_http_jvm_ws_timer(ngx_http_jvm_ws_t *ws)
         return;
     }
 
-    if (ws->conf->ws_ping_interval && !ws->closing) {
+    if (ws->conf->ws_ping_interval && !ws->closing && !ws->raw) {
         ws->pinged = 1;
 
         if (ngx_http_jvm_ws_queue(ws, NGX_HTTP_JVM_WS_PING, NULL, 0)

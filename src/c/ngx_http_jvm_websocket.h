@@ -38,7 +38,7 @@ typedef struct ngx_http_jvm_ws_s  ngx_http_jvm_ws_t;
 
 /* ngx_http_jvm_websocket.c: the connection, once its 101 has left */
 ngx_http_jvm_ws_t *ngx_http_jvm_ws_create(ngx_http_request_t *r,
-    ngx_int_t id);
+    ngx_int_t id, ngx_uint_t raw);
 void ngx_http_jvm_ws_open(ngx_http_jvm_ws_t *ws, ngx_uint_t nodelay);
 void ngx_http_jvm_ws_empty_handler(ngx_event_t *ev);
 

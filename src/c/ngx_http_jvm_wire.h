@@ -51,6 +51,7 @@
 #define NGX_HTTP_JVM_BODY_UPGRADE     6   /* a WebSocket listener's id */
 #define NGX_HTTP_JVM_BODY_DECLINED    7   /* a phase handler let it go on */
 #define NGX_HTTP_JVM_BODY_EDITS       8   /* a header filter's edits */
+#define NGX_HTTP_JVM_BODY_TUNNEL      9   /* a byte tunnel's listener id */
 
 /* The fixed part of an encoded response: status, kind, length, count. */
 #define NGX_HTTP_JVM_RESPONSE_HEAD    20

@@ -188,7 +188,7 @@ ngx_http_jvm_ws_token(ngx_str_t *value, char *token, size_t len)
  */
 
 ngx_int_t
-ngx_http_jvm_ws_upgrade(ngx_http_request_t *r, ngx_int_t id)
+ngx_http_jvm_ws_upgrade(ngx_http_request_t *r, ngx_int_t id, ngx_uint_t raw)
 {
     u_char                   *accept;
     ngx_int_t                 rc;
@@ -202,7 +202,32 @@ ngx_http_jvm_ws_upgrade(ngx_http_request_t *r, ngx_int_t id)
 
     c = r->connection;
 
-    rc = ngx_http_jvm_ws_handshake(r, &key);
+    if (raw) {
+        /*
+         * A byte tunnel: the application (a servlet engine's WebSocket)
+         * answered the handshake itself, and its 101 goes out with its own
+         * header fields.  Only an HTTP/1.1 connection can leave HTTP.
+         */
+
+        if (r->http_version != NGX_HTTP_VERSION_11 || r != r->main
+            || ngx_http_jvm_ws_header(r, "Upgrade", 7) == NULL)
+        {
+            ngx_http_jvm_vm_ws_abandon(id);
+
+            ngx_log_error(NGX_LOG_INFO, c->log, 0,
+                          "jvm: the handler answered an upgrade to a "
+                          "request that cannot upgrade (HTTP/1.1 only)");
+
+            ngx_http_clean_header(r);
+
+            return NGX_HTTP_BAD_REQUEST;
+        }
+
+        rc = NGX_OK;
+
+    } else {
+        rc = ngx_http_jvm_ws_handshake(r, &key);
+    }
 
     if (rc != NGX_OK) {
         ngx_http_jvm_vm_ws_abandon(id);
@@ -232,6 +257,18 @@ ngx_http_jvm_ws_upgrade(ngx_http_request_t *r, ngx_int_t id)
 
     /* the request's cleanup abandons the socket until the 101 has left */
     ctx->ws = id;
+    ctx->ws_raw = raw ? 1 : 0;
+
+    r->headers_out.status = NGX_HTTP_SWITCHING_PROTOCOLS;
+    ngx_str_set(&r->headers_out.status_line, "101 Switching Protocols");
+    r->headers_out.content_length_n = -1;
+    r->headers_out.content_type.len = 0;
+    r->headers_out.content_type_len = 0;
+    r->keepalive = 0;
+
+    if (raw) {
+        goto send;
+    }
 
     ngx_sha1_init(&sha1);
     ngx_sha1_update(&sha1, key.data, key.len);
@@ -247,13 +284,6 @@ ngx_http_jvm_ws_upgrade(ngx_http_request_t *r, ngx_int_t id)
     digest.len = 20;
     encoded.data = accept;
     ngx_encode_base64(&encoded, &digest);
-
-    r->headers_out.status = NGX_HTTP_SWITCHING_PROTOCOLS;
-    ngx_str_set(&r->headers_out.status_line, "101 Switching Protocols");
-    r->headers_out.content_length_n = -1;
-    r->headers_out.content_type.len = 0;
-    r->headers_out.content_type_len = 0;
-    r->keepalive = 0;
 
     if (ngx_http_jvm_ws_add_header(r, "Upgrade", (u_char *) "websocket", 9)
         != NGX_OK
@@ -280,8 +310,11 @@ ngx_http_jvm_ws_upgrade(ngx_http_request_t *r, ngx_int_t id)
         }
     }
 
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, c->log, 0,
-                   "jvm: websocket %i: 101 to the handshake", id);
+send:
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, c->log, 0,
+                   "jvm: websocket %i: 101 to the handshake%s", id,
+                   raw ? ", a byte tunnel" : "");
 
     rc = ngx_http_send_header(r);
 
@@ -417,7 +450,7 @@ ngx_http_jvm_ws_detach(ngx_http_request_t *r)
     ctx = ngx_http_get_module_ctx(r, ngx_http_jvm_module);
     clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
 
-    ws = ngx_http_jvm_ws_create(r, ctx->ws);
+    ws = ngx_http_jvm_ws_create(r, ctx->ws, ctx->ws_raw);
     if (ws == NULL) {
         ngx_http_jvm_ws_abort(r);
         return;

@@ -28,6 +28,7 @@ public final class Response {
     private int fields;
     private Object body;
     private WebSocketListener listener;
+    private boolean tunnel;
 
     public Response(int status) {
         this.status = status;
@@ -93,6 +94,28 @@ public final class Response {
         Response r = new Response(101);
         r.listener = listener;
         return r;
+    }
+
+    /**
+     * The answer to an HTTP/1.1 upgrade whose protocol the application
+     * speaks itself (a servlet engine's WebSocket): the 101 carries the
+     * handler's header fields as they are (nginx adds none and checks no
+     * handshake), then the connection is a byte tunnel. {@code listener}
+     * gets what the client sends as it comes, each read as a binary
+     * message; {@code send(ByteBuffer)} writes bytes as they are;
+     * {@code close()} closes the connection once what was sent has left;
+     * {@code onClose} says the connection is gone. Over HTTP/2 or 1.0 nginx
+     * answers 400 instead.
+     */
+    public static Response tunnel(WebSocketListener listener) {
+        Response r = upgrade(listener);
+        r.tunnel = true;
+        return r;
+    }
+
+    /** Whether this upgrade is a byte tunnel ({@link #tunnel}). */
+    public boolean isTunnel() {
+        return tunnel;
     }
 
     /** The listener of an upgrade response, or null. */

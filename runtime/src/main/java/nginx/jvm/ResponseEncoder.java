@@ -238,7 +238,7 @@ final class ResponseEncoder {
             if (buffer.remaining() < 4) {
                 throw new BufferOverflowException();
             }
-            buffer.putInt(kindAt, Wire.BODY_UPGRADE);
+            buffer.putInt(kindAt, r.isTunnel() ? Wire.BODY_TUNNEL : Wire.BODY_UPGRADE);
             buffer.putInt(sockets.register(listener, mode));
             return buffer.position();
         }

@@ -52,7 +52,7 @@ final class Wire {
 
     /** Body kinds of an encoded response. MOVED: the response is in the new response buffer. */
     static final int BODY_NONE = 0, BODY_INLINE = 1, BODY_FILE = 2, BODY_STREAM = 3, BODY_ERROR = 4,
-            BODY_MOVED = 5, BODY_UPGRADE = 6;
+            BODY_MOVED = 5, BODY_UPGRADE = 6, BODY_TUNNEL = 9;
 
     /**
      * A rewrite, access or log handler answered nothing: the request goes on. The header

@@ -44,6 +44,7 @@ public final class Answer {
     private boolean finished;
     private Response whole;
     private java.io.File wholeFile;
+    private nginx.jvm.WebSocketListener tunnel;
     private final java.util.concurrent.CountDownLatch over = new java.util.concurrent.CountDownLatch(1);
 
     public Answer(Request request, Responder responder) {
@@ -137,6 +138,15 @@ public final class Answer {
         }
     }
 
+    /**
+     * The response is the 101 of an upgrade the engine's handler speaks
+     * itself: once it has left, nginx carries bytes both ways and
+     * {@code listener} has them ({@code Response.tunnel}).
+     */
+    public void tunnel(nginx.jvm.WebSocketListener listener) {
+        tunnel = listener;
+    }
+
     /** The engine is done with the response. */
     public void finish() {
         if (finished) {
@@ -148,6 +158,14 @@ public final class Answer {
                 stream.close();
             } catch (IOException e) {
                 // the client left: the body is over either way
+            }
+            over.countDown();
+            return;
+        }
+        if (tunnel != null && status == 101) {
+            whole = fields(Response.tunnel(tunnel), false, false);
+            if (responder != null) {
+                responder.respond(whole);
             }
             over.countDown();
             return;
@@ -210,7 +228,10 @@ public final class Answer {
     }
 
     private Response head(boolean keepLength, boolean file) {
-        Response r = new Response(status);
+        return fields(new Response(status), keepLength, file);
+    }
+
+    private Response fields(Response r, boolean keepLength, boolean file) {
         for (int i = 0; i < count; i++) {
             // a file body's Range is nginx's, which says Accept-Ranges itself
             if (!file || !fields[2 * i].equalsIgnoreCase("Accept-Ranges")) {

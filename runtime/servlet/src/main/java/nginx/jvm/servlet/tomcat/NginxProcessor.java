@@ -17,6 +17,7 @@ import org.apache.coyote.ContinueResponseTiming;
 import org.apache.coyote.ErrorState;
 import org.apache.coyote.InputBuffer;
 import org.apache.coyote.OutputBuffer;
+import org.apache.coyote.UpgradeToken;
 import org.apache.juli.logging.Log;
 import org.apache.juli.logging.LogFactory;
 import org.apache.tomcat.util.buf.ByteChunk;
@@ -233,6 +234,16 @@ public final class NginxProcessor extends AbstractProcessor {
             return SocketState.LONG;
         }
         return finishNow();
+    }
+
+    /**
+     * {@code HttpServletRequest.upgrade} (Tomcat's WebSocket among others):
+     * the handler takes the connection once the 101 has left (NginxTunnel).
+     */
+    @Override
+    protected void doHttpUpgrade(UpgradeToken token) {
+        // the 101 the response commits with goes out as a byte tunnel
+        answer.tunnel(new NginxTunnel(token, host::execute, current.remoteAddr(), current.serverPort()));
     }
 
     @Override

@@ -1,0 +1,59 @@
+package example;
+
+import jakarta.websocket.CloseReason;
+import jakarta.websocket.OnClose;
+import jakarta.websocket.OnError;
+import jakarta.websocket.OnMessage;
+import jakarta.websocket.OnOpen;
+import jakarta.websocket.Session;
+import jakarta.websocket.server.PathParam;
+import jakarta.websocket.server.ServerEndpoint;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+
+/**
+ * An annotated WebSocket endpoint (Jakarta WebSocket): text and binary
+ * messages come back as they came. Two texts do more: "who" answers the
+ * room (the path's parameter), the subprotocol chosen and the worker's
+ * pid; "close CODE REASON" closes the session with that code and reason.
+ * What ends a session (onClose, onError) is told to {@link WsEvents}.
+ */
+@ServerEndpoint(value = "/ws/echo/{room}", subprotocols = {"echo.v2", "echo.v1"})
+public class EchoEndpoint {
+    @OnOpen
+    public void open(Session session, @PathParam("room") String room) {
+        // large messages: up to 4 MiB whole (Tomcat's buffers are 8 KiB otherwise)
+        session.setMaxTextMessageBufferSize(4 * 1024 * 1024);
+        session.setMaxBinaryMessageBufferSize(4 * 1024 * 1024);
+    }
+
+    @OnMessage
+    public String text(Session session, String text, @PathParam("room") String room) throws IOException {
+        if (text.equals("who")) {
+            return "room " + room + ", subprotocol " + session.getNegotiatedSubprotocol()
+                    + ", pid " + ProcessHandle.current().pid();
+        }
+        if (text.startsWith("close ")) {
+            String[] w = text.split(" ", 3);
+            session.close(new CloseReason(CloseReason.CloseCodes.getCloseCode(Integer.parseInt(w[1])),
+                    w.length > 2 ? w[2] : ""));
+            return null;
+        }
+        return text;
+    }
+
+    @OnMessage
+    public ByteBuffer binary(ByteBuffer data) {
+        return data;
+    }
+
+    @OnError
+    public void error(Session session, Throwable error, @PathParam("room") String room) {
+        WsEvents.add("error " + room + " " + error.getClass().getSimpleName());
+    }
+
+    @OnClose
+    public void close(Session session, CloseReason reason, @PathParam("room") String room) {
+        WsEvents.add("close " + room + " " + reason.getCloseCode().getCode());
+    }
+}

@@ -1,0 +1,391 @@
+"""Jakarta WebSocket (JSR-356) in a servlet application (issue 47, item 3):
+Tomcat's own WebSocket stack over nginx-jvm's byte tunnel
+(Response.tunnel; nginx.jvm.servlet.tomcat.NginxTunnel). The WAR example's
+annotated endpoints (examples/servlet-war: EchoEndpoint, PushEndpoint)
+through real HTTP, with a raw-socket client: frames are Tomcat's, nginx
+only carries the bytes.
+
+The WAR is built once per run (build/servlet-war-ws); one server with two
+workers serves the tests that only talk to it."""
+
+import os
+import resource
+import shutil
+import socket
+import struct
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import (ROOT, Launcher, maven_package, read_ws_frame,
+                     wait_for, ws_close_code, ws_frame, ws_handshake)
+
+EXAMPLE = ROOT / "examples" / "servlet-war"
+BUILD = ROOT / "build" / "servlet-war-ws"
+SERVLET = ROOT / "build" / "servlet" / "nginx-jvm-servlet.jar"
+
+TEXT, BINARY, CLOSE, PING, PONG = 1, 2, 8, 9, 10
+
+
+@pytest.fixture(scope="module")
+def war():
+    assert SERVLET.exists(), "the servlet engine is not built: make all"
+    return maven_package(EXAMPLE, BUILD, "servlet-war.war", timeout=600)
+
+
+@pytest.fixture(scope="module")
+def shared():
+    """Reachable and writable by the workers' user (nobody)."""
+    d = Path(tempfile.mkdtemp(prefix="nginx-jvm-servlet-ws-"))
+    d.chmod(0o1777)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def events(shared):
+    """The file the endpoints append how their sessions ended to."""
+    f = shared / "wsevents.txt"
+    f.touch()
+    f.chmod(0o666)
+    return f
+
+
+def launcher(war, shared, events, *args, workers=2, mode="pool"):
+    return Launcher(["--war", str(war), "--context-path", "/app",
+                     "--jvm-option", "-Dexample.wsevents=%s" % events]
+                    + list(args), mode=mode, workers=workers,
+                    env={"NGINX_JVM_CACHE": str(shared / "cache")})
+
+
+@pytest.fixture(scope="module")
+def app(war, shared, events, servlet_mode):
+    """The example at /app, two workers, in each mode of the suite."""
+    with launcher(war, shared, events, mode=servlet_mode) as n:
+        yield n
+
+
+def connect(app, path, extra=b""):
+    """A WebSocket to the example: (socket, head of the 101)."""
+    s, head = ws_handshake(app.port, "/app" + path, extra)
+    assert head.startswith(b"HTTP/1.1 101 "), head
+    return s, head
+
+
+def header(head, name):
+    for line in head.decode("latin-1").split("\r\n")[1:]:
+        k, _, v = line.partition(":")
+        if k.strip().lower() == name.lower():
+            return v.strip()
+    return None
+
+
+def message(s):
+    """The next data message (fragments joined), its opcode and payload;
+    a pong is returned as it is."""
+    opcode, data = None, b""
+    while True:
+        b0, payload = read_ws_frame(s)
+        op = b0 & 0x0F
+        if op in (PONG, CLOSE):
+            return op, payload
+        if op != 0:
+            opcode = op
+        data += payload
+        if b0 & 0x80:
+            return opcode, data
+
+
+def echo(s, text):
+    s.sendall(ws_frame(TEXT, text.encode()))
+    assert message(s) == (TEXT, text.encode())
+
+
+def close_handshake(s, code=1000):
+    """The client closes: the server answers with the same code, then the
+    connection ends."""
+    s.sendall(ws_frame(CLOSE, struct.pack("!H", code) + b"bye"))
+    op, payload = message(s)
+    assert op == CLOSE and ws_close_code(payload) == code, payload
+    s.settimeout(10)
+    assert s.recv(10) == b"", "the server closes the connection"
+    s.close()
+
+
+def lines(events, prefix):
+    return [x for x in events.read_text().splitlines() if x.startswith(prefix)]
+
+
+# -- the handshake --------------------------------------------------------------
+
+def test_the_101_is_tomcats(app):
+    s, head = connect(app, "/ws/echo/lobby")
+    try:
+        # RFC 6455's example key, answered by Tomcat's handshake
+        assert header(head, "Sec-WebSocket-Accept") == \
+            "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", head
+        assert header(head, "Upgrade").lower() == "websocket", head
+        assert header(head, "Connection").lower() == "upgrade", head
+        # the example's filter ran for the upgrade request as for any
+        assert header(head, "X-Example-Filter") is not None, head
+        s.sendall(ws_frame(TEXT, b"who"))
+        op, data = message(s)
+        assert op == TEXT and data.startswith(b"room lobby, "), data
+        close_handshake(s)
+    finally:
+        s.close()
+
+
+def test_subprotocol_negotiated_by_tomcat(app):
+    s, head = connect(app, "/ws/echo/p",
+                      b"Sec-WebSocket-Protocol: other, echo.v1\r\n")
+    try:
+        assert header(head, "Sec-WebSocket-Protocol") == "echo.v1", head
+        s.sendall(ws_frame(TEXT, b"who"))
+        assert b"subprotocol echo.v1," in message(s)[1]
+        close_handshake(s)
+    finally:
+        s.close()
+
+
+def test_a_plain_get_of_an_endpoint_is_not_upgraded(app):
+    r = app.get("/app/ws/echo/x")
+    # Tomcat's WsFilter lets it through to no servlet
+    assert r.status == 404, r.status
+
+
+def test_http10_upgrade_is_refused(app):
+    s = socket.create_connection(("127.0.0.1", app.port), timeout=10)
+    try:
+        s.sendall(b"GET /app/ws/echo/x HTTP/1.0\r\nHost: localhost\r\n"
+                  b"Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                  b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                  b"Sec-WebSocket-Version: 13\r\n\r\n")
+        head = s.recv(4096)
+        assert not head.startswith(b"HTTP/1.1 101"), head
+    finally:
+        s.close()
+
+
+# -- messages -------------------------------------------------------------------
+
+def test_text_and_binary_echo(app):
+    s, _ = connect(app, "/ws/echo/a")
+    try:
+        echo(s, "hello")
+        echo(s, "h\u00e9llo \u2603 \U0001F600")
+        data = bytes(range(256)) * 3
+        s.sendall(ws_frame(BINARY, data))
+        assert message(s) == (BINARY, data)
+        # a message in fragments, as a client may send it
+        s.sendall(ws_frame(TEXT, b"frag", fin=False)
+                  + ws_frame(0, b"men", fin=False) + ws_frame(0, b"ted"))
+        assert message(s) == (TEXT, b"fragmented")
+        close_handshake(s)
+    finally:
+        s.close()
+
+
+def test_a_large_message_beyond_one_read(app):
+    s, _ = connect(app, "/ws/echo/big")
+    try:
+        text = ("0123456789abcdef" * 65536)[:1000003]   # 1 MB, odd length
+        s.sendall(ws_frame(TEXT, text.encode()))
+        assert message(s) == (TEXT, text.encode())
+        data = os.urandom(3 * 1024 * 1024)
+        s.sendall(ws_frame(BINARY, data))
+        assert message(s) == (BINARY, data)
+        close_handshake(s)
+    finally:
+        s.close()
+
+
+def test_ping_is_answered_with_its_payload(app):
+    s, _ = connect(app, "/ws/echo/ping")
+    try:
+        s.sendall(ws_frame(PING, b"are you there"))
+        assert message(s) == (PONG, b"are you there")
+        echo(s, "after the ping")
+        close_handshake(s)
+    finally:
+        s.close()
+
+
+def test_messages_sent_with_the_handshake(app):
+    """Frames in the same packet as the upgrade request reach Tomcat."""
+    s = socket.create_connection(("127.0.0.1", app.port), timeout=10)
+    try:
+        s.sendall(b"GET /app/ws/echo/early HTTP/1.1\r\nHost: localhost\r\n"
+                  b"Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                  b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                  b"Sec-WebSocket-Version: 13\r\n\r\n"
+                  + ws_frame(TEXT, b"eager"))
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += s.recv(1)
+        assert head.startswith(b"HTTP/1.1 101 "), head
+        assert message(s) == (TEXT, b"eager")
+        close_handshake(s)
+    finally:
+        s.close()
+
+
+# -- closing --------------------------------------------------------------------
+
+def test_the_server_closes_with_code_and_reason(app, events):
+    s, _ = connect(app, "/ws/echo/closer")
+    try:
+        s.sendall(ws_frame(TEXT, b"close 4001 done here"))
+        op, payload = message(s)
+        assert op == CLOSE, payload
+        assert ws_close_code(payload) == 4001 and payload[2:] == b"done here"
+        s.sendall(ws_frame(CLOSE, payload[:2]))
+        s.settimeout(10)
+        assert s.recv(10) == b""
+    finally:
+        s.close()
+    assert wait_for(lambda: "close closer 4001" in lines(events, "close "), 10)
+
+
+def test_the_client_closes(app, events):
+    s, _ = connect(app, "/ws/echo/leaver")
+    close_handshake(s, 1001)
+    assert wait_for(lambda: "close leaver 1001" in lines(events, "close "), 10)
+
+
+def test_an_unmasked_frame_is_a_protocol_error(app, events):
+    s, _ = connect(app, "/ws/echo/unmasked")
+    try:
+        s.sendall(ws_frame(TEXT, b"naked", mask=False))
+        op, payload = message(s)
+        assert op == CLOSE and ws_close_code(payload) == 1002, payload
+        s.settimeout(10)
+        # the server may wait for the client's close frame, or not
+        try:
+            s.sendall(ws_frame(CLOSE, payload[:2]))
+            assert s.recv(10) == b""
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+    finally:
+        s.close()
+    assert wait_for(lambda: "close unmasked 1002" in lines(events, "close "), 10)
+
+
+@pytest.mark.parametrize("garbage", [
+    b"\x8f\x80\x00\x00\x00\x00",                    # a reserved opcode
+    b"\xf1\x85" + b"\x00" * 4 + b"hello",           # RSV bits set
+    b"\x09\xfe\x00\x80" + b"\x00" * 4 + b"x" * 128,  # a long, fragmented ping
+])
+def test_garbage_closes_with_1002(app, garbage):
+    s, _ = connect(app, "/ws/echo/garbage")
+    try:
+        s.sendall(garbage)
+        op, payload = message(s)
+        assert op == CLOSE and ws_close_code(payload) == 1002, payload
+    finally:
+        s.close()
+
+
+def test_a_client_that_vanishes_mid_message(app, events):
+    s, _ = connect(app, "/ws/echo/vanish")
+    echo(s, "first")
+    frame = ws_frame(BINARY, os.urandom(200000))
+    s.sendall(frame[:70000])            # the message's first part only
+    s.close()
+    assert wait_for(lambda: "close vanish 1006" in lines(events, "close "), 10)
+    # the workers serve on
+    s, _ = connect(app, "/ws/echo/after")
+    try:
+        echo(s, "still here")
+        close_handshake(s)
+    finally:
+        s.close()
+
+
+# -- a server that speaks first -------------------------------------------------
+
+def pushed(s, n, size):
+    for i in range(n):
+        op, data = message(s)
+        assert op == BINARY and len(data) == size, (i, op, len(data))
+        assert struct.unpack("!i", data[:4])[0] == i
+    op, payload = message(s)
+    assert op == CLOSE and ws_close_code(payload) == 1000, payload
+    assert payload[2:] == b"pushed %d" % n
+    s.sendall(ws_frame(CLOSE, payload[:2]))
+    s.settimeout(10)
+    assert s.recv(10) == b"", "the server closes the connection"
+
+
+def test_push(app):
+    s, _ = connect(app, "/ws/push?n=50&size=100")
+    try:
+        pushed(s, 50, 100)
+    finally:
+        s.close()
+
+
+def worker_rss(app):
+    total = 0
+    for pid in app.worker_pids():
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+    return total
+
+
+def test_a_client_that_does_not_read(app, events):
+    """256 MB pushed at a client that reads nothing for a while: the
+    sender waits (the tunnel's queue is bounded), the workers' memory does
+    not grow by what was sent, and everything arrives once it reads."""
+    n, size = 1024, 256 * 1024
+    before = worker_rss(app)
+    s, _ = connect(app, "/ws/push?n=%d&size=%d" % (n, size))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    try:
+        time.sleep(4)
+        grown = worker_rss(app) - before
+        assert grown < 128 * 1024 * 1024, grown
+        s.settimeout(60)
+        pushed(s, n, size)
+    finally:
+        s.close()
+    assert wait_for(lambda: "push-close 1000" in lines(events, "push-close"), 10)
+
+
+# -- many at once, both workers ---------------------------------------------------
+
+def test_many_connections_at_once(app):
+    pids, errors = set(), []
+    lock = threading.Lock()
+
+    def one(i):
+        try:
+            s, _ = connect(app, "/ws/echo/many%d" % i)
+            try:
+                for k in range(5):
+                    echo(s, "m%d-%d" % (i, k))
+                s.sendall(ws_frame(TEXT, b"who"))
+                who = message(s)[1].decode()
+                with lock:
+                    pids.add(who.rsplit(" ", 1)[1])
+                close_handshake(s)
+            finally:
+                s.close()
+        except Exception as e:          # noqa: BLE001 -- reported below
+            with lock:
+                errors.append(repr(e))
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    count = min(200, soft // 4)
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors[:5]
+    assert len(pids) == 2, pids
