@@ -415,11 +415,29 @@ def test_dev_config(project):
                  "--print-config")
     assert "worker_processes 3;" in r.stdout
     assert '"-Dnginx.jvm.dev=%s"' % project.parent in r.stdout
+    # an address for each (the image's dev: all the container's addresses)
+    for repl, debug in (("0.0.0.0:7000", "0.0.0.0:5005"),
+                        ("[::]:7000", "[::1]:5005")):
+        r = launcher("dev", "--handler", "devtest.app/handler", "--classpath",
+                     str(project), "--repl", repl, "--debug", debug,
+                     "--print-config")
+        assert r.returncode == 0, r.stderr
+        assert "jvm_repl %s;" % repl in r.stdout
+        assert "server=y,suspend=n,address=%s:%%{%s+w}" % tuple(
+            debug.rsplit(":", 1)) in r.stdout
 
 
 @pytest.mark.parametrize("args, message", [
     (["run", "--debug", "0"], "--debug must be a port number"),
     (["run", "--repl", "x"], "--repl must be a port number"),
+    (["run", "--repl", "0.0.0.0:"], '--repl must be a port number from 1 to '
+     '65535, optionally after an IP address (ADDR:PORT), not "0.0.0.0:"'),
+    (["dev", "--debug", "0.0.0.0:70000"], "--debug must be a port number"),
+    (["dev", "--repl", "localhost:7000"],
+     '--repl localhost:7000: "localhost" is not an IP address'),
+    (["dev", "--debug", "256.0.0.1:5005"],
+     '--debug 256.0.0.1:5005: "256.0.0.1" is not an IP address'),
+    (["dev", "--debug", "::1:5005"], '--debug ::1:5005: "::1" is not an IP'),
     (["run", "--watch", "/tmp"], "--watch is for dev"),
     (["dev", "--watch", "/nonexistent"], "--watch /nonexistent: not a directory"),
     (["dev", "--classpath", "/usr/share/java/ring-core.jar"],

@@ -1,13 +1,14 @@
-"""jvm_repl: a Clojure socket REPL in each worker on 127.0.0.1, port
-PORT + the worker's number, announced in the error log; a handler var
-redefined there serves the next request."""
+"""jvm_repl: a Clojure socket REPL in each worker on 127.0.0.1 (or the
+address given: jvm_repl ADDR:PORT), port PORT + the worker's number,
+announced in the error log; a handler var redefined there serves the next
+request."""
 
 import re
 import socket
 
 import pytest
 
-from harness import Nginx, free_port_range
+from harness import Nginx, free_port, free_port_range
 
 LOCATIONS = """
         location / { jvm_content testapp.repl/handler; }
@@ -127,7 +128,17 @@ def test_off_by_default_and_bad_values():
         assert n.test_config().returncode == 0
         for bad, msg in (("0", 'jvm_repl: invalid port "0"'),
                          ("70000", 'jvm_repl: invalid port "70000"'),
-                         ("x", 'jvm_repl: invalid port "x"')):
+                         ("x", 'jvm_repl: invalid port "x"'),
+                         ("0.0.0.0:", 'jvm_repl: invalid port "0.0.0.0:"'),
+                         ("0.0.0.0:x", 'jvm_repl: invalid port "0.0.0.0:x"'),
+                         ("localhost:7000", 'jvm_repl: invalid address '
+                          '"localhost" in "localhost:7000": an IP address'),
+                         ("1.2.3:7000", 'jvm_repl: invalid address "1.2.3"'),
+                         (":7000", 'jvm_repl: invalid address ""'),
+                         # IPv6 without its brackets
+                         ("::1:7000", 'jvm_repl: invalid address ""'),
+                         ("[::1:7000", 'jvm_repl: invalid address "["'),
+                         ("[x]:7000", 'jvm_repl: invalid address "[x]"')):
             m = Nginx(LOCATIONS, http="    jvm_repl %s;\n" % bad)
             try:
                 r = m.test_config()
@@ -136,6 +147,24 @@ def test_off_by_default_and_bad_values():
                 m.cleanup()
     finally:
         n.cleanup()
+
+
+def test_an_address_is_where_it_listens():
+    """jvm_repl 0.0.0.0:PORT: all the machine's addresses (in a container,
+    where a published port reaches it: tests/test_image.py)."""
+    base = free_port()
+    with Nginx(LOCATIONS, http="    jvm_repl 0.0.0.0:%d;\n" % base) as n:
+        assert n.wait_log(r"\[notice\].*Clojure socket REPL listening on "
+                          r"0\.0\.0\.0:%d " % base)
+        # Java's dual-stack socket for 0.0.0.0 is IPv6's any address
+        assert listening_addresses((base,)) in ({("00000000", base)},
+                                                {("0" * 32, base)})
+        r = Repl(base)
+        try:
+            assert int(r.eval("(.pid (java.lang.ProcessHandle/current))")) \
+                in n.worker_pids()
+        finally:
+            r.close()
 
 
 def test_off_starts_nothing(mode, base):

@@ -36,6 +36,7 @@ static char *ngx_http_jvm_status(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_jvm_repl(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static ngx_uint_t ngx_http_jvm_repl_addr(ngx_str_t *addr);
 static ngx_int_t ngx_http_jvm_find_libjvm(ngx_conf_t *cf, ngx_str_t *path);
 static ngx_int_t ngx_http_jvm_expand_dir(ngx_conf_t *cf,
     ngx_http_jvm_main_conf_t *jmcf, ngx_str_t *dir);
@@ -1285,15 +1286,21 @@ ngx_http_jvm_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
-/* jvm_repl PORT | off: a Clojure socket REPL in each worker, on loopback */
+/*
+ * jvm_repl [ADDR:]PORT | off: a Clojure socket REPL in each worker, worker N
+ * on PORT+N, on 127.0.0.1 unless ADDR (an IP address) names another: in a
+ * container, loopback is the container's own, which a published port
+ * cannot reach
+ */
 
 static char *
 ngx_http_jvm_repl(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_jvm_main_conf_t *jmcf = conf;
 
+    u_char     *colon;
     ngx_int_t   port;
-    ngx_str_t  *value;
+    ngx_str_t  *value, addr, num;
 
     if (jmcf->repl != NGX_CONF_UNSET) {
         return "is duplicate";
@@ -1306,19 +1313,60 @@ ngx_http_jvm_repl(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_OK;
     }
 
-    port = ngx_atoi(value[1].data, value[1].len);
+    num = value[1];
+    ngx_str_null(&addr);
+
+    colon = ngx_strlchr(num.data, num.data + num.len, ']');
+    colon = ngx_strlchr(colon ? colon : num.data, num.data + num.len, ':');
+
+    if (colon) {
+        addr.data = num.data;
+        addr.len = colon - num.data;
+        num.data = colon + 1;
+        num.len = value[1].len - addr.len - 1;
+
+        if (!ngx_http_jvm_repl_addr(&addr)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "jvm_repl: invalid address \"%V\" in \"%V\": "
+                               "an IP address, such as 0.0.0.0 or [::], "
+                               "before \":PORT\"", &addr, &value[1]);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    port = ngx_atoi(num.data, num.len);
 
     if (port < 1 || port > 65535) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "jvm_repl: invalid port \"%V\": a port number "
-                           "(worker N listens on PORT+N) or \"off\"",
-                           &value[1]);
+                           "(worker N listens on PORT+N), ADDR:PORT "
+                           "or \"off\"", &value[1]);
         return NGX_CONF_ERROR;
     }
 
     jmcf->repl = port;
+    jmcf->repl_addr = addr;
 
     return NGX_CONF_OK;
+}
+
+
+/* an IPv4 address, or an IPv6 one in brackets: Java's InetAddress reads both */
+
+static ngx_uint_t
+ngx_http_jvm_repl_addr(ngx_str_t *addr)
+{
+#if (NGX_HAVE_INET6)
+    u_char  buf[16];
+
+    if (addr->len > 2
+        && addr->data[0] == '[' && addr->data[addr->len - 1] == ']')
+    {
+        return ngx_inet6_addr(addr->data + 1, addr->len - 2, buf) == NGX_OK;
+    }
+#endif
+
+    return addr->len && ngx_inet_addr(addr->data, addr->len) != INADDR_NONE;
 }
 
 

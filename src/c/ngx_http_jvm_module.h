@@ -174,6 +174,7 @@ typedef struct {
     ngx_array_t              *warmups;      /* of ngx_http_jvm_warmup_t */
     ngx_http_jvm_dict_t      *status;       /* jvm_status's figures */
     ngx_int_t                 repl;         /* jvm_repl's port, 0: off */
+    ngx_str_t                 repl_addr;    /* its address, "": 127.0.0.1 */
     ngx_array_t              *webapps;      /* jvm_webapp's context paths */
     ngx_atomic_uint_t         generation;   /* this configuration's */
     unsigned                  uses_pool:1;

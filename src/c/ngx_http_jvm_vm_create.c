@@ -648,13 +648,14 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
     /*
      * What nginx.jvm.Log, the REPL and the metrics need to know: the error
      * log's level (Java writes its entries to fd 2, which nginx points at
-     * that log), the worker's number, jvm_repl's port.
+     * that log), the worker's number, jvm_repl's [address:]port.
      */
 
     p = ngx_pnalloc(cycle->pool, sizeof("-Dnginx.jvm.log=") + NGX_INT_T_LEN
                                  + sizeof("-Dnginx.jvm.worker=")
                                  + NGX_INT_T_LEN
-                                 + sizeof("-Dnginx.jvm.repl=") + NGX_INT_T_LEN);
+                                 + sizeof("-Dnginx.jvm.repl=") + NGX_INT_T_LEN
+                                 + jmcf->repl_addr.len + 1);
     if (p == NULL) {
         return NGX_ERROR;
     }
@@ -672,7 +673,8 @@ ngx_http_jvm_vm_args(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf,
 
     if (jmcf->repl) {
         options[n++].optionString = (char *) p;
-        p = ngx_sprintf(p, "-Dnginx.jvm.repl=%i%Z", jmcf->repl);
+        p = ngx_sprintf(p, "-Dnginx.jvm.repl=%V%s%i%Z", &jmcf->repl_addr,
+                        jmcf->repl_addr.len ? ":" : "", jmcf->repl);
     }
 
     if (jmcf->options) {

@@ -8,11 +8,11 @@ final class ClojureRepl {
     private ClojureRepl() {
     }
 
-    static void start(int port) {
+    static void start(String address, int port) {
         IFn require = Clojure.var("clojure.core", "require");
         require.invoke(Clojure.read("clojure.core.server"));
         IFn startServer = Clojure.var("clojure.core.server", "start-server");
         startServer.invoke(Clojure.read("{:name \"nginx-jvm-repl\" :port " + port
-                + " :address \"127.0.0.1\" :accept clojure.core.server/repl :server-daemon true}"));
+                + " :address \"" + address + "\" :accept clojure.core.server/repl :server-daemon true}"));
     }
 }
