@@ -8,6 +8,7 @@ only carries the bytes.
 The WAR is built once per run (build/servlet-war-ws); one server with two
 workers serves the tests that only talk to it."""
 
+import json
 import os
 import resource
 import shutil
@@ -389,3 +390,205 @@ def test_many_connections_at_once(app):
         t.join(60)
     assert not errors, errors[:5]
     assert len(pids) == 2, pids
+
+
+# -- Spring's STOMP over WebSocket (examples/servlet-boot-ws) ------------------
+
+BOOT_WS = ROOT / "examples" / "servlet-boot-ws"
+M2 = ROOT / "build" / "projects" / "m2"      # the Spring examples' repository
+
+
+@pytest.fixture(scope="module")
+def boot_jar():
+    return maven_package(BOOT_WS, ROOT / "build" / "servlet-boot-ws",
+                         "servlet-boot-ws.jar", m2=M2, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def stomp_app(boot_jar, shared, servlet_mode):
+    """The unmodified Spring Boot jar beneath nginx, two workers."""
+    with Launcher(["--jar", str(boot_jar)], mode=servlet_mode, workers=2,
+                  env={"NGINX_JVM_CACHE": str(shared / "cache")}) as n:
+        yield n
+
+
+def stomp_text(command, headers=(), body=b""):
+    """A STOMP 1.2 frame."""
+    head = command + "\n" + "".join("%s:%s\n" % h for h in headers) + "\n"
+    return head.encode() + body + b"\0"
+
+
+def stomp(command, headers=(), body=b""):
+    """A STOMP 1.2 frame, as the text of a WebSocket message."""
+    return ws_frame(TEXT, stomp_text(command, headers, body))
+
+
+def stomp_read(s):
+    """The next STOMP frame from the server: (command, headers, body)."""
+    while True:
+        op, data = message(s)
+        assert op == TEXT, (op, data)
+        if data.strip(b"\r\n"):         # not a heart-beat
+            break
+    assert data.endswith(b"\0"), data
+    head, _, body = data[:-1].partition(b"\n\n")
+    lines = head.decode().split("\n")
+    headers = dict(x.split(":", 1) for x in lines[1:])
+    return lines[0], headers, body
+
+
+class Stomp:
+    """A STOMP client over the raw WebSocket client, connected. Spring's
+    simple broker sends no RECEIPT for a SUBSCRIBE: a subscription is known
+    to be in place once a message sent after it on the same connection
+    came back (the example keeps each connection's frames in order)."""
+
+    count = 0
+
+    def __init__(self, app):
+        self.s, head = connect_at(app, "/stomp",
+                                  b"Sec-WebSocket-Protocol: v12.stomp\r\n")
+        assert header(head, "Sec-WebSocket-Protocol") == "v12.stomp", head
+        self.s.sendall(stomp("CONNECT", [("accept-version", "1.2"),
+                                         ("host", "localhost"),
+                                         ("heart-beat", "0,0")]))
+        command, headers, _ = stomp_read(self.s)
+        assert command == "CONNECTED" and headers["version"] == "1.2", headers
+        self.subs, self.waiting = 0, []
+        Stomp.count += 1
+        self.me = "/topic/chat/self-%d-%d" % (os.getpid(), Stomp.count)
+        self.pid = self.subscribe(self.me)
+
+    def subscribe(self, destination):
+        """Subscribes; the pid of the connection's worker."""
+        self.subs += 1
+        self.s.sendall(stomp("SUBSCRIBE", [("id", "sub-%d" % self.subs),
+                                           ("destination", destination)]))
+        self.send(self.me.replace("/topic/", "/app/"),
+                  {"from": "me", "text": "sync"})
+        while True:
+            headers, body = self.next()
+            if headers["destination"] == self.me:
+                return body["pid"]
+            self.waiting.append((headers, body))
+
+    def send(self, destination, obj):
+        self.s.sendall(stomp("SEND", [("destination", destination),
+                                      ("content-type", "application/json")],
+                             json.dumps(obj).encode()))
+
+    def next(self):
+        command, headers, body = stomp_read(self.s)
+        assert command == "MESSAGE", (command, headers, body)
+        return headers, json.loads(body)
+
+    def message(self):
+        """The next message of a subscription other than the client's own."""
+        while True:
+            headers, body = self.waiting.pop(0) if self.waiting else self.next()
+            if headers["destination"] != self.me:
+                return headers, body
+
+    def disconnect(self):
+        self.s.sendall(stomp("DISCONNECT", [("receipt", "bye")]))
+        assert stomp_read(self.s)[:2] == ("RECEIPT", {"receipt-id": "bye"})
+        # then the client closes, as STOMP says
+        close_handshake(self.s)
+
+
+def connect_at(app, path, extra=b""):
+    s, head = ws_handshake(app.port, path, extra)
+    assert head.startswith(b"HTTP/1.1 101 "), head
+    return s, head
+
+
+def test_stomp_subscribe_and_send(stomp_app):
+    c = Stomp(stomp_app)
+    try:
+        c.subscribe("/topic/chat/lobby")
+        c.send("/app/chat/lobby", {"from": "ann", "text": "h\u00e9llo"})
+        headers, body = c.message()
+        assert headers["destination"] == "/topic/chat/lobby", headers
+        assert headers["subscription"] == "sub-2", headers
+        assert body["from"] == "ann" and body["text"] == "h\u00e9llo", body
+        assert body["pid"] in stomp_app.worker_pids(), body
+        c.disconnect()
+    finally:
+        c.s.close()
+
+
+def test_stomp_broadcast_to_every_subscriber_of_the_worker(stomp_app):
+    """Spring's simple broker is each worker's own: two clients on the same
+    worker both get what one sends."""
+    a = Stomp(stomp_app)
+    others = []
+    try:
+        for _ in range(40):
+            b = Stomp(stomp_app)
+            others.append(b)
+            if b.pid == a.pid:
+                break
+        else:
+            pytest.fail("no second connection reached worker %d" % a.pid)
+        a.subscribe("/topic/chat/shared")
+        b.subscribe("/topic/chat/shared")
+        # beyond one read both ways: Spring takes a STOMP frame of up to
+        # 64 KB, in WebSocket messages of up to 8 KB (Tomcat's buffer) as
+        # stomp.js splits it
+        big = "x" * 50000
+        data = stomp_text("SEND", [("destination", "/app/chat/shared"),
+                                   ("content-type", "application/json")],
+                          json.dumps({"from": "bob", "text": big}).encode())
+        for i in range(0, len(data), 8000):
+            b.s.sendall(ws_frame(TEXT, data[i:i + 8000]))
+        for c in (a, b):
+            body = c.message()[1]
+            assert (body["from"], body["text"]) == ("bob", big)
+        a.disconnect()
+    finally:
+        a.s.close()
+        for b in others:
+            b.s.close()
+
+
+def test_stomp_published_from_http(stomp_app):
+    """A POST that reaches the subscriber's worker publishes to it."""
+    c = Stomp(stomp_app)
+    try:
+        c.subscribe("/topic/chat/news")
+
+        def announce():
+            r = stomp_app.request("POST", "/announce?room=news&text=hot")
+            assert r.status == 200, r
+            return r.text.strip() == "announced by %d" % c.pid
+        assert wait_for(announce, 30), c.pid
+        headers, body = c.message()
+        assert headers["destination"] == "/topic/chat/news"
+        assert (body["from"], body["text"]) == ("server", "hot")
+        c.disconnect()
+    finally:
+        c.s.close()
+
+
+def test_stomp_bad_frame_is_an_error_frame(stomp_app):
+    c = Stomp(stomp_app)
+    try:
+        c.s.sendall(stomp("NOT-A-COMMAND"))
+        command, headers, body = stomp_read(c.s)
+        assert command == "ERROR", (command, headers, body)
+    finally:
+        c.s.close()
+
+
+def test_stomp_client_that_vanishes(stomp_app):
+    for _ in range(5):
+        c = Stomp(stomp_app)
+        c.subscribe("/topic/chat/gone")
+        c.s.sendall(stomp("SEND", [("destination", "/app/chat/gone")])[:20])
+        c.s.close()
+    c = Stomp(stomp_app)
+    try:
+        assert c.pid in stomp_app.worker_pids()
+        c.disconnect()
+    finally:
+        c.s.close()
