@@ -1272,6 +1272,15 @@ ngx_http_jvm_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
     }
 
+    /*
+     * A profile (.../profile under the location) answers when its seconds
+     * are over: through a responder, so that it holds no thread meanwhile.
+     */
+
+    if (jlcf->async == NGX_CONF_UNSET) {
+        jlcf->async = 1;
+    }
+
     ngx_str_set(&name, NGX_HTTP_JVM_STATUS_HANDLER);
 
     jlcf->handler = ngx_http_jvm_handler_index(cf, &name, "jvm_status");

@@ -32,6 +32,12 @@ final class LoopCalls {
         waker = wake;
     }
 
+    /** The event loop's thread's id (JFR names threads by it), or -1 before the start. */
+    static long loopThreadId() {
+        Thread l = loop;
+        return l == null ? -1 : l.getId();
+    }
+
     /** On the event loop's own thread: code here must never block. */
     static boolean onLoop() {
         return Thread.currentThread() == loop;

@@ -119,6 +119,7 @@ final class Metrics {
         SharedDict d = dict;
         if (d != null) {
             d.put("w:" + ProcessHandle.current().pid(), snapshot(), TTL_MILLIS);
+            Profile.poll(d);        // a profile another worker was asked for
         }
     }
 

@@ -11,12 +11,83 @@ import java.util.Map;
  * (published by {@link Metrics} into shared memory), in the Prometheus text
  * exposition format (version 0.0.4). Request counters are totals over the
  * workers; JVM figures are one series per worker ({@code worker}, {@code pid}).
+ * Under it, {@code .../profile} profiles every worker ({@link Profile}): the
+ * C module runs jvm_status locations with jvm_async on, so that a profile
+ * answers when its seconds are over without holding a thread or the loop.
  */
-final class Status implements Handler {
+final class Status implements Handler, AsyncHandler {
     private static final String TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
     @Override
+    public void handle(Request request, Responder responder) {
+        if (request.path().endsWith("/profile")) {
+            profile(request, responder);
+        } else {
+            responder.respond(handle(request));
+        }
+    }
+
+    private static void profile(Request request, Responder responder) {
+        SharedDict dict = Metrics.dict();
+        String[] why = new String[1];
+        Profile.Ask ask = Profile.parse(request.queryString(), why);
+        if (dict == null || ask == null) {
+            responder.respond(Response.of(dict == null ? 500 : 400, "text/plain",
+                    (dict == null ? "jvm_status: figures are not published" : "profile: " + why[0]) + "\n"));
+            return;
+        }
+        String format = formatOf(request.queryString());
+        if (format == null) {
+            responder.respond(Response.of(400, "text/plain", "profile: format must be html, svg or folded\n"));
+            return;
+        }
+        if (!Profile.claim(dict, ask)) {
+            responder.respond(Response.of(409, "text/plain",
+                    "profile: another profile is running; try again when it is over\n"));
+            return;
+        }
+        List<Long> pids = new ArrayList<>();
+        for (String key : dict.keys(4096)) {
+            if (key.startsWith("w:")) {
+                pids.add(Long.parseLong(key.substring(2)));
+            }
+        }
+        Profile.start(ask);
+        Thread t = new Thread(() -> {
+            try {
+                List<Profile.Part> parts = Profile.collect(ask, pids);
+                FlameGraph g = new FlameGraph(parts, ask.alloc(), ask.seconds(), pids.size());
+                responder.respond(switch (format) {
+                    case "svg" -> Response.of(200, "image/svg+xml", g.svg());
+                    case "folded" -> Response.of(200, "text/plain; charset=utf-8", g.folded());
+                    default -> Response.of(200, "text/html; charset=utf-8", g.html());
+                });
+            } catch (Throwable e) {
+                responder.raise(e);
+            } finally {
+                Profile.release(dict, ask);
+            }
+        }, "nginx-jvm profile answer");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    private static String formatOf(String query) {
+        for (String kv : query == null ? new String[0] : query.split("&")) {
+            if (kv.startsWith("format=")) {
+                String f = kv.substring(7);
+                return f.equals("html") || f.equals("svg") || f.equals("folded") ? f : null;
+            }
+        }
+        return "html";
+    }
+
+    @Override
     public Response handle(Request request) {
+        if (request.path().endsWith("/profile")) {
+            return Response.of(400, "text/plain", "profile: the location has \"jvm_async off\";"
+                    + " a profile answers through jvm_async on (jvm_status's default)\n");
+        }
         SharedDict dict = Metrics.dict();
         if (dict == null) {
             return Response.of(500, "text/plain", "jvm_status: figures are not published\n");
