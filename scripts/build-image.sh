@@ -8,12 +8,17 @@
 #   as localhost/nginx-jvm-base:trixie;
 # - on it, the Debian 13 package (`make deb DIST=trixie`: the module, the
 #   runtime, Clojure, the launcher), installed by dpkg;
-# - the launcher as the entry point, run as www-data (so nginx's master and
-#   its workers are not root), listening on 0.0.0.0:8080, the application
-#   mounted at /app:
+# - the launcher as the entry point (scripts/image-entrypoint.sh: run, or
+#   dev when the first word says so), run as www-data (so nginx's master
+#   and its workers are not root), listening on 0.0.0.0:8080, the
+#   application mounted at /app:
 #
 #     podman run -p 8080:8080 -v ./app:/app localhost/nginx-jvm \
 #         --handler my.app/handler --classpath /app/src
+#     podman run -p 127.0.0.1:8080:8080 -p 127.0.0.1:7000:7000 \
+#         -v ./app:/app -v nginx-jvm-cache:/var/cache/nginx-jvm \
+#         localhost/nginx-jvm dev --handler my.app/handler \
+#         --classpath /app/src --repl 7000
 #
 # Prints the image's name and size last.  IMAGE names it (default
 # localhost/nginx-jvm:latest).
@@ -44,9 +49,11 @@ fi
 
 rm -f "$dir"/*.deb
 cp "$deb" "$dir/"
+cp "$top/scripts/image-entrypoint.sh" "$dir/entrypoint"
 cat > "$dir/Containerfile" <<EOF
 FROM $base
 COPY $(basename "$deb") /tmp/
+COPY entrypoint /usr/local/bin/nginx-jvm-image
 # the package (its Depends are in the base: dpkg says if one is not);
 # the class cache www-data's
 RUN dpkg -i /tmp/$(basename "$deb") \\
@@ -57,7 +64,7 @@ ENV NGINX_JVM_CACHE=/var/cache/nginx-jvm
 USER www-data
 WORKDIR /app
 EXPOSE 8080
-ENTRYPOINT ["/usr/bin/nginx-jvm", "run", "--listen", "0.0.0.0", "--port", "8080"]
+ENTRYPOINT ["/usr/local/bin/nginx-jvm-image"]
 EOF
 "$podman" build -q --network=none --pull=never -t "$image" -f "$dir/Containerfile" "$dir" >&2
 # the images this one replaced

@@ -2,7 +2,10 @@
 root made locally with mmdebstrap (no registry pull), run as its README
 says (`podman run -p PORT:8080 -v APP:/app IMAGE --handler ... --classpath
 /app/...`) with a Ring handler mounted from here, a page fetched over
-loopback, then stopped and removed by its container id.
+loopback, then stopped and removed by its container id; and `IMAGE dev`,
+the development loop of docs/operations.md ("A development loop on any
+laptop"): a save on the host served by both workers, the REPL and the
+debugger through published ports.
 
 podman runs with the project's configuration (scripts/podman.sh: runc,
 no default ulimits, its storage in build/podman).  Skipped, saying why,
@@ -14,12 +17,15 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 import urllib.request
 
 import pytest
 
-from harness import PROBLEM, ROOT, free_port
+from harness import PROBLEM, ROOT, free_port, free_port_range, request
+from test_dev import Jdb
+from test_repl import Repl
 
 PODMAN = str(ROOT / "scripts" / "podman.sh")
 IMAGE = "localhost/nginx-jvm:latest"
@@ -142,3 +148,155 @@ def test_image_serves_a_mounted_ring_handler(image, tmp_path):
         podman("stop", "-t", "10", cid, check=False)
         podman("rm", "-f", cid, check=False)
     assert podman("ps", "-a", "-q", "--filter", "id=" + cid).stdout.strip() == ""
+
+
+# --- dev: the development loop of a laptop with podman or Docker Desktop -----
+
+DEV_UTIL = """(ns devtest.util)
+(defn version [] "%s")
+"""
+
+DEV_APP = """(ns devtest.app
+  (:require [devtest.util :as u]))
+(defn handler [req]
+  {:status 200 :headers {"content-type" "text/plain"}
+   :body (str (u/version) " " (.pid (java.lang.ProcessHandle/current)))})
+"""
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o644)
+
+
+@pytest.fixture(scope="module")
+def dev_app():
+    """Sources on the host, bind-mounted at /app (readable by www-data)."""
+    top = tempfile.mkdtemp(prefix="nginx-jvm-image-dev-")
+    src = os.path.join(top, "src", "devtest")
+    os.makedirs(src)
+    for d in (top, os.path.dirname(src), src):
+        os.chmod(d, 0o755)
+    write(os.path.join(src, "util.clj"), DEV_UTIL % "v1")
+    write(os.path.join(src, "app.clj"), DEV_APP)
+    yield top
+    shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cache_volume(image):
+    """A named volume for the class cache, removed afterwards."""
+    name = "nginx-jvm-test-cache-%d" % os.getpid()
+    podman("volume", "rm", "-f", name, check=False)
+    yield name
+    podman("volume", "rm", "-f", name, check=False)
+
+
+class Dev:
+    """`podman run ... IMAGE dev ...` with 2 workers, --repl 7000 and
+    --debug 5005, each port published on the host's 127.0.0.1."""
+
+    def __init__(self, image, app, volume):
+        self.port, self.repl, self.debug = free_port(), free_port_range(2), \
+            free_port_range(2)
+        publish = ["-p", "127.0.0.1:%d:8080" % self.port]
+        for base, inside in ((self.repl, 7000), (self.debug, 5005)):
+            for w in (0, 1):
+                publish += ["-p", "127.0.0.1:%d:%d" % (base + w, inside + w)]
+        self.started = time.monotonic()
+        r = podman("run", "-d", *publish, "-v", "%s:/app:ro" % app,
+                   "-v", "%s:/var/cache/nginx-jvm" % volume, image,
+                   "dev", "--handler", "devtest.app/handler",
+                   "--classpath", "/app/src", "--workers", "2",
+                   "--reuseport", "--repl", "7000", "--debug", "5005")
+        self.cid = r.stdout.strip().splitlines()[-1]
+        assert re.match(r"^[0-9a-f]{64}$", self.cid), r.stdout
+
+    def logs(self):
+        return podman("logs", self.cid, check=False).stdout
+
+    def versions(self, timeout):
+        """{worker pid: its version} once both workers answered, each on
+        a new connection, and the seconds that took (None: not both)."""
+        started = time.monotonic()
+        seen = {}
+        while time.monotonic() - started < timeout:
+            try:
+                r = request(self.port, "GET", "/", timeout=5)
+            except OSError:
+                state = podman("inspect", "--format", "{{.State.Running}}",
+                               self.cid).stdout.strip()
+                assert state == "true", self.logs()
+                time.sleep(0.05)
+                continue
+            assert r.status == 200, r.text
+            version, _, pid = r.text.partition(" ")
+            seen[int(pid)] = version
+            if len(seen) == 2:
+                return seen, time.monotonic() - started
+        return None, timeout
+
+    def stop(self):
+        podman("stop", "-t", "10", self.cid, check=False)
+        podman("rm", "-f", self.cid, check=False)
+        assert podman("ps", "-a", "-q", "--filter",
+                      "id=" + self.cid).stdout.strip() == ""
+
+
+def test_image_dev_serves_a_save_and_publishes_its_repl_and_debugger(
+        image, dev_app, cache_volume):
+    """`podman run ... IMAGE dev`: a save on the host is served by both
+    workers within 1 s (the watcher polls: a bind mount of a VM's file
+    sharing sends no inotify events); the REPL evaluates and jdb attaches
+    through ports published on the host's 127.0.0.1."""
+    util = os.path.join(dev_app, "src", "devtest", "util.clj")
+    write(util, DEV_UTIL % "v1")
+    d = Dev(image, dev_app, cache_volume)
+    try:
+        seen, _ = d.versions(180)
+        assert seen and set(seen.values()) == {"v1"}, d.logs()
+        print("\ndev in the image: both workers answered %.1f s after podman run"
+              % (time.monotonic() - d.started))
+        saved = time.monotonic()
+        write(util, DEV_UTIL % "v2")
+        served = {}
+        while len(served) < 2 and time.monotonic() - saved < 10:
+            r = request(d.port, "GET", "/", timeout=5)
+            version, _, pid = r.text.partition(" ")
+            if version == "v2":
+                served.setdefault(int(pid), time.monotonic() - saved)
+        assert set(served) == set(seen), (served, d.logs())
+        print("the save served by both workers after %.3f s"
+              % max(served.values()))
+        assert max(served.values()) < 1.0, served
+
+        # the REPL of each worker, through the published ports
+        pids = set()
+        for w in (0, 1):
+            repl = Repl(d.repl + w)
+            try:
+                assert repl.eval("(+ 1 2)") == "3"
+                assert repl.eval("(devtest.util/version)") == '"v2"'
+                pids.add(int(repl.eval(
+                    "(.pid (java.lang.ProcessHandle/current))")))
+            finally:
+                repl.close()
+        assert pids == set(seen)
+
+        # jdb, attached to worker 1 through its published port
+        jdb = Jdb(d.debug + 1)
+        try:
+            jdb.expect(r"Initializing jdb")
+            jdb.send("threads")
+            jdb.expect(r"Reference Handler")
+        finally:
+            jdb.close()
+        assert request(d.port, "GET", "/", timeout=5).status == 200
+
+        logs = d.logs()
+        assert re.search(r"dev: watching /app/src; REPL on 0\.0\.0\.0:7000; "
+                         r"JDWP on 0\.0\.0\.0:5005", logs), logs
+        assert not [l for l in logs.splitlines() if PROBLEM.search(l)], logs
+    finally:
+        d.stop()
