@@ -73,6 +73,7 @@ def connect(app, path, extra=b""):
     """A WebSocket to the example: (socket, head of the 101)."""
     s, head = ws_handshake(app.port, "/app" + path, extra)
     assert head.startswith(b"HTTP/1.1 101 "), head
+    s.settimeout(30)                    # a machine busy with other builds
     return s, head
 
 
@@ -499,6 +500,7 @@ class Stomp:
 def connect_at(app, path, extra=b""):
     s, head = ws_handshake(app.port, path, extra)
     assert head.startswith(b"HTTP/1.1 101 "), head
+    s.settimeout(30)
     return s, head
 
 
@@ -592,3 +594,40 @@ def test_stomp_client_that_vanishes(stomp_app):
         c.disconnect()
     finally:
         c.s.close()
+
+
+# -- the Servlet API's own upgrade (another protocol than WebSocket) -----------
+
+def test_an_http_upgrade_handler(app, events):
+    """HttpServletRequest.upgrade to a protocol of the example's own: the
+    servlet's 101, then its handler's streams (a ReadListener) over the
+    same tunnel; it closes, and is destroyed."""
+    s = socket.create_connection(("127.0.0.1", app.port), timeout=30)
+    try:
+        s.sendall(b"GET /app/upgrade HTTP/1.1\r\nHost: localhost\r\n"
+                  b"Upgrade: shout\r\nConnection: Upgrade\r\n\r\nearly ")
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += s.recv(1)
+        assert head.startswith(b"HTTP/1.1 101 "), head
+        assert header(head, "Upgrade") == "shout", head
+        got = b""
+        for part in [b"hello ", b"world\n", os.urandom(50000).hex().encode(),
+                     b"\nbye\n"]:
+            s.sendall(part)
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+        assert got.startswith(b"EARLY HELLO WORLD\n") and got.endswith(b"\nBYE\n")
+        assert len(got) == len(b"early hello world\n") + 100000 + len(b"\nbye\n")
+    finally:
+        s.close()
+    assert wait_for(lambda: lines(events, "shout-destroyed"), 10)
+    assert not lines(events, "shout-error")
+
+
+def test_an_upgrade_without_upgrade_is_a_plain_answer(app):
+    r = app.get("/app/upgrade")
+    assert r.status == 400, r.status
