@@ -214,6 +214,44 @@ def test_a_save_is_served_by_every_worker_within_a_second(project, mode):
         assert sorted(n.worker_pids()) == sorted(pids)
 
 
+def mapped(pid, path):
+    """Whether the process maps the file (the JVM maps a Class Data Sharing
+    archive's regions from it)."""
+    with open("/proc/%d/maps" % pid) as f:
+        return any(line.rstrip().endswith(" " + path) for line in f)
+
+
+def test_dev_maps_an_archive_of_the_jars_and_still_serves_a_save(project, cache):
+    """dev's class cache: the first start archives the jars' classes into
+    CACHE/dev, the next maps that archive in every worker, reading the
+    sources from their directory, after the jars on the class path: a save
+    is served by both workers within 1 s as without it."""
+    root = os.environ["NGINX_JVM_CACHE"]
+    with dev(project) as n:
+        assert n.wait_log(r"nginx-jvm: dev: archiving the jars' classes into "
+                          + re.escape(root) + r"/dev/[0-9a-f]{16}\.jsa")
+    archives = os.listdir(os.path.join(root, "dev"))
+    assert len(archives) == 1 and archives[0].endswith(".jsa"), archives
+    archive = os.path.join(root, "dev", archives[0])
+    conf = launcher("dev", "--handler", "devtest.app/handler", "--classpath",
+                    str(project), "--print-config").stdout
+    assert '"-XX:SharedArchiveFile=%s"' % archive in conf, conf
+    # the jars, then the source directory
+    cp = re.search(r"jvm_classpath\n(.*?);", conf, re.S).group(1).split()
+    assert cp[-1] == '"%s"' % project and all(e.endswith('.jar"') for e in cp[:-1]), cp
+    with dev(project) as n:
+        pids = n.worker_pids()
+        assert all(mapped(p, archive) for p in pids), archive
+        assert set(answers(n.port, {p: "v1" for p in pids}, 60)) == set(pids)
+        write(project / "devtest" / "util.clj", UTIL % "v2")
+        after = answers(n.port, {p: "v2" for p in pids}, 10)
+        assert set(after) == set(pids), (after, n.log_text())
+        assert max(after.values()) < 1.0, after
+        log = n.log_text()
+        assert "archiving" not in log and "[cds" not in log, log
+    assert os.listdir(os.path.join(root, "dev")) == archives
+
+
 @pytest.mark.log_allows(r"nginx.jvm.dev: reloading devtest.app failed",
                         r"jvm: (\s+at |\s*\.\.\. \d+ more|Caused by: )")
 def test_a_broken_save_answers_its_error_until_fixed(project):

@@ -55,6 +55,11 @@ OPS, DIR, HAN, INT, SCA, SHA, README = (
 
 FIGURES = [
     # ---- docs/operations.md
+    F(OPS, "a worker's start took {2.6} to {3.3} s of CPU without it and {2.1} "
+           "to {2.4} s with it, about {21}% less",
+      "2026-11-29-dev-start.md",
+      ["a worker's start took {2.59} to {3.26} s of CPU without the cache and "
+       "{2.14} to {2.39} s with the archive mapped, about {21}% less"]),
     F(OPS, "allocates about {361} bytes per request in loop mode (the request's "
            "copy, its map, the response and the `:uri` it read) and {361} in "
            "coloop too (its virtual thread and its task kept for the next "
@@ -416,6 +421,8 @@ ByTest = namedtuple("ByTest", "doc quote test bounds")
 # Figures a test measures as it runs; no results file keeps them. bounds:
 # words of the test file with the doc's figures in braces, in the quote's order.
 TESTED = [
+    ByTest(OPS, "checks that both serve a save within its bound of {1} s",
+           "tests/test_image.py", ["assert max(served.values()) < {1.0}, served"]),
     ByTest(OPS, "0.29 to 0.53 s from the save until both served it over five "
                 "runs, loop, pool and virtual (the test's bound is {1} s)",
            "tests/test_dev.py", ["assert slowest < {1.0}, after"]),
