@@ -12,6 +12,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import socket
 import struct
 import tempfile
@@ -631,3 +632,37 @@ def test_an_http_upgrade_handler(app, events):
 def test_an_upgrade_without_upgrade_is_a_plain_answer(app):
     r = app.get("/app/upgrade")
     assert r.status == 400, r.status
+
+
+# -- last: a reload replaces the workers of the shared server -------------------
+
+def test_a_reload_ends_the_old_workers_websockets(app, events):
+    """HUP: the old workers close their WebSockets as they quit (each
+    endpoint hears of it), new connections reach the new workers."""
+    old = set(app.worker_pids())
+    socks = []
+    for i in range(4):
+        s, _ = connect(app, "/ws/echo/reload%d" % i)
+        echo(s, "before")
+        socks.append(s)
+    os.kill(app.proc.pid, signal.SIGHUP)
+    for s in socks:
+        s.settimeout(60)
+        try:
+            while s.recv(65536):        # a close frame at most, then the end
+                pass
+        except ConnectionResetError:
+            pass
+        s.close()
+    assert wait_for(lambda: not set(app.worker_pids()) & old
+                    and len(app.worker_pids()) == 2, 120), app.log_text()
+    for i in range(4):
+        assert wait_for(lambda: [x for x in lines(events, "close reload%d " % i)], 10)
+    s, _ = connect(app, "/ws/echo/reloaded")
+    try:
+        s.sendall(ws_frame(TEXT, b"who"))
+        pid = int(message(s)[1].decode().rsplit(" ", 1)[1])
+        assert pid in app.worker_pids() and pid not in old
+        close_handshake(s)
+    finally:
+        s.close()

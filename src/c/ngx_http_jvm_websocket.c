@@ -1445,6 +1445,16 @@ ngx_http_jvm_ws_finish(ngx_http_jvm_ws_t *ws, ngx_uint_t code)
     c->write->handler = ngx_http_jvm_ws_empty_handler;
 
     ngx_post_event(c->read, &ngx_posted_events);
+
+    if (ngx_exiting) {
+        /*
+         * A quitting worker exits as soon as no timer is left, which may
+         * be before posted events run (a byte tunnel, closed at once by
+         * ngx_close_idle_connections(), has no close frame to wait for):
+         * a timer keeps it until the connection is closed.
+         */
+        ngx_add_timer(c->read, 1);
+    }
 }
 
 
