@@ -18,6 +18,10 @@ REALAPP_LIBS := $(BUILD)/realapp-lib/.done
 # Jedis and what it needs (runtime/redis/pom.xml), for applications that use
 # Redis (sessions, the topic bridge) and for their tests: optional.
 REDISLIBS := $(BUILD)/redis-lib/.done
+# The OpenTelemetry SDK and its OTLP exporter (runtime/otel/pom.xml), for
+# tracing (docs/operations.md): optional, on the class path only of a
+# server that traces.
+OTELLIBS  := $(BUILD)/otel-lib/.done
 # The servlet engine (runtime/servlet: Tomcat 11 beneath nginx, and its
 # jars from Maven Central), for web applications: `bin/nginx-jvm run --war`.
 SERVLET   := $(BUILD)/servlet/.done
@@ -37,7 +41,7 @@ PYTHON    ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest
         bench bench-quick clean asan asan-module soak test-reload test-coloop test-coloop-jdk21 \
         test-cluster-if-root
 
-all: $(MODULE) $(JAR) $(LIBS) $(TESTLIBS) $(REALAPP_LIBS) $(REDISLIBS) $(SERVLET) $(API)
+all: $(MODULE) $(JAR) $(LIBS) $(TESTLIBS) $(REALAPP_LIBS) $(REDISLIBS) $(OTELLIBS) $(SERVLET) $(API)
 
 deps: $(BUILD)/.deps
 
@@ -73,7 +77,7 @@ $(LIBS): $(BUILD)/.deps runtime/pom.xml
 M2_REPO   ?= $(HOME)/.m2/repository
 .PHONY: api install-m2
 api: $(API)
-$(API): $(JAR) $(LIBS) $(TESTLIBS) $(REDISLIBS) scripts/build-api.sh runtime/api/classes.txt \
+$(API): $(JAR) $(LIBS) $(TESTLIBS) $(REDISLIBS) $(OTELLIBS) scripts/build-api.sh runtime/api/classes.txt \
         runtime/api/pom.xml runtime/testing/pom.xml $(shell find runtime/testing/src -type f)
 	scripts/build-api.sh
 	@touch $@
@@ -121,6 +125,16 @@ $(REDISLIBS): $(BUILD)/.deps runtime/redis/pom.xml
 	mkdir -p $(BUILD)/redis-lib
 	cd runtime/redis && $(MVN) dependency:copy-dependencies \
 	    -DoutputDirectory=../../$(BUILD)/redis-lib
+	@touch $@
+
+# build/otel-lib: the OpenTelemetry SDK, autoconfiguration and OTLP
+# exporter from Maven Central, for tracing (docs/operations.md, "Tracing").
+.PHONY: otel-deps
+otel-deps: $(OTELLIBS)
+$(OTELLIBS): $(BUILD)/.deps runtime/otel/pom.xml
+	rm -rf $(BUILD)/otel-lib && mkdir -p $(BUILD)/otel-lib
+	cd runtime/otel && $(MVN) dependency:copy-dependencies \
+	    -DoutputDirectory=../../$(BUILD)/otel-lib
 	@touch $@
 
 # build/servlet: nginx-jvm-servlet.jar (the seam: nginx.jvm.servlet.*), the
@@ -356,6 +370,13 @@ stop-storm: all
 .PHONY: bench-phases
 bench-phases: all
 	python3 bench/phases.py $(PHASES_BENCH_ARGS)
+
+# What tracing costs (bench/tracing.py, about 4 minutes;
+# TRACING_BENCH_ARGS=--quick for 1): CPU per request of one worker with
+# tracing off, on and unsampled, on and sampled to a local OTLP receiver.
+.PHONY: bench-tracing
+bench-tracing: all
+	python3 bench/tracing.py $(TRACING_BENCH_ARGS)
 
 # Fast readers of endless streams against the other requests of their
 # worker: latency with 0, 1, 10, 100 readers (about a minute).

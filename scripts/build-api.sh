@@ -56,7 +56,7 @@ printf 'Implementation-Title: nginx-jvm API\nImplementation-Version: %s\n' "$ver
 
 # the javadoc of the package's public classes (package-private ones are
 # not documented; the sources beside them resolve the links)
-cp_doc=$(find "$build/lib" "$build/test-lib" "$build/redis-lib" -name '*.jar' 2>/dev/null | paste -sd:)
+cp_doc=$(find "$build/lib" "$build/test-lib" "$build/redis-lib" "$build/otel-lib" -name '*.jar' 2>/dev/null | paste -sd:)
 "$java_home/bin/javadoc" -quiet -Xdoclint:none -notimestamp -d "$tmp/javadoc" \
     -sourcepath "$top/runtime/src/main/java" -classpath "$cp_doc" \
     -doctitle "nginx-jvm $version API" -windowtitle "nginx-jvm $version API" \

@@ -109,6 +109,10 @@ install -m 755 "$top/bin/nginx-jvm" "$root/usr/bin/"
 install -d "$root/usr/share/man/man1"
 {
     echo ".TH NGINX-JVM 1 \"\" \"nginx-jvm $upstream\" \"User Commands\""
+# the OpenTelemetry SDK, for tracing (docs/operations.md): on a server's
+# class path only when it traces
+install -d "$root/usr/share/nginx-jvm/otel-lib"
+install -m 644 "$build"/otel-lib/*.jar "$root/usr/share/nginx-jvm/otel-lib/"
     echo ".SH NAME"
     echo "nginx-jvm \\- serve a Ring or Java handler from nginx workers"
     echo ".SH DESCRIPTION"
@@ -168,6 +172,13 @@ Copyright: Eclipse contributors
 License: EPL-2.0
  The Eclipse Compiler for Java, which Jasper compiles JSPs with, from
  Maven Central: https://www.eclipse.org/legal/epl-2.0/
+Files: usr/share/nginx-jvm/otel-lib/*
+Copyright: The OpenTelemetry Authors
+License: Apache-2.0
+ The OpenTelemetry Java API, SDK, autoconfiguration and OTLP exporter,
+ from Maven Central, under the Apache License 2.0:
+ https://www.apache.org/licenses/LICENSE-2.0
+
 EOF
 commit=${DEB_COMMIT:-$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 {

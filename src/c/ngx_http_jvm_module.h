@@ -13,6 +13,8 @@
  *   ngx_http_jvm_natives.c   the natives Java calls up, registered at the
  *                            worker's start
  *   ngx_http_jvm_phase.c     rewrite, access, header filter, log, jvm_set
+ *   ngx_http_jvm_trace.c     tracing: a traced request's server span ended
+ *                            in the log phase (nginx.jvm.Tracing's spans)
  *   ngx_http_jvm_reload.c    reloads: old workers serve until new are ready,
  *                            then hand their connections over
  *   ngx_http_jvm_warmup.c    jvm_warmup: a worker's requests to itself
@@ -380,6 +382,13 @@ char *ngx_http_jvm_phase_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 char *ngx_http_jvm_set(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 ngx_int_t ngx_http_jvm_phase_init(ngx_conf_t *cf);
 
+/* ngx_http_jvm_trace.c: the event loop only */
+extern ngx_uint_t  ngx_http_jvm_tracing;
+
+ngx_int_t ngx_http_jvm_trace_init(ngx_conf_t *cf);
+void ngx_http_jvm_trace_on(void);
+int64_t ngx_http_jvm_trace_start(ngx_http_request_t *r);
+
 /* ngx_http_jvm_body.c: the event loop only */
 ngx_int_t ngx_http_jvm_body_init(ngx_conf_t *cf);
 ngx_int_t ngx_http_jvm_body_header(ngx_http_request_t *r, ngx_int_t handler);
@@ -398,6 +407,7 @@ const char *ngx_http_jvm_set_uri(ngx_http_request_t *r, ngx_str_t *uri);
 ngx_int_t ngx_http_jvm_variables_add(ngx_conf_t *cf);
 void ngx_http_jvm_cost_init(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
+void ngx_http_jvm_cost_on(void);
 
 /* ngx_http_jvm_headers_in.c: the event loop only */
 ngx_int_t ngx_http_jvm_header_in_set(ngx_http_request_t *r, ngx_str_t *name,
@@ -531,6 +541,7 @@ void ngx_http_jvm_vm_topic_deliver(ngx_log_t *log,
     ngx_http_jvm_topic_t *topic, ngx_uint_t n, size_t len);
 void ngx_http_jvm_vm_subrequest_done(ngx_log_t *log, ngx_int_t id,
     size_t len);
+void ngx_http_jvm_vm_trace_end(ngx_http_request_t *r);
 void ngx_http_jvm_vm_quitting(ngx_log_t *log);
 void ngx_http_jvm_vm_stop(ngx_cycle_t *cycle);
 void ngx_http_jvm_log_text(ngx_uint_t level, ngx_log_t *log, u_char *text,

@@ -31,6 +31,9 @@ static void JNICALL ngx_http_jvm_run_shutdown_hooks(JNIEnv *env,
 static jobject JNICALL ngx_http_jvm_virtual_builder(JNIEnv *env, jclass cls,
     jobject scheduler);
 static jobject JNICALL ngx_http_jvm_meter(JNIEnv *env, jclass cls);
+static void JNICALL ngx_http_jvm_native_tracing(JNIEnv *env, jclass cls);
+static jlong JNICALL ngx_http_jvm_native_trace_start(JNIEnv *env, jclass cls,
+    jlong r);
 static ngx_int_t ngx_http_jvm_vm_str(JNIEnv *env, ngx_http_request_t *r,
     jbyteArray a, ngx_str_t *s);
 static void ngx_http_jvm_vm_throw(JNIEnv *env, const char *cls,
@@ -98,6 +101,8 @@ static JNINativeMethod  ngx_http_jvm_natives[] = {
       "(Ljava/util/concurrent/Executor;)Ljava/lang/Object;",
       (void *) ngx_http_jvm_virtual_builder },
     { "meter", "()Ljava/nio/ByteBuffer;", (void *) ngx_http_jvm_meter },
+    { "tracing", "()V", (void *) ngx_http_jvm_native_tracing },
+    { "traceStart", "(J)J", (void *) ngx_http_jvm_native_trace_start },
 };
 
 
@@ -503,6 +508,23 @@ ngx_http_jvm_meter(JNIEnv *env, jclass cls)
 
     return (*env)->NewDirectByteBuffer(env, ngx_http_jvm_vm.meter,
                                        2 * sizeof(int64_t));
+}
+
+
+/* Natives.tracing() and Natives.traceStart(): ngx_http_jvm_trace.c */
+
+static void JNICALL
+ngx_http_jvm_native_tracing(JNIEnv *env, jclass cls)
+{
+    ngx_http_jvm_trace_on();
+}
+
+
+static jlong JNICALL
+ngx_http_jvm_native_trace_start(JNIEnv *env, jclass cls, jlong r)
+{
+    return (jlong) ngx_http_jvm_trace_start(
+                       (ngx_http_request_t *) (uintptr_t) r);
 }
 
 

@@ -220,6 +220,10 @@ ngx_http_jvm_phase_init(ngx_conf_t *cf)
         *h = ngx_http_jvm_log_handler;
     }
 
+    if (ngx_http_jvm_trace_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     /* the body filter's header part, and the failures of jvm_set, too */
 
     if (jmcf->uses_filter || jmcf->uses_set || jmcf->uses_body_filter) {

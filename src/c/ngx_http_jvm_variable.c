@@ -302,10 +302,18 @@ ngx_http_jvm_cost_init(ngx_cycle_t *cycle, ngx_http_jvm_main_conf_t *jmcf)
                    "jvm: requests' JVM cost measured: %ui", used);
 
     if (used) {
-        /* before Worker.configure, which asks for it (Natives.meter) */
-        ngx_http_jvm_meter_slots[0] = -1;
-        ngx_http_jvm_vm.meter = ngx_http_jvm_meter_slots;
+        ngx_http_jvm_cost_on();
     }
+}
+
+
+/* Before Worker.configure's Meter.start, which asks for it (Natives.meter). */
+
+void
+ngx_http_jvm_cost_on(void)
+{
+    ngx_http_jvm_meter_slots[0] = -1;
+    ngx_http_jvm_vm.meter = ngx_http_jvm_meter_slots;
 }
 
 

@@ -78,6 +78,7 @@ static jmethodID   ngx_http_jvm_filter_mid;
 static jmethodID   ngx_http_jvm_body_mid;
 static jmethodID   ngx_http_jvm_body_end_mid;
 static jmethodID   ngx_http_jvm_subrequest_done_mid;
+static jmethodID   ngx_http_jvm_trace_end_mid;
 
 
 /* The entry points of nginx.jvm.Worker, bound once at start. */
@@ -101,6 +102,7 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
     { &ngx_http_jvm_body_mid, "body", "(IIJJIZ)I" },
     { &ngx_http_jvm_body_end_mid, "bodyEnd", "(J)V" },
     { &ngx_http_jvm_subrequest_done_mid, "subrequestDone", "(II)V" },
+    { &ngx_http_jvm_trace_end_mid, "traceEnd", "(J)V" },
     { &ngx_http_jvm_wake_mid, "wake", "(Z)I" },
     { &ngx_http_jvm_take_mid, "take", "(J)I" },
     { &ngx_http_jvm_upload_mid, "upload", "(JII)I" },
@@ -562,6 +564,28 @@ ngx_http_jvm_vm_subrequest_done(ngx_log_t *log, ngx_int_t id, size_t len)
 
     if ((*env)->ExceptionCheck(env)) {
         (void) ngx_http_jvm_vm_failed(log, "Worker.subrequestDone()");
+    }
+}
+
+
+/*
+ * Worker.traceEnd(): r's log phase; Java ends the span it began for r,
+ * reading nginx's variables for it (on the loop, r's pool still there).
+ */
+
+void
+ngx_http_jvm_vm_trace_end(ngx_http_request_t *r)
+{
+    JNIEnv  *env;
+
+    env = ngx_http_jvm_env;
+
+    (*env)->CallStaticVoidMethod(env, ngx_http_jvm_worker,
+                                 ngx_http_jvm_trace_end_mid,
+                                 (jlong) (uintptr_t) r);
+
+    if ((*env)->ExceptionCheck(env)) {
+        (void) ngx_http_jvm_vm_failed(r->connection->log, "Worker.traceEnd()");
     }
 }
 

@@ -51,6 +51,24 @@ final class Handlers {
      * saying so, for a 500 and the error log.
      */
     static Response call(Handler handler, Request request) {
+        Trace trace = request.trace;
+        if (trace == null) {
+            return invoke(handler, request);
+        }
+        // the handler's span current on its thread, for the spans it makes
+        Object scope = Tracing.enter(trace);
+        Throwable failed = null;
+        try {
+            return invoke(handler, request);
+        } catch (Failure f) {
+            failed = f.getCause() != null ? f.getCause() : f;
+            throw f;
+        } finally {
+            Tracing.leave(trace, scope, failed);
+        }
+    }
+
+    private static Response invoke(Handler handler, Request request) {
         Response response;
         try {
             response = handler.handle(request);

@@ -54,4 +54,13 @@ final class Natives {
      * or null where the configuration reads no such figure.
      */
     static native java.nio.ByteBuffer meter();
+
+    /** Tracing is on (nginx.jvm.Tracing): nginx ends spans in the log phase, and measures calls. */
+    static native void tracing();
+
+    /**
+     * Request {@code r}'s server span begins (event loop): when nginx began
+     * the request, in ms since the epoch, or -1 (a subrequest; begun already).
+     */
+    static native long traceStart(long r);
 }

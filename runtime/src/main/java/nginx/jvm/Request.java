@@ -53,6 +53,8 @@ public final class Request {
     volatile Abort abort;
     /** Event loop: the ids of its subrequests in flight; null until it starts one. */
     java.util.List<Integer> subrequests;
+    /** Its spans when tracing is on and it is traced (set on the loop before its handler runs), else null. */
+    Trace trace;
 
     /** Event loop: a subrequest of this request's started, id {@code id}. */
     void started(int id) {
@@ -530,6 +532,13 @@ public final class Request {
         if (uri == null || !uri.startsWith("/")) {
             throw new IllegalArgumentException("a subrequest's URI must start with \"/\": " + uri);
         }
+        Trace tr = trace;
+        if (tr != null && (headers == null || !headers.containsKey("traceparent"))) {
+            // the subrequest (and the upstream a proxy_pass location sends it to) joins the trace
+            Map<String, String> h = headers == null ? new java.util.HashMap<>() : new java.util.HashMap<>(headers);
+            h.put("traceparent", tr.traceparent);
+            headers = h;
+        }
         byte[] spec = Subrequests.spec(method, uri, args, headers, body);
         java.util.concurrent.CompletableFuture<Response> f = new java.util.concurrent.CompletableFuture<>();
         Runnable start = () -> {
@@ -594,6 +603,36 @@ public final class Request {
                     + " off the event loop): its nginx variables are gone");
         }
         return h;
+    }
+
+    /**
+     * The id of this request's trace (32 lower-case hex digits) when tracing
+     * is on (docs/operations.md, "Tracing"), else null: the client's when it
+     * sent a W3C {@code traceparent}, sampled or not.
+     */
+    public String traceId() {
+        Trace t = trace;
+        return t == null ? null : t.traceId;
+    }
+
+    /**
+     * The id of the handler's span (16 lower-case hex digits) when tracing
+     * is on, else null: the parent of the spans the handler makes through
+     * the OpenTelemetry API, whose current span it is while the handler runs.
+     */
+    public String spanId() {
+        Trace t = trace;
+        return t == null ? null : t.spanId;
+    }
+
+    /**
+     * The W3C {@code traceparent} naming the handler's span, for the calls
+     * the handler makes by other means than {@link #subrequest} (which sends
+     * it), or null when tracing is off.
+     */
+    public String traceparent() {
+        Trace t = trace;
+        return t == null ? null : t.traceparent;
     }
 
     /** The method as sent, in upper case: "GET", "POST", ... */

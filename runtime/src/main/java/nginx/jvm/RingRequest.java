@@ -41,6 +41,9 @@ final class RingRequest extends APersistentMap implements IObj {
     static final Keyword BODY = Keyword.intern("body");
     /** The {@link Request} itself: nginx variables, through nginx.jvm.request. */
     static final Keyword NGINX_REQUEST = Keyword.intern("nginx.jvm", "request");
+    /** Only in the map of a traced request (tracing on): Request#traceId, #spanId. */
+    static final Keyword TRACE_ID = Keyword.intern("nginx.jvm", "trace-id");
+    static final Keyword SPAN_ID = Keyword.intern("nginx.jvm", "span-id");
     /** Only in the map of a valid WebSocket upgrade request, as Ring's adapters do. */
     static final Keyword WEBSOCKET = Keyword.intern("websocket?");
 
@@ -137,6 +140,14 @@ final class RingRequest extends APersistentMap implements IObj {
         if (key == WEBSOCKET) {
             return request.isWebSocketUpgrade() ? Boolean.TRUE : notFound;
         }
+        if (key == TRACE_ID) {
+            String t = request.traceId();
+            return t != null ? t : notFound;
+        }
+        if (key == SPAN_ID) {
+            String s = request.spanId();
+            return s != null ? s : notFound;
+        }
         return notFound;
     }
 
@@ -177,6 +188,9 @@ final class RingRequest extends APersistentMap implements IObj {
                 kvs[2 * i + 1] = valAt(KEYS[i]);
             }
             IPersistentMap m = PersistentHashMap.create(kvs);
+            if (request.traceId() != null) {
+                m = m.assoc(TRACE_ID, request.traceId()).assoc(SPAN_ID, request.spanId());
+            }
             map = request.isWebSocketUpgrade() ? m.assoc(WEBSOCKET, Boolean.TRUE) : m;
         }
         return map;
@@ -210,7 +224,8 @@ final class RingRequest extends APersistentMap implements IObj {
 
     @Override
     public int count() {
-        return map == null ? KEYS.length + (request.isWebSocketUpgrade() ? 1 : 0) : map.count();
+        return map == null ? KEYS.length + (request.isWebSocketUpgrade() ? 1 : 0)
+                + (request.traceId() != null ? 2 : 0) : map.count();
     }
 
     @Override

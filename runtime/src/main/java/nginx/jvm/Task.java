@@ -164,7 +164,15 @@ final class Task extends Abort implements Responder, Runnable {
         boolean measured = meter != null && mode != Wire.LOOP && meter.begin();
         try {
             if (async) {
-                ((AsyncHandler) handler).handle(request, this);
+                Trace trace = request.trace;
+                Object scope = trace == null ? null : Tracing.enter(trace);
+                try {
+                    ((AsyncHandler) handler).handle(request, this);
+                } finally {
+                    if (trace != null) {
+                        Tracing.leave(trace, scope, null);
+                    }
+                }
             } else {
                 respond(phase == Wire.PHASE_CONTENT
                         ? Handlers.call((Handler) handler, request)

@@ -160,6 +160,9 @@ final class Worker {
         Request request = request(length);
         request.handle = r;
         request.beforeContent = phase == Wire.PHASE_REWRITE || phase == Wire.PHASE_ACCESS;
+        if (Tracing.on && phase == Wire.PHASE_CONTENT) {
+            Tracing.begin(request, r, names.get(index));
+        }
         long started = System.nanoTime();
         boolean answered = true;
         Metrics.inFlight.incrementAndGet();
@@ -381,6 +384,15 @@ final class Worker {
         return new String(s, StandardCharsets.ISO_8859_1);
     }
 
+    /** The log phase of nginx's request {@code r}, whose span tracing began: it ends. */
+    static void traceEnd(long r) {
+        try {
+            Tracing.end(r);
+        } catch (Throwable t) {
+            System.err.println(Failure.describe("jvm: tracing: a request's span cannot end", t));
+        }
+    }
+
     /** Subrequest {@code id} is over: its answer is in the request buffer. */
     static void subrequestDone(int id, int length) {
         try {
@@ -430,6 +442,8 @@ final class Worker {
             sockets.configure(wsSendQueue);
             Timers.start(Natives::wake, 2);
             ExitWatch.install();
+            // first: tracing has the C module measure calls, which Meter.start asks
+            Tracing.start();
             Meter.start();
             String error = tasks.configure(poolSize, carriers, queueSize, virtual, coloop);
             Metrics.start(tasks);
@@ -470,6 +484,9 @@ final class Worker {
             request.handle = r;
             request.beforeContent = phase == Wire.PHASE_REWRITE || phase == Wire.PHASE_ACCESS;
             request.suspended = true;
+            if (Tracing.on && phase == Wire.PHASE_CONTENT) {
+                Tracing.begin(request, r, names.get(index));
+            }
             mode = tasks.effective(mode);
             Task task = tasks.task(id, mode, phase, handler, request, async);
             task.what = names.get(index);

@@ -1,0 +1,316 @@
+"""Tracing (docs/operations.md, "Tracing"): with OpenTelemetry configured
+through jvm_options (-Dotel.*), one request is one trace, exported over
+OTLP/HTTP to a real receiver on loopback (tests/otlp.py): nginx's server
+span (its start and end, status, bytes, $jvm_cpu_us...), the handler's
+span as its child and a span the handler made through the OpenTelemetry
+API as the handler's child, in every mode of the run, for a Java and a
+Clojure handler; the client's traceparent continued, sampled or not; a
+subrequest's upstream sent one; a collector down or hanging costs no
+request anything (the drops are counted in the error log); and a server
+without the configuration loads no OpenTelemetry class at all."""
+
+import atexit
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from harness import (APPS, BUILD, JAR, JAVA_HOME, Nginx, free_port, request,
+                     ring_classpath, wait_for)
+
+pytest.importorskip("opentelemetry.proto",
+                    reason="opentelemetry-proto missing: scripts/install-deps.sh")
+from otlp import Hanging, Receiver  # noqa: E402
+
+OTEL_LIB = BUILD / "otel-lib"
+SERVER, INTERNAL = 2, 1                 # OTLP's SpanKind numbers
+ERROR = 2                               # OTLP's Status.code
+
+_classes = None
+
+
+def traced_classes():
+    """tests/apps/otel compiled against the runtime and the OpenTelemetry API."""
+    global _classes
+    if _classes is None:
+        if not (OTEL_LIB / ".done").exists():
+            pytest.skip("build/otel-lib is missing: make otel-deps")
+        out = tempfile.mkdtemp(prefix="nginx-jvm-otel-classes-")
+        os.chmod(out, 0o755)
+        atexit.register(shutil.rmtree, out, True)
+        sources = [str(p) for p in (APPS / "otel").rglob("*.java")]
+        javac = subprocess.run(
+            [JAVA_HOME + "/bin/javac", "--release", "17", "-nowarn",
+             "-cp", "%s:%s/*" % (JAR, OTEL_LIB), "-d", out] + sources,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert javac.returncode == 0, javac.stdout
+        _classes = out
+    return _classes
+
+
+def otel_options(endpoint, *more):
+    opts = ["-Dotel.traces.exporter=otlp",
+            "-Dotel.exporter.otlp.endpoint=" + endpoint,
+            "-Dotel.service.name=nginx-jvm-test",
+            "-Dotel.bsp.schedule.delay=100"] + list(more)
+    return "    jvm_options %s;\n" % " ".join(opts)
+
+
+def locations(mode):
+    # a handler that waits for its subrequest needs a thread of its own
+    waits = "jvm_mode pool; " if mode == "loop" else ""
+    return """
+        location = /java { jvm_content tracing.Traced; }
+        location = /fails { jvm_content tracing.Traced$Fails; }
+        location = /clj { jvm_content testapp.tracing/handler; }
+        location = /sub { %sjvm_content tracing.Sub; }
+        location = /up { internal; proxy_pass http://127.0.0.1:@UP@/echo; }
+        location = /static { return 200 "static\\n"; }
+""" % waits
+
+
+def traced_nginx(mode, endpoint, up_port, *more, http=""):
+    return Nginx(locations(mode).replace("@UP@", str(up_port)),
+                 http=otel_options(endpoint, *more) + http, mode=mode,
+                 classpath=ring_classpath() + [str(OTEL_LIB) + "/*",
+                                               traced_classes()])
+
+
+@pytest.fixture(scope="module")
+def rx():
+    r = Receiver()
+    yield r
+    r.close()
+
+
+@pytest.fixture(scope="module")
+def ng(mode, rx):
+    with traced_nginx(mode, "http://127.0.0.1:%d" % rx.port, rx.port) as n:
+        yield n
+
+
+def ids():
+    """A client's fresh trace and span ids (the receiver outlives a mode)."""
+    return os.urandom(16).hex(), os.urandom(8).hex()
+
+
+def words(body):
+    return dict(w.split("=", 1) for w in body.split())
+
+
+def spans_by_name(spans):
+    return {s["name"]: s for s in spans}
+
+
+def check_trace(rx, seen, child_name):
+    """The three spans of one request, linked, and the ids the handler saw."""
+    spans = rx.wait_trace(seen["trace"], 3)
+    assert len(spans) == 3, spans
+    server = [s for s in spans if s["kind"] == SERVER]
+    assert len(server) == 1, spans
+    server = server[0]
+    handler = [s for s in spans if s["parent"] == server["span"]]
+    assert len(handler) == 1, spans
+    handler = handler[0]
+    child = spans_by_name(spans)[child_name]
+    assert handler["kind"] == INTERNAL
+    assert handler["span"] == seen["span"] == seen["current"]
+    assert child["parent"] == handler["span"] == seen["span"]
+    assert child["span"] == seen["child"]
+    # nginx's request holds the handler's, which holds the child's
+    assert server["start"] <= handler["start"] <= child["start"]
+    assert child["end"] <= handler["end"] <= server["end"]
+    assert {s["service"] for s in spans} == {"nginx-jvm-test"}
+    return server, handler, child
+
+
+def test_java_request_is_one_trace(ng, rx):
+    r = request(ng.port, "GET", "/java?x=1", headers={"User-Agent": "tracing-test"})
+    assert r.status == 200, r
+    seen = words(r.text)
+    assert len(seen["trace"]) == 32 and len(seen["span"]) == 16
+    assert seen["traceparent"] == "00-%s-%s-01" % (seen["trace"], seen["span"])
+    server, handler, child = check_trace(rx, seen, "child-work")
+    a = server["attrs"]
+    assert server["name"] == "GET" and server["parent"] == ""
+    assert a["http.request.method"] == "GET"
+    assert a["url.path"] == "/java" and a["url.query"] == "x=1"
+    assert a["url.scheme"] == "http"
+    assert a["server.port"] == ng.port
+    assert a["client.address"] == "127.0.0.1"
+    assert a["network.protocol.version"] == "1.1"
+    assert a["user_agent.original"] == "tracing-test"
+    assert a["http.response.status_code"] == 200
+    assert a["http.response.body.size"] == len(r.body)
+    assert a["nginx.bytes_sent"] > len(r.body)
+    # what the request cost the JVM, as $jvm_cpu_us and $jvm_alloc_bytes say
+    assert a["nginx.jvm.cpu_us"] >= 0 and a["nginx.jvm.alloc_bytes"] > 0
+    # the span lasts at least what nginx logs as $request_time (which
+    # ends at the event loop's last wake-up, ms resolution)
+    took = (server["end"] - server["start"]) / 1e9
+    assert took + 0.001 >= a["nginx.request_time"], (took, a)
+    assert handler["name"] == "tracing.Traced"
+    assert handler["attrs"]["nginx.jvm.handler"] == "tracing.Traced"
+    assert child["attrs"]["testapp.work"] == "done"
+
+
+def test_clojure_request_is_one_trace(ng, rx):
+    r = request(ng.port, "GET", "/clj")
+    assert r.status == 200, r
+    seen = words(r.text)
+    server, handler, _ = check_trace(rx, seen, "clj-child")
+    assert handler["name"] == "testapp.tracing/handler"
+    assert server["attrs"]["url.path"] == "/clj"
+
+
+def test_client_traceparent_is_continued(ng, rx):
+    tid, sid = ids()
+    r = request(ng.port, "GET", "/java", headers={
+        "traceparent": "00-%s-%s-01" % (tid, sid), "tracestate": "vendor=x"})
+    seen = words(r.text)
+    assert seen["trace"] == tid
+    server, _, _ = check_trace(rx, seen, "child-work")
+    assert server["parent"] == sid
+
+
+def test_unsampled_client_trace_is_continued_not_exported(ng, rx):
+    tid, sid = ids()
+    r = request(ng.port, "GET", "/java", headers={
+        "traceparent": "00-%s-%s-00" % (tid, sid)})
+    seen = words(r.text)
+    # parentbased_always_on: the client's decision; the ids still go on
+    assert seen["trace"] == tid and seen["span"] != sid
+    assert seen["traceparent"] == "00-%s-%s-00" % (tid, seen["span"])
+    # a sampled request after it is exported: by then nothing of this one was
+    later = words(request(ng.port, "GET", "/java").text)
+    assert len(rx.wait_trace(later["trace"], 3)) == 3
+    time.sleep(0.5)
+    assert rx.trace(tid) == []
+
+
+def test_malformed_traceparent_starts_a_new_trace(ng, rx):
+    r = request(ng.port, "GET", "/java", headers={
+        "traceparent": "00-zz" + "0" * 30 + "-00f067aa0ba902b7-01"})
+    seen = words(r.text)
+    assert not seen["trace"].startswith("zz")
+    server, _, _ = check_trace(rx, seen, "child-work")
+    assert server["parent"] == ""
+
+
+@pytest.mark.log_allows(r"the handler threw", r"traced failure",
+                        r"IllegalStateException", r"^\s+at ")
+def test_failing_handler_span_is_an_error(ng, rx):
+    tid, sid = ids()
+    r = request(ng.port, "GET", "/fails", headers={
+        "traceparent": "00-%s-%s-01" % (tid, sid)})
+    assert r.status == 500
+    spans = rx.wait_trace(tid, 2)
+    assert len(spans) == 2, spans
+    server = [s for s in spans if s["kind"] == SERVER][0]
+    handler = [s for s in spans if s["kind"] != SERVER][0]
+    assert server["attrs"]["http.response.status_code"] == 500
+    assert server["status"] == ERROR and handler["status"] == ERROR
+    assert "exception" in handler["events"]
+
+
+def test_subrequest_carries_traceparent(ng, rx):
+    r = request(ng.port, "GET", "/sub?to=/up")
+    assert r.status == 200, r
+    seen = words(r.text)
+    # the upstream behind the subrequest's proxy_pass got the handler's span
+    tid = seen["upstream"].split("-")[1]
+    assert seen["upstream"] == "00-%s-%s-01" % (tid, seen["span"])
+    spans = rx.wait_trace(tid, 2)
+    assert seen["span"] in {s["span"] for s in spans}
+    server = [s for s in spans if s["kind"] == SERVER]
+    assert len(server) == 1, spans        # the subrequest has no span of its own
+
+
+def test_what_no_jvm_handler_serves_is_not_traced(ng, rx):
+    n = len(rx.spans)
+    assert request(ng.port, "GET", "/static").status == 200
+    later = words(request(ng.port, "GET", "/java").text)
+    rx.wait_trace(later["trace"], 3)
+    time.sleep(0.3)
+    assert not [s for s in rx.spans[n:] if s["attrs"].get("url.path") == "/static"]
+
+
+def timed_requests(port, n):
+    took = []
+    for _ in range(n):
+        t = time.monotonic()
+        r = request(port, "GET", "/java", timeout=10)
+        took.append(time.monotonic() - t)
+        assert r.status == 200, r
+        assert len(words(r.text)["trace"]) == 32
+    return took
+
+
+# The SDK's OTLP exporter says once in a while that it cannot export
+@pytest.mark.log_allows(r"Failed to export", r"ConnectException",
+                        r"Connection refused", r"^\s+at ", r"^Caused by",
+                        r"^\s+\.\.\. \d+ more")
+def test_collector_down_costs_requests_nothing(mode, rx):
+    refused = free_port()           # nothing listens there
+    with traced_nginx(mode, "http://127.0.0.1:%d" % refused, rx.port,
+                      "-Dotel.bsp.max.queue.size=8",
+                      "-Dotel.bsp.max.export.batch.size=4") as n:
+        took = timed_requests(n.port, 60)
+        assert max(took) < 2.0, took
+
+
+@pytest.mark.log_allows(r"Failed to export", r"timeout", r"Timeout",
+                        r"^\s+at ", r"^Caused by", r"^\s+\.\.\. \d+ more")
+def test_collector_hanging_costs_requests_nothing(mode, rx):
+    hang = Hanging()
+    try:
+        # the exporter waits 10 s for an answer that never comes: its
+        # queue (8 spans) fills at once, and what does not fit is dropped
+        with traced_nginx(mode, "http://127.0.0.1:%d" % hang.port, rx.port,
+                          "-Dotel.bsp.max.queue.size=8",
+                          "-Dotel.bsp.max.export.batch.size=4",
+                          "-Dotel.exporter.otlp.timeout=10000") as n:
+            since = n.log_size()
+            t0 = time.monotonic()
+            took = timed_requests(n.port, 60)
+            assert max(took) < 2.0, took
+            # 60 requests in less than one export's timeout: none waited on it
+            assert time.monotonic() - t0 < 10, took
+            assert wait_for(lambda: hang.held, 10), "the exporter never connected"
+            line = n.wait_log(r"tracing: \d+ spans dropped", since=since,
+                              timeout=30)
+            assert line, n.log_text(since)
+    finally:
+        hang.close()
+
+
+def test_off_loads_no_opentelemetry_class(mode, rx):
+    """No otel.traces.exporter: the SDK on the class path stays unloaded."""
+    d = tempfile.mkdtemp(prefix="nginx-jvm-otel-off-")
+    os.chmod(d, 0o755)
+    try:
+        log = os.path.join(d, "classes.log")
+        # only a handler that names no OpenTelemetry class (handlers load
+        # at the worker's start)
+        waits = "jvm_mode pool; " if mode == "loop" else ""
+        with Nginx("""
+        location = /sub { %sjvm_content tracing.Sub; }
+        location = /up { internal; proxy_pass http://127.0.0.1:%d/echo; }
+""" % (waits, rx.port),
+                   http="    jvm_options -Xlog:class+load=info:file=%s;\n" % log,
+                   mode=mode, classpath=ring_classpath()
+                   + [str(OTEL_LIB) + "/*", traced_classes()]) as n:
+            r = request(n.port, "GET", "/sub?to=/up")
+            assert words(r.text)["span"] == "null"
+            assert words(r.text)["upstream"] == "-"    # no traceparent sent
+            assert wait_for(lambda: os.path.exists(log), 10)
+            with open(log) as f:
+                loaded = f.read()
+            assert "nginx.jvm.Worker" in loaded
+            assert "io.opentelemetry" not in loaded
+            assert "nginx.jvm.TracingSdk" not in loaded
+    finally:
+        shutil.rmtree(d, True)
