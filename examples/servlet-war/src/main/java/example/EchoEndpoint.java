@@ -16,15 +16,20 @@ import java.nio.ByteBuffer;
  * messages come back as they came. Two texts do more: "who" answers the
  * room (the path's parameter), the subprotocol chosen and the worker's
  * pid; "close CODE REASON" closes the session with that code and reason.
+ * Messages are of up to 8 KiB (Tomcat's default), 4 MiB in rooms "big...".
  * What ends a session (onClose, onError) is told to {@link WsEvents}.
  */
 @ServerEndpoint(value = "/ws/echo/{room}", subprotocols = {"echo.v2", "echo.v1"})
 public class EchoEndpoint {
     @OnOpen
     public void open(Session session, @PathParam("room") String room) {
-        // large messages: up to 4 MiB whole (Tomcat's buffers are 8 KiB otherwise)
-        session.setMaxTextMessageBufferSize(4 * 1024 * 1024);
-        session.setMaxBinaryMessageBufferSize(4 * 1024 * 1024);
+        if (room.startsWith("big")) {
+            // large messages, up to 4 MiB whole, in the big rooms only:
+            // Tomcat keeps buffers of this size for each such session
+            // (8 KiB unless told otherwise)
+            session.setMaxTextMessageBufferSize(4 * 1024 * 1024);
+            session.setMaxBinaryMessageBufferSize(4 * 1024 * 1024);
+        }
     }
 
     @OnMessage
