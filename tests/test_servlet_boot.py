@@ -1,12 +1,17 @@
 """An unmodified Spring Boot executable jar beneath nginx (issue 47 item 2):
 examples/servlet-boot, built by Maven as its users build it, served by
 nginx.jvm.servlet.boot.BootHandler in each worker, through real HTTP. The
-application's own Tomcat never listens: its Connector's protocol is ours.
+application's own server never listens: on the Tomcat starter its
+Connector's protocol is ours, on the Jetty starter its Server's connector.
+The same application as a WAR (SpringBootServletInitializer), deployed by
+--war into our Tomcat, and run by --jar through Boot's WarLauncher.
 
-The jar is built once per run into build/servlet-boot (and, with Boot 3.5's
-parent, into build/servlet-boot-3.5), with build/projects/m2 as Maven's
-local repository (test_projects' own). Skipped when the servlet module is
-not built (make all, or mvn -f runtime/servlet/pom.xml package)."""
+The example is built once per run, its five packagings at once (the Tomcat
+and Jetty starters, the WAR, Boot 3.5's parent with each starter), each
+into a directory of build/ (servlet-boot, -jetty, -war, -3.5, -3.5-jetty),
+with build/projects/m2 as
+Maven's local repository (test_projects' own). Skipped when the servlet
+module is not built (make all, or mvn -f runtime/servlet/pom.xml package)."""
 
 import http.client
 import json
@@ -16,6 +21,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -46,9 +52,21 @@ pytestmark = pytest.mark.skipif(
     % HANDLER_JAR)
 
 
-def build(dest, boot=None):
-    """`mvn package` of a copy of the example (with another Spring Boot
-    parent when `boot` says one): its target/servlet-boot.jar."""
+# how each packaging is built: the directory under build/, Maven's
+# profile, another Spring Boot parent, the file it makes in target/
+BUILDS = {
+    "tomcat": ("servlet-boot", None, None, "servlet-boot.jar"),
+    "jetty": ("servlet-boot-jetty", "jetty", None, "servlet-boot-jetty.jar"),
+    "war": ("servlet-boot-war", "war", None, "servlet-boot.war"),
+    "3.5": ("servlet-boot-3.5", None, "3.5.7", "servlet-boot.jar"),
+    "3.5-jetty": ("servlet-boot-3.5-jetty", "jetty", "3.5.7",
+                  "servlet-boot-jetty.jar"),
+}
+
+
+def start_build(dest, profile=None, boot=None):
+    """`mvn package` of a copy of the example (with Maven's `profile`, and
+    another Spring Boot parent when `boot` says one), started."""
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("target"))
     if boot:
@@ -56,18 +74,34 @@ def build(dest, boot=None):
         text = pom.read_text()
         pom.write_text(re.sub(r"(<artifactId>spring-boot-starter-parent</artifactId>\s*"
                               r"<version>)[^<]+", r"\g<1>" + boot, text))
-    r = subprocess.run(["mvn", "-B", "-q", "-Dmaven.repo.local=%s" % M2,
-                        "package"], cwd=dest, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, text=True, timeout=900)
-    assert r.returncode == 0, r.stdout
-    path = dest / "target" / "servlet-boot.jar"
-    assert path.is_file()
-    return path
+    return subprocess.Popen(["mvn", "-B", "-q", "-Dmaven.repo.local=%s" % M2,
+                             "package"] + (["-P" + profile] if profile else []),
+                            cwd=dest, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
 
 
 @pytest.fixture(scope="module")
-def jar():
-    return build(ROOT / "build" / "servlet-boot")
+def built():
+    """Every packaging of the example, built at once (Maven's start and
+    Spring's repackaging are most of the cost, and overlap): a dict of
+    packaging to its file."""
+    procs = {}
+    for name, (d, profile, boot, _) in BUILDS.items():
+        procs[name] = start_build(ROOT / "build" / d, profile, boot)
+    paths = {}
+    for name, p in procs.items():
+        out, _ = p.communicate(timeout=900)
+        assert p.returncode == 0, (name, out)
+        d, _, _, file = BUILDS[name]
+        path = ROOT / "build" / d / "target" / file
+        assert path.is_file(), path
+        paths[name] = path
+    return paths
+
+
+@pytest.fixture(scope="module")
+def jar(built):
+    return built["tomcat"]
 
 
 @pytest.fixture(scope="module")
@@ -90,13 +124,19 @@ def launcher(jar, shared, *args, workers=1, mode="pool"):
                     env={"NGINX_JVM_CACHE": str(shared / "cache")})
 
 
-@pytest.fixture(scope="module")
-def app(jar, shared):
-    """The example, two workers; Spring's properties from -D."""
-    n = launcher(jar, shared,
+# what nginx keeps from the world, whatever the engine's own path rules
+DENY = "location /admin/ { return 403; }"
+
+
+@pytest.fixture(scope="module", params=["tomcat", "jetty"])
+def app(request, built, shared):
+    """The example on each starter, two workers; Spring's properties from
+    -D; nginx denies /admin/."""
+    n = launcher(built[request.param], shared,
                  "--jvm-option", "-Dapp.greeting=hi from -D",
                  "--jvm-option", "-Dspring.profiles.active=nginx",
-                 workers=2)
+                 "--server", DENY, workers=2)
+    n.starter = request.param
     with n:
         yield n
 
@@ -122,12 +162,78 @@ def test_the_session_is_every_workers(app):
     assert app.log_lines(r"the sessions of / are in ")
 
 
-def scratch_dirs(pids):
-    """The workers' Tomcat base directories (the seam's) and Boot's
-    temporary document bases, in the workers' temporary directory."""
+def test_a_forgotten_session_is_gone_for_every_worker(app):
+    """invalidate() on one worker: the session is gone from the store, the
+    next request on any worker starts a new one, under a new id."""
+    r = app.get("/count")
+    cookie = r.header("Set-Cookie").split(";")[0]
+    assert app.get("/count", headers={"Cookie": cookie}).text.startswith(
+        "count 2, ")
+    r = app.request("POST", "/forget", headers={"Cookie": cookie})
+    assert r.status == 200 and r.text == "forgotten", r
+    for _ in range(6):              # new connections: both workers, likely
+        r = app.get("/count", headers={"Cookie": cookie})
+        assert r.text.startswith("count 1, "), r.text
+        assert r.header("Set-Cookie").split(";")[0] != cookie
+
+
+def test_a_cookie_that_names_no_session(app):
+    """What a client may send as the session's cookie: none of it is a
+    session, none of it becomes the new session's id, the store is not
+    upset (no [error] in the log)."""
+    for forged in ["A" * 3000, "../../etc/passwd", "node0abc.node0",
+                   "%00", '"quoted"', "jsession:/:X", "Z" * 32]:
+        r = app.get("/count", headers={"Cookie": "JSESSIONID=" + forged})
+        assert r.status == 200, (forged, r)
+        assert r.text.startswith("count 1, "), (forged, r.text)
+        made = r.header("Set-Cookie").split(";")[0].split("=", 1)[1]
+        assert made != forged and forged not in made, (forged, made)
+
+
+def scratch_dirs(app, pids):
+    """What the application made in the workers' temporary directory: the
+    seam's Tomcat base directories (named by pid); Boot's Jetty document
+    bases (jetty-docbase.0.N, each worker's as its Jetty logged it)."""
     tmp = Path(tempfile.gettempdir())
+    if app.starter == "jetty":
+        bases = set()
+        for line in app.log_lines(r"Started osbjs\.JettyEmbeddedWebAppContext"):
+            pid = int(re.search(r" (\d+)#", line).group(1))
+            m = re.search(r"b=file://(/[^,]*?)/?,", line)
+            if pid in pids and m:
+                bases.add(Path(m.group(1)))
+        assert len(bases) == len(pids), bases
+        return [p for p in bases if p.exists()]
     return [p for p in tmp.glob("nginx-jvm-boot-*-*")
             if p.name.split("-")[3] in {str(pid) for pid in pids}]
+
+
+# URIs whose path is /admin/... once nginx has decoded and normalised it:
+# nginx's 403, whatever the engine would have made of them
+DENIED = ["/admin/secret", "/x/%2e%2e/admin/secret", "//admin//secret",
+          "/admin%2Fsecret", "/%61dmin/secret", "/x/./../admin/secret",
+          "/x;p=1/../admin/secret", "/x/..%2Fadmin/secret"]
+# URIs that are not under /admin/ for nginx, which Tomcat's and Jetty's own
+# rules (";" parameters stripped, then ".." resolved) would have mapped to
+# /admin/secret: the engine maps nginx's $uri, so the application says 404
+NOT_THE_SECRET = ["/x/..;/admin/secret", "/x/%2e%2e%3b/admin/secret",
+                  "/admin;x/secret", "/admin%3Bx/secret", "/x/..;a=b/admin/secret",
+                  "/ADMIN/secret"]
+
+
+def test_nginx_denies_what_the_engine_would_map(app):
+    """issue 47 item 5 on each starter: a `location /admin/ { return 403; }`
+    cannot be walked around with `;`, `%2e`, `//` or an encoded slash."""
+    for raw in DENIED:
+        r = app.get(raw, headers={"Accept": "application/json"})
+        assert r.status == 403, (raw, r)
+    for raw in NOT_THE_SECRET:
+        r = app.get(raw, headers={"Accept": "application/json"})
+        assert r.status == 404, (raw, r)
+        assert "the secret" not in r.text, raw
+    # what the application sees of a path nginx normalised
+    info = json.loads(app.get("/x/..//info").text)
+    assert info["requestURI"] == "/info"
 
 
 def test_a_rest_controller(app):
@@ -183,7 +289,8 @@ def test_the_applications_main_returned(app):
 
 def test_a_form_post_and_its_redirect(app):
     """A Thymeleaf page's form posts; the controller redirects (302) to a
-    page that says what was posted, on the same connection."""
+    page that says what was posted, on the same connection. (Tomcat's
+    Location is absolute, Jetty's a path: both are HTTP's.)"""
     conn = http.client.HTTPConnection("127.0.0.1", app.port, timeout=30)
     try:
         r = app.get("/", conn=conn)
@@ -195,9 +302,9 @@ def test_a_form_post_and_its_redirect(app):
                         conn=conn)
         assert r.status == 302, r
         location = r.header("Location")
-        assert re.fullmatch(r"http://[^/]+/\?name=Ann\+%C3%A9t%C3%A9",
+        assert re.fullmatch(r"(http://[^/]+)?/\?name=Ann\+%C3%A9t%C3%A9",
                             location), location
-        r = app.get("/" + location.split("/", 3)[3], conn=conn)
+        r = app.get(re.sub(r"^http://[^/]+", "", location), conn=conn)
         assert r.status == 200, r
         assert "<h1>Hello, Ann été!</h1>" in r.text
     finally:
@@ -224,7 +331,9 @@ def test_the_applications_404_page(app):
 @pytest.mark.log_allows(THREW, TRACE)
 def test_a_controller_that_throws(app):
     """500 through Boot's error handling; the stack trace is in nginx's
-    error log; the worker goes on."""
+    error log (Tomcat's report at [error]; Jetty's at WARN through the
+    application's own logging, on its standard output); the worker goes
+    on."""
     since = app.log_size()
     r = app.get("/boom", headers={"Accept": "text/html"})
     assert r.status == 500, r
@@ -232,7 +341,11 @@ def test_a_controller_that_throws(app):
     assert wait_for(lambda: "com.example.boot.HelloController.boom"
                     in app.log_text(since), 30), app.log_text(since)
     log = app.log_text(since)
-    assert "[error]" in log and THREW in log
+    if app.starter == "jetty":
+        assert re.search(r"jvm: stdout: \S+ +WARN .*ServletChannel +: /boom",
+                         log) and THREW in log, log
+    else:
+        assert "[error]" in log and THREW in log
     assert app.get("/hello").status == 200
 
 
@@ -264,7 +377,11 @@ def test_the_application_opens_no_port(app):
                  if "pid=%d," % pid in l}
         assert ports == {str(app.port)}, (pid, ports)
     # what Boot logged: its connector, and no port
-    assert app.log_lines(r"Tomcat started on port -1 \(http\)")
+    if app.starter == "jetty":
+        assert app.log_lines(r"Jetty started on port 0 \(http/1\.1\)")
+        assert app.log_lines(r"Started njsbs\.JettyBoot\$BootConnector")
+    else:
+        assert app.log_lines(r"Tomcat started on port -1 \(http\)")
 
 
 def test_a_stop_closes_the_application(app):
@@ -273,7 +390,7 @@ def test_a_stop_closes_the_application(app):
     application's @PreDestroy), its temporary directories removed.
     (Last of the tests on `app`: it stops it.)"""
     pids = app.worker_pids()
-    assert scratch_dirs(pids), "the seam's Tomcat base directories"
+    assert scratch_dirs(app, pids), "the application's scratch"
     since = app.log_size()
     assert app.stop(signal.SIGTERM, timeout=30)
     log = app.log_text(since)
@@ -282,14 +399,14 @@ def test_a_stop_closes_the_application(app):
         assert any("Graceful shutdown complete" in l for l in mine), log
         assert any("example: the application context is closing" in l
                    for l in mine), log
-    assert not scratch_dirs(pids)
+    assert not scratch_dirs(app, pids)
 
 
-# -- Spring Boot 3.5 (Tomcat 10.1): the same seam --------------------------
+# -- Spring Boot 3.5: Tomcat 10.1 on the same seam, Jetty 12.0 refused ------
 
 @pytest.fixture(scope="module")
-def jar35():
-    return build(ROOT / "build" / "servlet-boot-3.5", boot="3.5.7")
+def jar35(built):
+    return built["3.5"]
 
 
 @pytest.mark.log_allows(THREW, TRACE)
@@ -312,6 +429,17 @@ def test_spring_boot_3_5(jar35, shared):
         since = n.log_size()
         assert n.stop(signal.SIGTERM, timeout=30)
         assert "example: the application context is closing" in n.log_text(since)
+
+
+def test_the_jetty_starter_of_spring_boot_3_5(built):
+    """Boot 3.5's Jetty is 12.0 (ee10), not the 12.1 (ee11) the seam is
+    built against: the launcher exits at once, saying so and what to take."""
+    r, took = run_launcher(["--jar", str(built["3.5-jetty"]),
+                            "--workers", "1", "--cache", "off"])
+    assert r.returncode != 0
+    assert took < 60, took
+    assert re.search(r"this application has Jetty 12\.0\.\d+: take Spring "
+                     r"Boot 4, or the Tomcat starter", r.stderr), r.stderr
 
 
 # -- an application that cannot start ---------------------------------------
@@ -371,3 +499,67 @@ def test_the_jar_must_be_on_the_class_path(jar):
                             "--cache", "off"])
     assert r.returncode != 0
     assert "must be on the worker's class path too" in r.stderr, r.stderr
+
+
+# -- the same application as a WAR (mvn -Pwar) -------------------------------
+
+@pytest.fixture(scope="module")
+def war(built):
+    return built["war"]
+
+
+def test_a_boot_war_deployed_by_war(war, shared):
+    """--war: our Tomcat deploys the WAR as any servlet container would. Its
+    scan of ServletContainerInitializers finds spring-web's, which starts
+    the application through the example's SpringBootServletInitializer:
+    no main method, no BootHandler, no embedded Tomcat (the WAR's
+    WEB-INF/lib-provided is not on any class path)."""
+    n = Launcher(["--war", str(war), "--server", DENY,
+                  "--jvm-option", "-Dapp.greeting=hi from a WAR"],
+                 mode="pool", workers=2,
+                 env={"NGINX_JVM_CACHE": str(shared / "cache")})
+    with n:
+        started = n.log_lines(r"com\.example\.boot\.ServletInitializer +: "
+                              r"Started ServletInitializer in ")
+        pids = {int(re.search(r" (\d+)#", l).group(1)) for l in started}
+        assert set(n.worker_pids()) <= pids, started
+        assert n.log_lines(r"Tomcat serves ")
+        assert not n.log_lines(r"Spring Boot \S+ serves ")
+        assert not n.log_lines(r"TomcatWebServer")
+        assert n.get("/hello?name=war").text == "hi from a WAR, war!"
+        r = n.request("POST", "/greet", body="name=w",
+                      headers={"Content-Type":
+                               "application/x-www-form-urlencoded"})
+        assert r.status == 302 and r.header("Location").endswith("/?name=w")
+        for raw in DENIED:
+            assert n.get(raw).status == 403, raw
+        for raw in NOT_THE_SECRET:
+            assert n.get(raw).status == 404, raw
+
+
+def test_an_executable_war_by_jar(war, shared):
+    """--jar APP.war: the WAR as `java -jar` runs it, through its own
+    WarLauncher (BootHandler's NginxWarLauncher), on the embedded Tomcat
+    of WEB-INF/lib-provided, whose connector is ours: no port."""
+    n = launcher(war, shared, "--server", DENY)
+    with n:
+        assert n.log_lines(r"Spring Boot 4\.\d+\.\d+ serves com\.example\.boot"
+                           r"\.Application \(servlet-boot\.war\)")
+        assert n.log_lines(r"Tomcat started on port -1 \(http\)")
+        assert n.get("/hello?name=x").text == "hello, x!"
+        for raw in DENIED[:3] + NOT_THE_SECRET[:3]:
+            assert n.get(raw).status in (403, 404), raw
+        since = n.log_size()
+        assert n.stop(signal.SIGTERM, timeout=30)
+        assert "example: the application context is closing" in n.log_text(since)
+
+
+def test_a_war_that_is_not_spring_boots_by_jar(tmp_path):
+    """--jar names jars, and Spring Boot's executable WARs; any other WAR
+    is told to take --war."""
+    plain = tmp_path / "plain.war"
+    with zipfile.ZipFile(plain, "w") as z:
+        z.writestr("WEB-INF/web.xml", "<web-app/>")
+    r, _ = run_launcher(["--jar", str(plain)])
+    assert r.returncode != 0
+    assert "(a web application: --war %s)" % plain in r.stderr, r.stderr

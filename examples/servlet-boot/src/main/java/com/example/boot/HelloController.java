@@ -69,6 +69,19 @@ public class HelloController {
         return "count " + n + ", pid " + ProcessHandle.current().pid();
     }
 
+    /** Ends the visit: the session is gone for every worker. */
+    @PostMapping("/forget")
+    public String forget(jakarta.servlet.http.HttpSession session) {
+        session.invalidate();
+        return "forgotten";
+    }
+
+    /** What nginx keeps from the world: nginx.conf says "location /admin/ { return 403; }". */
+    @GetMapping("/admin/secret")
+    public String secret() {
+        return "the secret";
+    }
+
     @GetMapping("/boom")
     public String boom() {
         throw new IllegalStateException("example failure on purpose");

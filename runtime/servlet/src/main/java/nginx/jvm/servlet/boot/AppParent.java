@@ -20,15 +20,17 @@ import java.util.Enumeration;
  *     come from the seam jar, next to the application's Tomcat, even if a
  *     servlet jar is on the worker's class path.</li>
  * </ul>
- * It defines {@link NginxJarLauncher} itself, so that Boot, which takes
- * the launcher class's loader as the parent, takes this one.
+ * It defines {@link NginxJarLauncher} and {@link NginxWarLauncher}
+ * itself, so that Boot, which takes the launcher class's loader as the
+ * parent, takes this one.
  */
 final class AppParent extends ClassLoader {
     static {
         registerAsParallelCapable();
     }
 
-    private static final String LAUNCHER = NginxJarLauncher.class.getName();
+    private static final String JAR_LAUNCHER = NginxJarLauncher.class.getName();
+    private static final String WAR_LAUNCHER = NginxWarLauncher.class.getName();
     private static final String BRIDGE = Bridge.class.getName();
 
     AppParent(ClassLoader system) {
@@ -37,7 +39,7 @@ final class AppParent extends ClassLoader {
 
     @Override
     protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
-        if (name.equals(LAUNCHER)) {
+        if (name.equals(JAR_LAUNCHER) || name.equals(WAR_LAUNCHER)) {
             synchronized (getClassLoadingLock(name)) {
                 Class<?> c = findLoadedClass(name);
                 if (c == null) {

@@ -118,6 +118,9 @@ public final class BootHandler implements Handler, AsyncHandler {
         Attributes main = manifest.getMainAttributes();
         checkLauncher(jar, main);
         Path seam = seamJar();
+        // an executable WAR (Spring-Boot-Lib: WEB-INF/lib/) has Boot's WarLauncher
+        Class<?> launcher = String.valueOf(main.getValue("Main-Class")).endsWith(".WarLauncher")
+                ? NginxWarLauncher.class : NginxJarLauncher.class;
         Bridge.activate();
 
         String[] args = args();
@@ -126,7 +129,7 @@ public final class BootHandler implements Handler, AsyncHandler {
         Thread t = new Thread(() -> {
             try {
                 AppParent parent = new AppParent(ClassLoader.getSystemClassLoader());
-                Class<?> c = Class.forName(NginxJarLauncher.class.getName(), true, parent);
+                Class<?> c = Class.forName(launcher.getName(), true, parent);
                 Method m = c.getMethod("launch", java.net.URL.class, String[].class);
                 m.invoke(null, seam.toUri().toURL(), args);
                 returned[0] = true;
@@ -258,10 +261,6 @@ public final class BootHandler implements Handler, AsyncHandler {
             throw new IllegalStateException(jar + " is not a Spring Boot executable jar (its manifest names no"
                     + " Start-Class and no org.springframework.boot.loader Main-Class: build it with"
                     + " spring-boot-maven-plugin's repackage, or Gradle's bootJar)");
-        }
-        String lib = main.getValue("Spring-Boot-Lib");
-        if (lib != null && lib.startsWith("WEB-INF/")) {
-            throw new IllegalStateException(jar + " is an executable WAR: serve it with --war");
         }
         if (!mainClass.startsWith("org.springframework.boot.loader.launch.")) {
             throw new IllegalStateException(jar + " is a jar of Spring Boot " + main.getValue("Spring-Boot-Version")

@@ -1,4 +1,4 @@
-package nginx.jvm.servlet.tomcat;
+package nginx.jvm.servlet.session;
 
 import java.nio.charset.StandardCharsets;
 import nginx.jvm.Redis;
@@ -10,10 +10,20 @@ import nginx.jvm.SharedDict;
  * store's prefix and the session id, its value what {@link SharedSessionCodec}
  * writes, its time to live the session's max inactive interval (given again
  * at each read: sliding expiry, as Tomcat's). Every worker (and, for Redis,
- * every host) reads and writes the same entries.
+ * every host) reads and writes the same entries. Engine-neutral: Tomcat's
+ * manager (nginx.jvm.servlet.tomcat.SharedSessionManager) and Jetty's
+ * SessionDataStore (nginx.jvm.servlet.jetty.SharedSessionDataStore) write
+ * through it, each its own format.
  */
-abstract class SharedSessionStore {
-    final String prefix;
+public abstract class SharedSessionStore {
+    /** The system property that chooses the store. */
+    public static final String PROPERTY = "nginx.jvm.servlet.sessions";
+    /** The prefix of the store's keys (default "jsession:" and the context's path). */
+    public static final String PREFIX = "nginx.jvm.servlet.sessions.prefix";
+    /** The dictionary used when the property is unset, if nginx.conf declares it. */
+    public static final String DEFAULT_DICT = "sessions";
+
+    public final String prefix;
 
     SharedSessionStore(String prefix) {
         this.prefix = prefix;
@@ -23,21 +33,21 @@ abstract class SharedSessionStore {
      * The entry of {@code id} and what was left of its time to live, or
      * null; its time to live starts again ({@code ttlMillis}, 0: never expires).
      */
-    abstract Loaded load(String id, long ttlMillis);
+    public abstract Loaded load(String id, long ttlMillis);
 
     /** Gives the entry of {@code id} that time to live from now. */
-    abstract void touch(String id, long ttlMillis);
+    public abstract void touch(String id, long ttlMillis);
 
     /** The entry of {@code id} without touching its time to live, or null. */
-    abstract byte[] peek(String id);
+    public abstract byte[] peek(String id);
 
     /** Writes the entry; throws {@link SharedSessionException} when the store has no room. */
-    abstract void put(String id, byte[] value, long ttlMillis);
+    public abstract void put(String id, byte[] value, long ttlMillis);
 
-    abstract void delete(String id);
+    public abstract void delete(String id);
 
     /** A request's changes to a stored session, merged into the entry as it is. */
-    interface Merge {
+    public interface Merge {
         /** The entry with the changes made, from {@code current}; null to leave it (it is gone). */
         byte[] apply(byte[] current);
 
@@ -51,7 +61,7 @@ abstract class SharedSessionStore {
      * request's write (made from what it read before ours) undid them, and
      * then again, at most three times.
      */
-    void update(String id, Merge merge, long ttlMillis) {
+    public void update(String id, Merge merge, long ttlMillis) {
         byte[] current = peek(id);
         for (int i = 0; i < 3; i++) {
             byte[] next = merge.apply(current);
@@ -66,30 +76,77 @@ abstract class SharedSessionStore {
         }
     }
 
+    /**
+     * The store {@code spec} (-Dnginx.jvm.servlet.sessions) names for the
+     * context at {@code path}, or null for the engine's own per-worker
+     * sessions (unset and no dictionary "sessions", or "memory").
+     *
+     * @throws IllegalArgumentException for a spec that names nothing usable:
+     *         the engine does not start, and says why
+     */
+    public static SharedSessionStore named(String spec, String path) {
+        String prefix = System.getProperty(PREFIX, "jsession:" + path + ":");
+        if (spec == null || spec.isBlank()) {
+            try {
+                return new Dict(SharedDict.named(DEFAULT_DICT), prefix);
+            } catch (IllegalArgumentException | IllegalStateException e) {
+                // no such dictionary (or not in a worker): per worker, said when it matters
+                return null;
+            }
+        }
+        spec = spec.trim();
+        if (spec.equals("memory")) {
+            return null;
+        }
+        if (spec.startsWith("dict:")) {
+            String name = spec.substring(5);
+            try {
+                return new Dict(SharedDict.named(name), prefix);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("-D" + PROPERTY + "=" + spec + ": " + e.getMessage()
+                        + " (launcher: --shared-dict " + name + ":10m)", e);
+            } catch (IllegalStateException e) {
+                // not in an nginx worker (a JVM that only loads the application): no requests to serve
+                return null;
+            }
+        }
+        if (spec.startsWith("redis://")) {
+            String keys = System.getProperty(PREFIX, "nginx-jvm:jsession:" + path + ":");
+            int timeout = Integer.getInteger(PROPERTY + ".timeout", Redis.DEFAULT_TIMEOUT);
+            try {
+                return new RedisStore(Redis.connect(spec, timeout, 16), keys);
+            } catch (IllegalArgumentException | IllegalStateException e) {
+                throw new IllegalArgumentException("-D" + PROPERTY + ": " + e.getMessage(), e);
+            }
+        }
+        throw new IllegalArgumentException("-D" + PROPERTY + "=" + spec
+                + ": not a session store; dict:NAME (a jvm_shared_dict), redis://HOST:PORT or memory");
+    }
+
     /** For messages: the dictionary, or Redis's address. */
-    abstract String describe();
+    public abstract String describe();
 
     /**
      * An entry as read, with what was left of its time to live in ms when
      * the store knows it (-1 when it does not, 0 when it never expires).
      */
-    record Loaded(byte[] value, long ttlLeft) {
+    public record Loaded(byte[] value, long ttlLeft) {
     }
 
     // --- a shared dictionary: every worker of one nginx --------------------
 
-    static final class Dict extends SharedSessionStore {
+    public static final class Dict extends SharedSessionStore {
         private final SharedDict dict;
         private final String lockPrefix;
 
-        Dict(SharedDict dict, String prefix) {
+        public Dict(SharedDict dict, String prefix) {
             super(prefix);
             this.dict = dict;
             this.lockPrefix = "lock:" + prefix;
         }
 
         @Override
-        Loaded load(String id, long ttlMillis) {
+        public Loaded load(String id, long ttlMillis) {
             String key = prefix + id;
             long left = dict.ttl(key);
             if (left < 0) {
@@ -104,12 +161,12 @@ abstract class SharedSessionStore {
         }
 
         @Override
-        void touch(String id, long ttlMillis) {
+        public void touch(String id, long ttlMillis) {
             dict.expire(prefix + id, ttlMillis);
         }
 
         @Override
-        byte[] peek(String id) {
+        public byte[] peek(String id) {
             return dict.getBytes(prefix + id);
         }
 
@@ -120,7 +177,7 @@ abstract class SharedSessionStore {
          * after the evictions.
          */
         @Override
-        void put(String id, byte[] value, long ttlMillis) {
+        public void put(String id, byte[] value, long ttlMillis) {
             if (value.length > dict.capacity() / 4) {
                 throw new SharedSessionException("a session of " + value.length + " bytes is over a quarter"
                         + " of the shared dictionary \"" + dict.name() + "\" (" + dict.capacity()
@@ -146,7 +203,7 @@ abstract class SharedSessionStore {
         }
 
         @Override
-        void delete(String id) {
+        public void delete(String id) {
             dict.delete(prefix + id);
         }
 
@@ -158,7 +215,7 @@ abstract class SharedSessionStore {
          * gone without: the write still happens, checked as Redis's are.
          */
         @Override
-        void update(String id, Merge merge, long ttlMillis) {
+        public void update(String id, Merge merge, long ttlMillis) {
             String lock = lockPrefix + id;
             String token = Long.toString(ProcessHandle.current().pid()) + ":" + Thread.currentThread().getId();
             boolean locked = false;
@@ -189,17 +246,17 @@ abstract class SharedSessionStore {
         }
 
         @Override
-        String describe() {
+        public String describe() {
             return "shared dictionary \"" + dict.name() + "\"";
         }
     }
 
     // --- Redis: every host using it ----------------------------------------
 
-    static final class RedisStore extends SharedSessionStore {
+    public static final class RedisStore extends SharedSessionStore {
         private final Redis redis;
 
-        RedisStore(Redis redis, String prefix) {
+        public RedisStore(Redis redis, String prefix) {
             super(prefix);
             this.redis = redis;
         }
@@ -209,13 +266,13 @@ abstract class SharedSessionStore {
         }
 
         @Override
-        Loaded load(String id, long ttlMillis) {
+        public Loaded load(String id, long ttlMillis) {
             byte[] v = unavailable(() -> redis.get(key(id), ttlMillis));
             return v == null ? null : new Loaded(v, -1);
         }
 
         @Override
-        void touch(String id, long ttlMillis) {
+        public void touch(String id, long ttlMillis) {
             if (ttlMillis > 0) {
                 unavailable(() -> redis.get(key(id), ttlMillis));
             } else {
@@ -228,12 +285,12 @@ abstract class SharedSessionStore {
         }
 
         @Override
-        byte[] peek(String id) {
+        public byte[] peek(String id) {
             return unavailable(() -> redis.get(key(id), 0));
         }
 
         @Override
-        void put(String id, byte[] value, long ttlMillis) {
+        public void put(String id, byte[] value, long ttlMillis) {
             unavailable(() -> {
                 redis.set(key(id), value, ttlMillis);
                 return null;
@@ -241,12 +298,12 @@ abstract class SharedSessionStore {
         }
 
         @Override
-        void delete(String id) {
+        public void delete(String id) {
             unavailable(() -> redis.delete(key(id)));
         }
 
         @Override
-        String describe() {
+        public String describe() {
             return "Redis at " + redis.where();
         }
 

@@ -11,6 +11,8 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Pattern;
 import nginx.jvm.Log;
+import nginx.jvm.servlet.session.SharedSessionException;
+import nginx.jvm.servlet.session.SharedSessionStore;
 import org.apache.catalina.Context;
 import org.apache.catalina.LifecycleException;
 import org.apache.catalina.LifecycleState;

@@ -7,8 +7,7 @@ import java.util.EnumSet;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import nginx.jvm.Log;
-import nginx.jvm.Redis;
-import nginx.jvm.SharedDict;
+import nginx.jvm.servlet.session.SharedSessionStore;
 import org.apache.catalina.Context;
 import org.apache.catalina.Session;
 import org.apache.catalina.session.StandardManager;
@@ -35,11 +34,11 @@ import org.apache.catalina.session.StandardManager;
  */
 public final class SharedSessions {
     /** The system property that chooses the store. */
-    public static final String PROPERTY = "nginx.jvm.servlet.sessions";
+    public static final String PROPERTY = SharedSessionStore.PROPERTY;
     /** The prefix of the store's keys (default "jsession:" and the context's path). */
-    public static final String PREFIX = "nginx.jvm.servlet.sessions.prefix";
+    public static final String PREFIX = SharedSessionStore.PREFIX;
     /** The dictionary used when the property is unset, if nginx.conf declares it. */
-    public static final String DEFAULT_DICT = "sessions";
+    public static final String DEFAULT_DICT = SharedSessionStore.DEFAULT_DICT;
 
     private SharedSessions() {
     }
@@ -47,7 +46,7 @@ public final class SharedSessions {
     /** Before the context starts: its Manager, the valve that writes sessions back, cookies only. */
     public static void install(Context context) {
         String path = context.getPath().isEmpty() ? "/" : context.getPath();
-        SharedSessionStore store = store(System.getProperty(PROPERTY), path);
+        SharedSessionStore store = SharedSessionStore.named(System.getProperty(PROPERTY), path);
         context.addServletContainerInitializer(new CookiesOnly(), null);
         if (store == null) {
             if (System.getProperty(PROPERTY) == null) {
@@ -58,52 +57,6 @@ public final class SharedSessions {
         context.setManager(new SharedSessionManager(store));
         context.getPipeline().addValve(new SharedSessionValve());
         Log.notice(SharedSessionManager.LOGGER, "the sessions of " + path + " are in " + store.describe());
-    }
-
-    /**
-     * The store {@code spec} names, or null for Tomcat's per-worker
-     * sessions (then set here too).
-     *
-     * @throws IllegalArgumentException for a spec that names nothing usable:
-     *         the engine does not start, and says why
-     */
-    static SharedSessionStore store(String spec, String path) {
-        String prefix = System.getProperty(PREFIX, "jsession:" + path + ":");
-        if (spec == null || spec.isBlank()) {
-            try {
-                return new SharedSessionStore.Dict(SharedDict.named(DEFAULT_DICT), prefix);
-            } catch (IllegalArgumentException | IllegalStateException e) {
-                // no such dictionary (or not in a worker): per worker, said when it matters
-                return null;
-            }
-        }
-        spec = spec.trim();
-        if (spec.equals("memory")) {
-            return null;
-        }
-        if (spec.startsWith("dict:")) {
-            String name = spec.substring(5);
-            try {
-                return new SharedSessionStore.Dict(SharedDict.named(name), prefix);
-            } catch (IllegalArgumentException e) {
-                throw new IllegalArgumentException("-D" + PROPERTY + "=" + spec + ": " + e.getMessage()
-                        + " (launcher: --shared-dict " + name + ":10m)", e);
-            } catch (IllegalStateException e) {
-                // not in an nginx worker (a JVM that only loads the application): no requests to serve
-                return null;
-            }
-        }
-        if (spec.startsWith("redis://")) {
-            String keys = System.getProperty(PREFIX, "nginx-jvm:jsession:" + path + ":");
-            int timeout = Integer.getInteger(PROPERTY + ".timeout", Redis.DEFAULT_TIMEOUT);
-            try {
-                return new SharedSessionStore.RedisStore(Redis.connect(spec, timeout, 16), keys);
-            } catch (IllegalArgumentException | IllegalStateException e) {
-                throw new IllegalArgumentException("-D" + PROPERTY + ": " + e.getMessage(), e);
-            }
-        }
-        throw new IllegalArgumentException("-D" + PROPERTY + "=" + spec
-                + ": not a session store; dict:NAME (a jvm_shared_dict), redis://HOST:PORT or memory");
     }
 
     /**

@@ -133,6 +133,7 @@ public final class Webapp {
     Context deploy(Tomcat tomcat, Path unpackRoot) throws IOException {
         Path base = docBase(unpackRoot);
         Context context = tomcat.addWebapp(contextPath, base.toString());
+        context.setParentClassLoader(new WebappParent(Webapp.class.getClassLoader()));
         if (context instanceof org.apache.catalina.core.StandardContext standard) {
             // leak detection for a redeploy, which a worker never does (it
             // exits): without --add-opens it only warns at each stop

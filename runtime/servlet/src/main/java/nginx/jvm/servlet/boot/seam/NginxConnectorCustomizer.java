@@ -21,7 +21,7 @@ import org.springframework.core.env.Environment;
 /**
  * Makes the application's Tomcat use {@link BootProtocol} for its
  * Connector, in place of its HTTP/1.1 connector: it then listens on no
- * port. Boot's own API for it, TomcatServletWebServerFactory.setProtocol,
+ * port (the Jetty starter's: {@link JettyBoot}). Boot's own API for it, TomcatServletWebServerFactory.setProtocol,
  * is called by name: the class moved between Boot 3
  * (org.springframework.boot.web.embedded.tomcat) and Boot 4
  * (org.springframework.boot.tomcat.servlet), and this seam serves both.
@@ -36,14 +36,25 @@ public final class NginxConnectorCustomizer
         "org.springframework.boot.web.embedded.tomcat.TomcatServletWebServerFactory",
     };
 
+    /** Jetty's (Boot 4, Boot 3), by name: Jetty's classes are loaded only for a Jetty application. */
+    static final String[] JETTY_SERVLET_FACTORIES = {
+        "org.springframework.boot.jetty.servlet.JettyServletWebServerFactory",
+        "org.springframework.boot.web.embedded.jetty.JettyServletWebServerFactory",
+    };
+
     @Override
     public void customize(ConfigurableWebServerFactory factory) {
         if (!Bridge.active()) {
             return;                 // java -jar: the application's own server, untouched
         }
+        if (isServletFactory(factory.getClass(), JETTY_SERVLET_FACTORIES)) {
+            JettyBoot.customize(factory);
+            return;
+        }
         if (!isTomcatServlet(factory.getClass())) {
             String why = "nginx-jvm serves Spring Boot servlet applications on Tomcat (spring-boot-starter-web"
-                    + " or -webmvc), and this one's web server is " + factory.getClass().getName();
+                    + " or -webmvc) or Jetty (spring-boot-starter-jetty), and this one's web server is "
+                    + factory.getClass().getName();
             Bridge.problem(why);
             throw new IllegalStateException(why);
         }
@@ -138,8 +149,12 @@ public final class NginxConnectorCustomizer
     }
 
     static boolean isTomcatServlet(Class<?> c) {
+        return isServletFactory(c, TOMCAT_SERVLET_FACTORIES);
+    }
+
+    static boolean isServletFactory(Class<?> c, String[] names) {
         for (; c != null; c = c.getSuperclass()) {
-            for (String name : TOMCAT_SERVLET_FACTORIES) {
+            for (String name : names) {
                 if (c.getName().equals(name)) {
                     return true;
                 }
