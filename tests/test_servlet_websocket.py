@@ -238,6 +238,35 @@ def test_messages_sent_with_the_handshake(app):
         s.close()
 
 
+def test_an_endpoint_that_pauses_its_reading(app):
+    """Tomcat's WsSession.suspend: what the client sends meanwhile waits
+    (in the worker, then in the client's socket once nginx stops reading),
+    and is all answered, in order, after its resume."""
+    s, _ = connect(app, "/ws/echo/pause")
+    try:
+        s.sendall(ws_frame(TEXT, b"pause 1500"))
+        assert message(s) == (TEXT, b"paused")
+        started = time.monotonic()
+        sent = [os.urandom(3000).hex() for _ in range(400)]   # 2.4 MB
+        for text in sent:
+            s.sendall(ws_frame(TEXT, text.encode()))
+        for text in sent:
+            assert message(s) == (TEXT, text.encode())
+        assert time.monotonic() - started >= 1.4
+        close_handshake(s)
+    finally:
+        s.close()
+
+
+def test_a_client_that_leaves_a_paused_endpoint(app, events):
+    s, _ = connect(app, "/ws/echo/pause-gone")
+    s.sendall(ws_frame(TEXT, b"pause 3000"))
+    assert message(s) == (TEXT, b"paused")
+    s.sendall(ws_frame(TEXT, b"never read"))
+    s.close()
+    assert wait_for(lambda: [x for x in lines(events, "close pause-gone ")], 10)
+
+
 # -- closing --------------------------------------------------------------------
 
 def test_the_server_closes_with_code_and_reason(app, events):

@@ -15,7 +15,8 @@ import java.nio.ByteBuffer;
  * An annotated WebSocket endpoint (Jakarta WebSocket): text and binary
  * messages come back as they came. Two texts do more: "who" answers the
  * room (the path's parameter), the subprotocol chosen and the worker's
- * pid; "close CODE REASON" closes the session with that code and reason.
+ * pid; "close CODE REASON" closes the session with that code and reason;
+ * "pause MS" reads nothing more for MS milliseconds.
  * Messages are of up to 8 KiB (Tomcat's default), 4 MiB in rooms "big...".
  * What ends a session (onClose, onError) is told to {@link WsEvents}.
  */
@@ -33,10 +34,28 @@ public class EchoEndpoint {
     }
 
     @OnMessage
-    public String text(Session session, String text, @PathParam("room") String room) throws IOException {
+    public String text(Session session, String text, @PathParam("room") String room)
+            throws IOException, ReflectiveOperationException {
         if (text.equals("who")) {
             return "room " + room + ", subprotocol " + session.getNegotiatedSubprotocol()
                     + ", pid " + ProcessHandle.current().pid();
+        }
+        if (text.startsWith("pause ")) {
+            // Tomcat's own flow control (WsSession.suspend and resume, not
+            // in the API: by name): no message is read for that many ms
+            long ms = Long.parseLong(text.substring(6));
+            session.getClass().getMethod("suspend").invoke(session);
+            Thread t = new Thread(() -> {
+                try {
+                    Thread.sleep(ms);
+                    session.getClass().getMethod("resume").invoke(session);
+                } catch (ReflectiveOperationException | InterruptedException e) {
+                    WsEvents.add("resume-failed " + e);
+                }
+            }, "example-resume");
+            t.setDaemon(true);
+            t.start();
+            return "paused";
         }
         if (text.startsWith("close ")) {
             String[] w = text.split(" ", 3);

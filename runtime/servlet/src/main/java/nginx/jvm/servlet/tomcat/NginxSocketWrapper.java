@@ -101,8 +101,17 @@ final class NginxSocketWrapper extends SocketWrapperBase<WebSocket> {
         if (failure == null) {
             failure = why;
         }
+        if (getError() == null) {
+            setError(why);
+        }
         // a write waiting for room, or in flight, fails now
         wakeWriter();
+    }
+
+    boolean isEnded() {
+        synchronized (in) {
+            return eof;
+        }
     }
 
     @Override

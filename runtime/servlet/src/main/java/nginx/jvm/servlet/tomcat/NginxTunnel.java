@@ -103,7 +103,7 @@ final class NginxTunnel implements WebSocketListener {
             return;
         }
         wrapper.ended(new EOFException("the connection closed (" + code + ")"));
-        dispatch(SocketEvent.OPEN_READ, true);
+        dispatch(SocketEvent.OPEN_READ, false);
     }
 
     /** On the engine's threads. */
@@ -130,7 +130,11 @@ final class NginxTunnel implements WebSocketListener {
                 return;
             }
             if (suspended && event == SocketEvent.OPEN_READ) {
-                if (!resume) {
+                if (wrapper.isEnded()) {
+                    // gone while its endpoint did not read: an error, as a
+                    // socket's, since a suspended reader takes no read event
+                    event = SocketEvent.ERROR;
+                } else if (!resume) {
                     // the endpoint suspended reading: the bytes wait for its resume
                     return;
                 }
