@@ -22,6 +22,8 @@ REDISLIBS := $(BUILD)/redis-lib/.done
 # tracing (docs/operations.md): optional, on the class path only of a
 # server that traces.
 OTELLIBS  := $(BUILD)/otel-lib/.done
+# OpenTelemetry's JDBC instrumentation, for tests/test_tracing.py only.
+OTELTESTLIBS := $(BUILD)/otel-test-lib/.done
 # The servlet engine (runtime/servlet: Tomcat 11 beneath nginx, and its
 # jars from Maven Central), for web applications: `bin/nginx-jvm run --war`.
 SERVLET   := $(BUILD)/servlet/.done
@@ -41,7 +43,8 @@ PYTHON    ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest
         bench bench-quick clean asan asan-module soak test-reload test-coloop test-coloop-jdk21 \
         test-cluster-if-root
 
-all: $(MODULE) $(JAR) $(LIBS) $(TESTLIBS) $(REALAPP_LIBS) $(REDISLIBS) $(OTELLIBS) $(SERVLET) $(API)
+all: $(MODULE) $(JAR) $(LIBS) $(TESTLIBS) $(REALAPP_LIBS) $(REDISLIBS) $(OTELLIBS) $(OTELTESTLIBS) \
+     $(SERVLET) $(API)
 
 deps: $(BUILD)/.deps
 
@@ -135,6 +138,12 @@ $(OTELLIBS): $(BUILD)/.deps runtime/otel/pom.xml
 	rm -rf $(BUILD)/otel-lib && mkdir -p $(BUILD)/otel-lib
 	cd runtime/otel && $(MVN) dependency:copy-dependencies \
 	    -DoutputDirectory=../../$(BUILD)/otel-lib
+	@touch $@
+
+$(OTELTESTLIBS): $(BUILD)/.deps tests/apps/otel-jdbc/pom.xml
+	rm -rf $(BUILD)/otel-test-lib && mkdir -p $(BUILD)/otel-test-lib
+	cd tests/apps/otel-jdbc && $(MVN) dependency:copy-dependencies \
+	    -DoutputDirectory=../../../$(BUILD)/otel-test-lib
 	@touch $@
 
 # build/servlet: nginx-jvm-servlet.jar (the seam: nginx.jvm.servlet.*), the

@@ -12,14 +12,16 @@ without the configuration loads no OpenTelemetry class at all."""
 import atexit
 import os
 import shutil
+import socket
 import subprocess
+import sys
 import tempfile
 import time
 
 import pytest
 
-from harness import (APPS, BUILD, JAR, JAVA_HOME, Nginx, free_port, request,
-                     ring_classpath, wait_for)
+from harness import (APPS, BUILD, JAR, JAVA_HOME, ROOT, Nginx, free_port,
+                     request, ring_classpath, wait_for)
 
 pytest.importorskip("opentelemetry.proto",
                     reason="opentelemetry-proto missing: scripts/install-deps.sh")
@@ -65,6 +67,7 @@ def locations(mode):
     return """
         location = /java { jvm_content tracing.Traced; }
         location = /fails { jvm_content tracing.Traced$Fails; }
+        location = /slow { jvm_content tracing.Traced$Slow; }
         location = /clj { jvm_content testapp.tracing/handler; }
         location = /sub { %sjvm_content tracing.Sub; }
         location = /up { internal; proxy_pass http://127.0.0.1:@UP@/echo; }
@@ -229,6 +232,27 @@ def test_subrequest_carries_traceparent(ng, rx):
     assert len(server) == 1, spans        # the subrequest has no span of its own
 
 
+def test_client_gone_mid_handler_still_ends_its_trace(ng, rx):
+    """The client leaves while the handler runs: the log phase ends the
+    server span (and the handler's, still running off the loop) at once;
+    the handler's own end later changes nothing."""
+    tid, sid = ids()
+    s = socket.create_connection(("127.0.0.1", ng.port))
+    s.sendall(("GET /slow?ms=600 HTTP/1.1\r\nHost: localhost\r\n"
+               "traceparent: 00-%s-%s-01\r\n\r\n" % (tid, sid)).encode())
+    time.sleep(0.2)
+    s.close()
+    spans = rx.wait_trace(tid, 2)
+    assert len(spans) == 2, spans
+    server = [x for x in spans if x["kind"] == SERVER]
+    assert len(server) == 1 and server[0]["parent"] == sid, spans
+    handler = [x for x in spans if x["kind"] != SERVER][0]
+    assert handler["parent"] == server[0]["span"]
+    time.sleep(0.8)                 # the handler has returned by now
+    assert len(rx.trace(tid)) == 2
+    assert request(ng.port, "GET", "/java").status == 200
+
+
 def test_what_no_jvm_handler_serves_is_not_traced(ng, rx):
     n = len(rx.spans)
     assert request(ng.port, "GET", "/static").status == 200
@@ -314,3 +338,58 @@ def test_off_loads_no_opentelemetry_class(mode, rx):
             assert "nginx.jvm.TracingSdk" not in loaded
     finally:
         shutil.rmtree(d, True)
+
+
+# --- JDBC through OpenTelemetry's library instrumentation -----------------
+
+OTEL_TEST_LIB = BUILD / "otel-test-lib"
+PG_DRIVER = BUILD / "realapp-lib" / "postgresql-42.7.4.jar"
+
+
+@pytest.fixture(scope="module")
+def db():
+    sys.path.insert(0, str(ROOT / "bench" / "realapp"))
+    import pg
+    if pg.missing_reason() is not None:
+        pytest.skip(str(pg.missing_reason()))
+    if not (OTEL_TEST_LIB / ".done").exists() or not PG_DRIVER.exists():
+        pytest.skip("build/otel-test-lib or build/realapp-lib is missing: make")
+    with pg.Postgres(shared_buffers="32MB", max_connections=20) as p:
+        yield p
+
+
+def test_jdbc_calls_are_the_handlers_children(mode, rx, db):
+    """A query through a DataSource that OpenTelemetry's JDBC library
+    instrumentation wraps is a child span of the handler's (the handler's
+    span is current on its thread), in every mode (loop: a pool thread,
+    as a blocking call must)."""
+    out = tempfile.mkdtemp(prefix="nginx-jvm-otel-jdbc-")
+    os.chmod(out, 0o755)
+    try:
+        libs = [str(JAR), str(OTEL_LIB) + "/*", str(OTEL_TEST_LIB) + "/*",
+                str(PG_DRIVER)]
+        javac = subprocess.run(
+            [JAVA_HOME + "/bin/javac", "--release", "17", "-nowarn", "-cp",
+             ":".join(libs), "-d", out]
+            + [str(p) for p in (APPS / "otel-jdbc").rglob("*.java")],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert javac.returncode == 0, javac.stdout
+        waits = "jvm_mode pool; " if mode == "loop" else ""
+        with Nginx("        location = /jdbc { %sjvm_content tracing.Jdbc; }\n"
+                   % waits,
+                   http=otel_options("http://127.0.0.1:%d" % rx.port,
+                                     "-Dtest.jdbc.url=" + db.jdbc_url()),
+                   mode=mode, classpath=libs + [out]) as n:
+            for _ in range(2):      # the first opens the connection
+                r = request(n.port, "GET", "/jdbc")
+                assert r.status == 200, r
+                seen = words(r.text)
+                assert seen["answer"] == "42"
+                spans = rx.wait_trace(seen["trace"], 3)
+                queries = [s for s in spans
+                           if s["attrs"].get("db.system") == "postgresql"]
+                assert queries, spans
+                assert all(q["parent"] == seen["span"] for q in queries), spans
+                assert any("SELECT" in q["name"] for q in queries), queries
+    finally:
+        shutil.rmtree(out, True)

@@ -32,6 +32,15 @@ public final class Traced implements Handler {
                 .body(s.getBytes(StandardCharsets.UTF_8));
     }
 
+    /** Answers after ?ms= milliseconds: its client may be gone by then. */
+    public static final class Slow implements Handler {
+        @Override
+        public Response handle(Request r) throws InterruptedException {
+            Thread.sleep(Long.parseLong(r.variable("arg_ms")));
+            return text("slept");
+        }
+    }
+
     /** Throws: its span's status is ERROR, the request's 500. */
     public static final class Fails implements Handler {
         @Override
