@@ -209,7 +209,7 @@ COLOOP_TESTS ?= test_ring_request test_ring_response test_java test_framing \
                 test_streams test_upload_stream test_doors
 # A servlet application's suites too (about 40 s; the main run has them in
 # pool and virtual mode).
-COLOOP_SERVLET_TESTS ?= test_servlet_war test_servlet_jaxrs
+COLOOP_SERVLET_TESTS ?= test_servlet_war test_servlet_jaxrs test_servlet_nio
 test-coloop: all
 	NGINX_JVM_MODES=coloop $(PYTHON) -m pytest -q \
 	    $(patsubst %,tests/%.py,$(COLOOP_TESTS) $(COLOOP_SERVLET_TESTS))
@@ -536,9 +536,11 @@ export MATRIX_TESTS
 # scripts/build-image.sh, tests/test_image.py).  Their roots are made once
 # with mmdebstrap (scripts/debian-root.sh, build/roots); `make test` runs
 # both once, after the suite (test-integration).
+# ARCH=arm64 (`make image ARCH=arm64`): the image for arm64, from arm64
+# roots whose programs qemu-user runs here (scripts/qemu-binfmt.sh).
 .PHONY: image test-deb-trixie test-image
 image: all
-	scripts/build-image.sh
+	ARCH=$(ARCH) scripts/build-image.sh
 test-deb-trixie: all
 	$(PYTHON) -m pytest -q tests/test_deb_trixie.py
 test-image: all

@@ -14,6 +14,8 @@
 # against its nginx-dev (1.26.3) with its OpenJDK 21's headers, into
 # build/trixie/.  The jars are this machine's (Java 17 bytecode, which
 # Java 21 runs); the module and the package's Depends are the root's.
+# ARCH=arm64 as well: in the arm64 root (its compiler run by qemu-user,
+# scripts/qemu-binfmt.sh), into build/trixie-arm64/.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,7 +33,10 @@ if [ -n "${DIST:-}" ] && [ "$DIST" != "$here" ]; then
         [ -f "$f" ] || { echo "build-deb: $f is missing: run \"make\" first" >&2; exit 1; }
     done
     root=$("$top/scripts/debian-root.sh" build)
-    mkdir -p "$root/src" "$build/$DIST"
+    arch=${ARCH:-$(dpkg --print-architecture)}
+    outdir=$DIST
+    [ "$arch" = "$(dpkg --print-architecture)" ] || outdir=$DIST-$arch
+    mkdir -p "$root/src" "$build/$outdir"
     epoch=${SOURCE_DATE_EPOCH:-$(git -C "$top" log -1 --format=%ct 2>/dev/null || date +%s)}
     commit=${DEB_COMMIT:-$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)}
     # the checkout at /src, /proc and /dev bound, in a mount namespace of
@@ -43,9 +48,9 @@ if [ -n "${DIST:-}" ] && [ "$DIST" != "$here" ]; then
         mount --rbind /dev "$root/dev"
         exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
             HOME=/root LC_ALL=C.UTF-8 "$@"' sh "$root" "$top" /bin/sh -ec '
-        NGX_JVM_JAVA_HOME=/usr/lib/jvm/java-21-openjdk-amd64 \
-            NGX_JVM_OUT=/src/build/'"$DIST"' /src/scripts/build-module.sh >&2
-        DEB_OUT=/src/build/'"$DIST"' DEB_COMMIT='"$commit"' \
+        NGX_JVM_JAVA_HOME=/usr/lib/jvm/java-21-openjdk-'"$arch"' \
+            NGX_JVM_OUT=/src/build/'"$outdir"' /src/scripts/build-module.sh >&2
+        DEB_OUT=/src/build/'"$outdir"' DEB_COMMIT='"$commit"' \
             SOURCE_DATE_EPOCH='"$epoch"' /src/scripts/build-deb.sh' | tail -1)
     # its path here
     echo "$top${deb#/src}"
@@ -104,15 +109,15 @@ install -m 644 "$build"/lib/*.jar "$root/usr/share/nginx-jvm/lib/"
 install -d "$root/usr/share/nginx-jvm/servlet/tomcat-lib"
 install -m 644 "$build/servlet/nginx-jvm-servlet.jar" "$root/usr/share/nginx-jvm/servlet/"
 install -m 644 "$build"/servlet/tomcat-lib/*.jar "$root/usr/share/nginx-jvm/servlet/tomcat-lib/"
+# the OpenTelemetry SDK, for tracing (docs/operations.md): on a server's
+# class path only when it traces
+install -d "$root/usr/share/nginx-jvm/otel-lib"
+install -m 644 "$build"/otel-lib/*.jar "$root/usr/share/nginx-jvm/otel-lib/"
 install -m 755 "$top/bin/nginx-jvm" "$root/usr/bin/"
 # man nginx-jvm: its --help, as a manual page
 install -d "$root/usr/share/man/man1"
 {
     echo ".TH NGINX-JVM 1 \"\" \"nginx-jvm $upstream\" \"User Commands\""
-# the OpenTelemetry SDK, for tracing (docs/operations.md): on a server's
-# class path only when it traces
-install -d "$root/usr/share/nginx-jvm/otel-lib"
-install -m 644 "$build"/otel-lib/*.jar "$root/usr/share/nginx-jvm/otel-lib/"
     echo ".SH NAME"
     echo "nginx-jvm \\- serve a Ring or Java handler from nginx workers"
     echo ".SH DESCRIPTION"
@@ -167,11 +172,6 @@ License: Apache-2.0
  Apache Tomcat's embedded jars, from Maven Central, under the Apache
  License 2.0: https://www.apache.org/licenses/LICENSE-2.0
 
-Files: usr/share/nginx-jvm/servlet/tomcat-lib/ecj-*
-Copyright: Eclipse contributors
-License: EPL-2.0
- The Eclipse Compiler for Java, which Jasper compiles JSPs with, from
- Maven Central: https://www.eclipse.org/legal/epl-2.0/
 Files: usr/share/nginx-jvm/otel-lib/*
 Copyright: The OpenTelemetry Authors
 License: Apache-2.0
@@ -179,6 +179,11 @@ License: Apache-2.0
  from Maven Central, under the Apache License 2.0:
  https://www.apache.org/licenses/LICENSE-2.0
 
+Files: usr/share/nginx-jvm/servlet/tomcat-lib/ecj-*
+Copyright: Eclipse contributors
+License: EPL-2.0
+ The Eclipse Compiler for Java, which Jasper compiles JSPs with, from
+ Maven Central: https://www.eclipse.org/legal/epl-2.0/
 EOF
 commit=${DEB_COMMIT:-$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 {

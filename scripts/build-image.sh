@@ -21,14 +21,23 @@
 #         --classpath /app/src --repl 7000
 #
 # Prints the image's name and size last.  IMAGE names it (default
-# localhost/nginx-jvm:latest).
+# localhost/nginx-jvm:latest).  ARCH=arm64 (`make image ARCH=arm64`): the
+# image for arm64 (localhost/nginx-jvm:arm64), from arm64 roots, its
+# programs run here by qemu-user (scripts/qemu-binfmt.sh).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
+arch=${ARCH:-$(dpkg --print-architecture)}
 image=${IMAGE:-localhost/nginx-jvm:latest}
 base=localhost/nginx-jvm-base:trixie
 podman=$top/scripts/podman.sh
 dir=$top/build/image
+if [ "$arch" != "$(dpkg --print-architecture)" ]; then
+    image=${IMAGE:-localhost/nginx-jvm:$arch}
+    base=$base-$arch
+    dir=$dir-$arch
+fi
+export ARCH=$arch
 
 root=$("$top/scripts/debian-root.sh" run)
 deb=$(DIST=trixie "$top/scripts/build-deb.sh" | tail -1)
@@ -43,7 +52,7 @@ if ! "$podman" image exists "$base" || [ "$root.done" -nt "$dir/base.done" ] \
     # the package's test), manual pages and message catalogues
     tar -C "$root" --numeric-owner --exclude='./var/lib/apt/lists/*' \
         --exclude='./usr/share/man/*' --exclude='./usr/share/locale/*' -c . \
-        | "$podman" import -q - "$base" >/dev/null
+        | "$podman" import -q --arch "$arch" - "$base" >/dev/null
     touch "$dir/base.done"
 fi
 
@@ -66,7 +75,8 @@ WORKDIR /app
 EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/nginx-jvm-image"]
 EOF
-"$podman" build -q --network=none --pull=never -t "$image" -f "$dir/Containerfile" "$dir" >&2
+"$podman" build -q --network=none --pull=never --platform "linux/$arch" \
+    -t "$image" -f "$dir/Containerfile" "$dir" >&2
 # the images this one replaced
 "$podman" image prune -f >/dev/null
 size=$("$podman" image inspect --format '{{.Size}}' "$image")

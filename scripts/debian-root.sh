@@ -21,6 +21,9 @@
 # It needs root.
 #
 # NGINX_JVM_DEBIAN_MIRROR: the archive (http://deb.debian.org/debian).
+# ARCH=arm64: a root for that CPU (build/roots/trixie-arm64,
+# trixie-build-arm64), its programs run by qemu-user through binfmt_misc
+# (scripts/qemu-binfmt.sh registers it): `make image ARCH=arm64`.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,6 +40,11 @@ case $kind in
            packages=nginx,openjdk-21-jre-headless,ca-certificates,openssl,unzip ;;
     *) echo "debian-root.sh: build or run" >&2; exit 2 ;;
 esac
+arch=${ARCH:-$(dpkg --print-architecture)}
+if [ "$arch" != "$(dpkg --print-architecture)" ]; then
+    "$top/scripts/qemu-binfmt.sh" "$arch" >&2
+    name=$name-$arch
+fi
 root=$top/build/roots/$name
 stamp=$root.done
 
@@ -46,13 +54,14 @@ command -v mmdebstrap >/dev/null || "$top/scripts/install-deps.sh" roots >&2
 # --skip=cleanup/apt/lists: apt in the root can then install a local .deb
 # (and resolve its Depends) without going to the network
 args=(--variant=minbase --skip=cleanup/apt/lists --include="$packages" "$suite")
+[ "$arch" = "$(dpkg --print-architecture)" ] || args=(--arch="$arch" "${args[@]}")
 made() { [ "$(cat "$stamp" 2>/dev/null)" = "${args[*]}" ]; }
 
 if ! made; then
     exec 9>/tmp/nginx-jvm-heavy.lock
     flock 9
     if ! made; then
-        echo "debian-root: mmdebstrap $suite into $root (about 2 minutes)" >&2
+        echo "debian-root: mmdebstrap $suite ($arch) into $root (about 2 minutes; emulated, much longer)" >&2
         rm -rf "$root" "$stamp"
         mkdir -p "$(dirname "$root")"
         mmdebstrap --quiet "${args[@]}" "$root" "$mirror" >&2
