@@ -423,6 +423,8 @@ ByTest = namedtuple("ByTest", "doc quote test bounds")
 TESTED = [
     ByTest(OPS, "checks that both serve a save within its bound of {1} s",
            "tests/test_image.py", ["assert max(served.values()) < {1.0}, served"]),
+    ByTest(OPS, "both workers answered 46.6 s after `podman run` at the first "
+                "start and 20.6 s at the second", "tests/test_image.py", []),
     ByTest(OPS, "0.29 to 0.53 s from the save until both served it over five "
                 "runs, loop, pool and virtual (the test's bound is {1} s)",
            "tests/test_dev.py", ["assert slowest < {1.0}, after"]),
