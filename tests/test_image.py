@@ -237,6 +237,29 @@ class Dev:
                 return seen, time.monotonic() - started
         return None, timeout
 
+    def save_served(self, path, text, pids):
+        """Writes text to path on the host: {pid: seconds until that worker
+        served it}, each of pids within 10 s."""
+        saved = time.monotonic()
+        write(path, text)
+        version = re.search(r'"(\w+)"', text).group(1)
+        served = {}
+        while len(served) < len(pids) and time.monotonic() - saved < 10:
+            r = request(self.port, "GET", "/", timeout=5)
+            v, _, pid = r.text.partition(" ")
+            if v == version:
+                served.setdefault(int(pid), time.monotonic() - saved)
+        assert set(served) == set(pids), (served, self.logs())
+        return served
+
+    def check_logs(self):
+        logs = self.logs()
+        assert not [l for l in logs.splitlines() if PROBLEM.search(l)], logs
+        # the JVM said nothing of the class data sharing archive (it says
+        # why when it cannot map one)
+        assert "[cds" not in logs and "shared archive" not in logs, logs
+        return logs
+
     def stop(self):
         podman("stop", "-t", "10", self.cid, check=False)
         podman("rm", "-f", self.cid, check=False)
@@ -249,26 +272,22 @@ def test_image_dev_serves_a_save_and_publishes_its_repl_and_debugger(
     """`podman run ... IMAGE dev`: a save on the host is served by both
     workers within 1 s (the watcher polls: a bind mount of a VM's file
     sharing sends no inotify events); the REPL evaluates and jdb attaches
-    through ports published on the host's 127.0.0.1."""
+    through ports published on the host's 127.0.0.1.  The class cache's
+    volume, empty at the first start, holds the archive of the jars'
+    classes after it, which the second start maps; a save is served as
+    before."""
     util = os.path.join(dev_app, "src", "devtest", "util.clj")
     write(util, DEV_UTIL % "v1")
+    podman("volume", "rm", "-f", cache_volume, check=False)
     d = Dev(image, dev_app, cache_volume)
     try:
         seen, _ = d.versions(180)
         assert seen and set(seen.values()) == {"v1"}, d.logs()
-        print("\ndev in the image: both workers answered %.1f s after podman run"
-              % (time.monotonic() - d.started))
-        saved = time.monotonic()
-        write(util, DEV_UTIL % "v2")
-        served = {}
-        while len(served) < 2 and time.monotonic() - saved < 10:
-            r = request(d.port, "GET", "/", timeout=5)
-            version, _, pid = r.text.partition(" ")
-            if version == "v2":
-                served.setdefault(int(pid), time.monotonic() - saved)
-        assert set(served) == set(seen), (served, d.logs())
-        print("the save served by both workers after %.3f s"
-              % max(served.values()))
+        first = time.monotonic() - d.started
+        served = d.save_served(util, DEV_UTIL % "v2", seen)
+        print("\ndev in the image, first start: both workers answered %.1f s "
+              "after podman run; a save served by both after %.3f s"
+              % (first, max(served.values())))
         assert max(served.values()) < 1.0, served
 
         # the REPL of each worker, through the published ports
@@ -294,9 +313,55 @@ def test_image_dev_serves_a_save_and_publishes_its_repl_and_debugger(
             jdb.close()
         assert request(d.port, "GET", "/", timeout=5).status == 200
 
-        logs = d.logs()
+        logs = d.check_logs()
         assert re.search(r"dev: watching /app/src; REPL on 0\.0\.0\.0:7000; "
                          r"JDWP on 0\.0\.0\.0:5005", logs), logs
-        assert not [l for l in logs.splitlines() if PROBLEM.search(l)], logs
+        assert "dev: archiving the jars' classes into " \
+            "/var/cache/nginx-jvm/dev/" in logs, logs
     finally:
         d.stop()
+
+    # the second start, on the same volume
+    archives = podman("run", "--rm", "--network=none", "-v",
+                      "%s:/c" % cache_volume, "--entrypoint", "/bin/ls",
+                      image, "/c/dev").stdout.split()
+    assert len(archives) == 1 and archives[0].endswith(".jsa"), archives
+    d = Dev(image, dev_app, cache_volume)
+    try:
+        seen, _ = d.versions(180)
+        assert seen and set(seen.values()) == {"v2"}, d.logs()
+        second = time.monotonic() - d.started
+        repl = Repl(d.repl)
+        try:
+            args = repl.eval("(str (.getInputArguments (java.lang.management."
+                             "ManagementFactory/getRuntimeMXBean)))")
+        finally:
+            repl.close()
+        assert "-XX:SharedArchiveFile=/var/cache/nginx-jvm/dev/%s" \
+            % archives[0] in args, args
+        served = d.save_served(util, DEV_UTIL % "v3", seen)
+        print("second start: both workers answered %.1f s after podman run "
+              "(the first: %.1f s); a save served by both after %.3f s"
+              % (second, first, max(served.values())))
+        assert max(served.values()) < 1.0, served
+        logs = d.check_logs()
+        assert "archiving" not in logs, logs
+    finally:
+        d.stop()
+
+
+@pytest.mark.parametrize("word", ["", "run", "dev"])
+def test_image_entry_point_words(image, word):
+    """The first word, run (also when left out) or dev, picks the command;
+    the rest are the launcher's, after --listen 0.0.0.0 --port 8080."""
+    r = podman("run", "--rm", "--network=none", image,
+               *([word] if word else []), "--handler", "devtest.app/handler",
+               "--classpath", "/tmp", "--repl", "7000", "--debug",
+               "127.0.0.1:5005", "--print-config")
+    conf = r.stdout
+    assert "# Written by bin/nginx-jvm (%s)." % (word or "run") in conf, conf
+    assert "listen 0.0.0.0:8080 " in conf, conf
+    # dev's REPL on all the container's addresses unless one is given
+    assert ("jvm_repl 0.0.0.0:7000;" if word == "dev"
+            else "jvm_repl 7000;") in conf, conf
+    assert "address=127.0.0.1:%{5005+w}" in conf, conf
