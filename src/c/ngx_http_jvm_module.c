@@ -576,20 +576,22 @@ ngx_http_jvm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     /*
-     * A body read as it arrives blocks the handler's thread until the
-     * client sends more: never the event loop's (docs/directives.md).
+     * A body read as it arrives blocks the thread that reads it until the
+     * client sends more: never the event loop's (docs/directives.md).  An
+     * asynchronous handler off the loop may read it from any thread but
+     * the loop's (a servlet's ReadListener asks first whether a read would
+     * block: Request.bodyReadable).
      */
 
     if (!conf->request_buffering && conf->handler != NGX_CONF_UNSET
-        && (conf->mode == NGX_HTTP_JVM_LOOP || conf->async))
+        && conf->mode == NGX_HTTP_JVM_LOOP)
     {
         clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
 
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"jvm_request_buffering off\" needs a "
                            "jvm_content handler in \"jvm_mode pool\", "
-                           "\"virtual\" or \"coloop\", without "
-                           "\"jvm_async\": "
+                           "\"virtual\" or \"coloop\": "
                            "location \"%V\" runs its handler on the event "
                            "loop (\"jvm_request_buffering on\" there)",
                            &clcf->name);

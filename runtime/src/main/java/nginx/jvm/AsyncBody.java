@@ -21,7 +21,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * handed to the client at once.
  */
 final class AsyncBody extends BodySource {
-    private static final int PIECE = 16 * 1024;
+    private static final int PIECE = BodyWriter.Stream.PIECE;
     /** The pause after a source gave only empty pieces, so that it does not spin a core. */
     private static final long EMPTY_PAUSE_NANOS = 1_000_000;
     private static final Object END = new Object();
@@ -97,10 +97,7 @@ final class AsyncBody extends BodySource {
                 out.close();
             }
         } catch (Throwable t) {
-            if (!out.closed) {
-                out.closed = true;
-                put(t);
-            }
+            out.fail(t);
         }
     }
 
@@ -120,6 +117,13 @@ final class AsyncBody extends BodySource {
         }
         tasks.ready(task);
         return true;
+    }
+
+    /** The body's end, complete or failed: never waits (an end always fits the queue). */
+    private void end(Object item) {
+        if (queue.offer(item)) {
+            tasks.ready(task);
+        }
     }
 
     /** The event loop's side: the next piece, {@link Wire#NEXT_WAIT} if none is ready yet, -1 at the end. */
@@ -156,7 +160,7 @@ final class AsyncBody extends BodySource {
      * writes block while the queue is full and fail once the client is gone.
      * Safe from any thread, one at a time.
      */
-    private final class Output extends OutputStream {
+    private final class Output extends BodyWriter.Stream {
         volatile boolean closed;
         /**
          * One writer at a time. A lock, not the monitor: a write that waits
@@ -201,12 +205,27 @@ final class AsyncBody extends BodySource {
         }
 
         @Override
+        public boolean writable(Runnable whenWritable) {
+            return closed || queue.room(whenWritable);
+        }
+
+        @Override
         public void close() {
+            end(END);
+        }
+
+        /** The loop logs {@code error} and ends the response cut short (Worker.next). */
+        @Override
+        public void fail(Throwable error) {
+            end(error);
+        }
+
+        private void end(Object item) {
             lock.lock();
             try {
                 if (!closed) {
                     closed = true;
-                    put(END);
+                    AsyncBody.this.end(item);
                 }
             } finally {
                 lock.unlock();

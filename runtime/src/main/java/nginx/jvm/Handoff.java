@@ -24,6 +24,8 @@ final class Handoff<T> {
     private final Condition changed = lock.newCondition();
     private long bytes;
     private volatile boolean closed;
+    /** Runs once when the queue has room again or is closed ({@link #room}). */
+    private Runnable whenRoom;
 
     Handoff(int capacity) {
         this(capacity, 0);
@@ -83,23 +85,62 @@ final class Handoff<T> {
         return true;
     }
 
+    /**
+     * Producer that must not wait (a servlet's non-blocking writes): true
+     * when a {@link #put} would not wait now (the queue has room, or is
+     * closed); otherwise false, and {@code callback} runs once when it
+     * would, on the consumer's thread (the event loop): it must only hand
+     * work to another thread. A later call replaces an earlier callback; a
+     * null one only asks.
+     */
+    boolean room(Runnable callback) {
+        lock.lock();
+        try {
+            if (closed || queue.size() < capacity) {
+                return true;
+            }
+            if (callback != null) {
+                whenRoom = callback;
+            }
+            return false;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Under the lock: the callback {@link #room} left, taken when there is room now. */
+    private Runnable roomNow() {
+        Runnable r = whenRoom;
+        if (r != null && (closed || queue.size() < capacity)) {
+            whenRoom = null;
+            return r;
+        }
+        return null;
+    }
+
     /** Consumer: the next item, or null when none is there yet. */
     T poll() {
+        Runnable room = null;
         lock.lock();
         try {
             T item = queue.poll();
             if (item != null) {
                 bytes -= weight(item);
                 changed.signalAll();
+                room = roomNow();
             }
             return item;
         } finally {
             lock.unlock();
+            if (room != null) {
+                room.run();
+            }
         }
     }
 
     /** Consumer: the next item, waiting for it. */
     T take() throws InterruptedException {
+        Runnable room = null;
         lock.lock();
         try {
             T item;
@@ -108,22 +149,32 @@ final class Handoff<T> {
             }
             bytes -= weight(item);
             changed.signalAll();
+            room = roomNow();
             return item;
         } finally {
             lock.unlock();
+            if (room != null) {
+                room.run();
+            }
         }
     }
 
     /** Consumer: no more items; what is queued is dropped. */
     void close() {
+        Runnable room;
         lock.lock();
         try {
             closed = true;
             queue.clear();
             bytes = 0;
             changed.signalAll();
+            room = roomNow();
         } finally {
             lock.unlock();
+        }
+        if (room != null) {
+            // the producer learns on its next write that nobody reads
+            room.run();
         }
     }
 

@@ -37,7 +37,9 @@ final class Pipe extends InputStream {
         try (Out out = new Out()) {
             writer.writeTo(out);
         } catch (Throwable t) {
-            failure = t;
+            if (failure == null) {
+                failure = t;
+            }
         } finally {
             queue.put(END);
         }
@@ -78,9 +80,22 @@ final class Pipe extends InputStream {
     }
 
     /** The writer's side: buffers small writes, hands over a chunk on flush or when full. */
-    private final class Out extends OutputStream {
+    private final class Out extends BodyWriter.Stream {
         private byte[] buf = new byte[CHUNK];
         private int n;
+
+        @Override
+        public boolean writable(Runnable whenWritable) {
+            return failure != null || queue.room(whenWritable);
+        }
+
+        /** The reader throws once what was written before is read (read). */
+        @Override
+        public void fail(Throwable error) {
+            if (failure == null) {
+                failure = error;
+            }
+        }
 
         @Override
         public void write(int b) throws IOException {
@@ -106,6 +121,9 @@ final class Pipe extends InputStream {
 
         @Override
         public void flush() throws IOException {
+            if (failure != null) {
+                throw new IOException("the response body failed", failure);
+            }
             if (n == 0) {
                 return;
             }
@@ -118,7 +136,9 @@ final class Pipe extends InputStream {
 
         @Override
         public void close() throws IOException {
-            flush();
+            if (failure == null) {
+                flush();
+            }
         }
     }
 }

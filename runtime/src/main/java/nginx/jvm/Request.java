@@ -906,6 +906,22 @@ public final class Request {
         return RequestBody.open(data, bodyAt, files, filesError);
     }
 
+    /**
+     * For a reader of {@link #body()} that must not block (a servlet
+     * engine's non-blocking reads): true when a read would answer at once:
+     * always for a body nginx read whole first (in memory or a file); with
+     * {@code jvm_request_buffering off}, when bytes have come, or the body
+     * ended, failed or the request is over. Otherwise false, and
+     * {@code whenReadable} runs once when a read would answer, on the event
+     * loop: it must only hand work to another thread, never block. A later
+     * call replaces the callback of an earlier one that has not run; a null
+     * callback only asks.
+     */
+    public boolean bodyReadable(Runnable whenReadable) {
+        UploadBody u = upload;
+        return u == null || u.readable(whenReadable);
+    }
+
     /** True when the request came with a body (possibly empty). */
     public boolean hasBody() {
         if (upload != null) {

@@ -44,6 +44,8 @@ final class UploadBody extends InputStream {
     private volatile boolean closed;
     private String failure;
     private long received;
+    /** Runs once when a read would no longer wait ({@link #readable}). */
+    private Runnable whenReadable;
 
     // The reading thread only (close() may come from another).
     private byte[] current;
@@ -63,6 +65,7 @@ final class UploadBody extends InputStream {
      * {@link Wire#UPLOAD_DROP} (nobody reads it any more).
      */
     int offer(byte[] piece, int status) {
+        Runnable readable = null;
         lock.lock();
         try {
             if (closed) {
@@ -78,6 +81,7 @@ final class UploadBody extends InputStream {
                 failure = failed(status);
             }
             arrived.signalAll();
+            readable = readableNow();
             if (pieces.size() >= PIECES && !ended && failure == null) {
                 paused = true;
                 return Wire.UPLOAD_FULL;
@@ -85,7 +89,48 @@ final class UploadBody extends InputStream {
             return Wire.UPLOAD_MORE;
         } finally {
             lock.unlock();
+            if (readable != null) {
+                readable.run();
+            }
         }
+    }
+
+    /**
+     * For a reader that must not wait (a servlet's ReadListener): true when
+     * a read would answer at once (bytes are here, or the body ended,
+     * failed or was closed); otherwise false, and {@code callback} runs
+     * once when it would, on the event loop: it must only hand work to
+     * another thread. A later call replaces an earlier callback; a null one
+     * only asks. The reading thread's.
+     */
+    boolean readable(Runnable callback) {
+        lock.lock();
+        try {
+            if ((current != null && at < current.length) || wouldAnswer()) {
+                return true;
+            }
+            if (callback != null) {
+                whenReadable = callback;
+            }
+            return false;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Under the lock: a read takes a piece, or ends or throws, at once. */
+    private boolean wouldAnswer() {
+        return closed || !pieces.isEmpty() || ended || failure != null;
+    }
+
+    /** Under the lock: the callback {@link #readable} left, taken when a read would answer now. */
+    private Runnable readableNow() {
+        Runnable r = whenReadable;
+        if (r != null && wouldAnswer()) {
+            whenReadable = null;
+            return r;
+        }
+        return null;
     }
 
     private String failed(int status) {
@@ -111,6 +156,7 @@ final class UploadBody extends InputStream {
      * the pieces are dropped and the handler's next read throws.
      */
     void end() {
+        Runnable readable;
         lock.lock();
         try {
             pieces.clear();
@@ -119,8 +165,13 @@ final class UploadBody extends InputStream {
             }
             ended = false;
             arrived.signalAll();
+            readable = readableNow();
         } finally {
             lock.unlock();
+        }
+        if (readable != null) {
+            // the reader's next read throws: it learns the request is over
+            readable.run();
         }
     }
 

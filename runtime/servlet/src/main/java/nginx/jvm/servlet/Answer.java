@@ -95,6 +95,21 @@ public final class Answer {
         }
     }
 
+    /**
+     * For the engine's non-blocking writes: true when a {@link #write} of up
+     * to {@link BodyWriter.Stream#PIECE} bytes would not wait for the client
+     * (before the body streams it is kept or starts the stream, which has
+     * room then); otherwise false, and {@code whenWritable} runs once when it
+     * would, on the event loop (it must only hand work to another thread). A
+     * null callback only asks.
+     */
+    public boolean writable(Runnable whenWritable) {
+        if (stream == null || noBody || finished) {
+            return true;
+        }
+        return ((BodyWriter.Stream) stream).writable(whenWritable);
+    }
+
     /** The servlet flushed: what it wrote goes to the client now (asynchronous only). */
     public void flush() throws IOException {
         if (responder == null || noBody || finished) {
@@ -186,7 +201,9 @@ public final class Answer {
     /**
      * The engine failed before it finished: a 500 if nothing was answered
      * yet (the engine's own error page is the usual way, this is the last
-     * resort); a streamed body is cut short.
+     * resort); a streamed body ends as failed: what was written goes out,
+     * then the client sees the response cut short, and nginx logs
+     * {@code error}.
      */
     public void fail(Throwable error) {
         if (finished) {
@@ -194,13 +211,8 @@ public final class Answer {
         }
         finished = true;
         if (stream != null) {
-            // TODO(issue 47): nginx.jvm has no way yet to end a writer's body as failed
-            // (so that nginx closes the connection rather than send the last chunk)
-            try {
-                stream.close();
-            } catch (IOException e) {
-                // gone already
-            }
+            // cut short, never the last chunk: the client must not take it for the whole
+            ((BodyWriter.Stream) stream).fail(error);
         } else if (responder != null) {
             responder.raise(error);
         } else {

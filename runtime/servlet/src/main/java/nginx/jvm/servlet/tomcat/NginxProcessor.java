@@ -68,6 +68,11 @@ public final class NginxProcessor extends AbstractProcessor {
     private InputStream body;
     private boolean bodyEnded;
     private final byte[] readBuffer = new byte[16 * 1024];
+    /** Non-blocking reads: the bytes read ahead to answer {@code available}, or why the read failed. */
+    private ByteBuffer readAhead;
+    private IOException readFailure;
+    /** Non-blocking writes the client could not take yet. */
+    private final HeldWrites held = new HeldWrites();
     private long written;
     private boolean swallow;
     private Answer answer;
@@ -214,9 +219,21 @@ public final class NginxProcessor extends AbstractProcessor {
     private void end() {
         Answer a = answer;
         if (a != null && !finished) {
-            a.fail(new IOException("the servlet engine ended the response: " + getErrorState()));
+            a.fail(failure());
         }
         host.release(this);
+    }
+
+    /**
+     * Why the engine ended the response without finishing it (an error
+     * state: the servlet threw after commit, a non-blocking listener
+     * failed, the async timeout with the response committed): the
+     * exception the engine has, if any, as the cause.
+     */
+    private IOException failure() {
+        Object cause = request.getAttribute(RequestDispatcher.ERROR_EXCEPTION);
+        return new IOException("the servlet engine ended the response: " + getErrorState(),
+                cause instanceof Throwable ? (Throwable) cause : null);
     }
 
     @Override
@@ -334,6 +351,13 @@ public final class NginxProcessor extends AbstractProcessor {
     @Override
     protected void finishResponse() {
         finished = true;
+        if (swallow || !getErrorState().isIoAllowed()) {
+            // the engine's CLOSE_NOW (ErrorReportValve once the response is
+            // committed): a socket's connector stops writing and closes, so
+            // the client sees the body cut short, never its end
+            answer.fail(failure());
+            return;
+        }
         String file = (String) request.getAttribute(SENDFILE_FILENAME);
         if (file != null) {
             // Tomcat's DefaultServlet chose to let the connector send the
@@ -346,6 +370,13 @@ public final class NginxProcessor extends AbstractProcessor {
                 answer.fail(e);
                 return;
             }
+        }
+        try {
+            // a WriteListener's last writes wait for the client, as a blocking write's would
+            held.drainAll(answer);
+        } catch (IOException e) {
+            answer.fail(e);
+            return;
         }
         answer.finish();
     }
@@ -370,12 +401,41 @@ public final class NginxProcessor extends AbstractProcessor {
         answer.flush();
     }
 
+    /**
+     * With {@code doRead} (a ReadListener's {@code isReady}), reads ahead
+     * when a read would not block, as a socket's non-blocking read does:
+     * that is also how the end of the body is found, which
+     * {@code onAllDataRead} waits for. A read that fails answers 1, so that
+     * the servlet reads and gets the failure.
+     */
     @Override
     protected int available(boolean doRead) {
-        try {
-            return bodyEnded ? 0 : body.available();
-        } catch (IOException e) {
+        if (readAhead != null) {
+            return readAhead.remaining();
+        }
+        if (readFailure != null) {
+            return 1;
+        }
+        if (bodyEnded) {
             return 0;
+        }
+        try {
+            if (!doRead) {
+                return body.available();
+            }
+            if (!current.bodyReadable(null)) {
+                return 0;
+            }
+            int n = body.read(readBuffer, 0, readBuffer.length);
+            if (n < 0) {
+                bodyEnded = true;
+                return 0;
+            }
+            readAhead = ByteBuffer.wrap(readBuffer, 0, n);
+            return n;
+        } catch (IOException e) {
+            readFailure = e;
+            return 1;
         }
     }
 
@@ -398,17 +458,77 @@ public final class NginxProcessor extends AbstractProcessor {
 
     @Override
     protected boolean isRequestBodyFullyRead() {
-        return bodyEnded;
+        return bodyEnded && readAhead == null;
     }
 
+    /**
+     * A ReadListener waits for more body ({@code jvm_request_buffering off}):
+     * nginx-jvm says when a read would not block, and the read event runs
+     * Coyote's dispatch ({@code onDataAvailable}, {@code onAllDataRead}).
+     */
     @Override
     protected void registerReadInterest() {
-        // the body is in memory or a temporary file: always readable
+        Answer a = answer;
+        Runnable ready = () -> nonBlockingEvent(a, SocketEvent.OPEN_READ);
+        if (current.bodyReadable(ready)) {
+            // came meanwhile: no callback will
+            ready.run();
+        }
     }
 
+    /**
+     * A WriteListener's {@code isReady}: true while nothing waits for the
+     * client and the answer's queue has room; otherwise the write event
+     * comes when it has ({@code onWritePossible}).
+     */
     @Override
     protected boolean isReadyForWrite() {
-        return true;
+        try {
+            if (held.drain(answer) && answer.writable(null)) {
+                return true;
+            }
+        } catch (IOException e) {
+            // the client left: the servlet's next write fails and tells it
+            held.clear();
+            return true;
+        }
+        awaitWritable();
+        return false;
+    }
+
+    private void awaitWritable() {
+        Answer a = answer;
+        Runnable room = () -> nonBlockingEvent(a, SocketEvent.OPEN_WRITE);
+        if (a.writable(room)) {
+            room.run();
+        }
+    }
+
+    /**
+     * A read or write event of a ReadListener or WriteListener, on the
+     * engine's async threads as other async events; ignored once the
+     * processor serves another request.
+     */
+    private void nonBlockingEvent(Answer a, SocketEvent event) {
+        host.execute(() -> {
+            SocketState state;
+            lock.lock();
+            try {
+                if (answer != a || !isAsync()) {
+                    return;
+                }
+                state = process(null, event);
+            } catch (Throwable t) {
+                log.error("a non-blocking servlet event (" + event + ") failed", t);
+                state = SocketState.CLOSED;
+            } finally {
+                lock.unlock();
+            }
+            if (state != SocketState.LONG) {
+                host.waiting(this, false);
+                end();
+            }
+        });
     }
 
     @Override
@@ -424,9 +544,14 @@ public final class NginxProcessor extends AbstractProcessor {
         return new ServletConnectionImpl(connectionId, request.protocol().toString(), null, secure);
     }
 
+    /** Before a write event reaches the WriteListener: true while some of its writes still wait. */
     @Override
-    protected boolean flushBufferedWrite() {
-        return false;
+    protected boolean flushBufferedWrite() throws IOException {
+        if (held.drain(answer)) {
+            return false;
+        }
+        awaitWritable();
+        return true;
     }
 
     @Override
@@ -450,6 +575,9 @@ public final class NginxProcessor extends AbstractProcessor {
         request.recycle();
         response.recycle();
         body = null;
+        readAhead = null;
+        readFailure = null;
+        held.clear();
         written = 0;
         swallow = false;
         finished = false;
@@ -460,6 +588,15 @@ public final class NginxProcessor extends AbstractProcessor {
     private final class In implements InputBuffer {
         @Override
         public int doRead(ApplicationBufferHandler handler) throws IOException {
+            ByteBuffer ahead = readAhead;
+            if (ahead != null) {
+                readAhead = null;
+                handler.setByteBuffer(ahead);
+                return ahead.remaining();
+            }
+            if (readFailure != null) {
+                throw readFailure;
+            }
             if (bodyEnded) {
                 return -1;
             }
@@ -488,6 +625,10 @@ public final class NginxProcessor extends AbstractProcessor {
             int n = chunk.remaining();
             if (swallow) {
                 chunk.position(chunk.limit());
+            } else if (response.getWriteListener() != null) {
+                // non-blocking: never waits; isReady() is false while any is held
+                held.add(chunk);
+                held.drain(answer);
             } else {
                 answer.write(chunk);
             }
