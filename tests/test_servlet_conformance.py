@@ -229,8 +229,8 @@ def spring_normal(reply, port):
     """Spring's error answers carry their own time: left out."""
     status, location, ctype, body = normal(reply, port)
     body = re.sub(r'"timestamp":"[^"]*"', '"timestamp":-', body)
-    body = re.sub(r"(?s)(There was an unexpected error.*?)<div>[^<]*\d\d:\d\d:\d\d[^<]*</div>",
-                  r"\1<div>-</div>", body)
+    body = re.sub(r"<div id='created'>[^<]*</div>", "<div id='created'>-</div>",
+                  body)                         # Boot's whitelabel page
     body = re.sub(r'"(pid|serverPort)":\d+', r'"\1":-', body)
     return status, location, ctype, body
 
