@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import (ROOT, Launcher, dechunk, free_port, parse_raw,
-                     server_cert, wait_for)
+from harness import (ROOT, Launcher, config_test, dechunk, free_port,
+                     parse_raw, server_cert, wait_for)
 
 SOURCES = ROOT / "tests" / "apps" / "servlet-nio" / "nio"
 TOMCAT = ROOT / "build" / "servlet" / "tomcat-lib"
@@ -368,3 +368,16 @@ def test_http2_write_listener_and_streamed_read_listener(app):
     assert r.returncode == 0, r.stderr
     a = dict(zip(*[iter(r.stdout.decode().split())] * 2))
     assert (int(a["bytes"]), a["sha256"]) == (len(up), hashlib.sha256(up).hexdigest())
+
+
+def test_a_webapp_location_may_read_its_bodies_as_they_arrive(webapp):
+    """jvm_request_buffering off with jvm_webapp (jvm_async on, pool):
+    accepted by nginx -t; in jvm_mode loop refused as before."""
+    cp = [str(ROOT / "build" / "nginx-jvm.jar"),
+          str(ROOT / "build" / "servlet" / "nginx-jvm-servlet.jar"), '"%s/*"' % TOMCAT]
+    ok = config_test("location /a/ { jvm_webapp %s context=/a; "
+                     "jvm_request_buffering off; }" % webapp, classpath=cp)
+    assert ok.returncode == 0, ok.stderr
+    bad = config_test("location /a/ { jvm_webapp %s context=/a; jvm_mode loop; "
+                      "jvm_request_buffering off; }" % webapp, classpath=cp)
+    assert bad.returncode != 0 and "jvm_mode loop" in bad.stderr, bad.stderr
