@@ -723,3 +723,28 @@ def test_a_reload_ends_the_old_workers_websockets(app, events):
         close_handshake(s)
     finally:
         s.close()
+
+
+def test_stomp_on_spring_boot_3_5(shared):
+    """The same application on Spring Boot 3.5, whose Tomcat is 10.1: the
+    tunnel runs its WebSocket too (one worker, one mode: the engine's
+    version is what differs)."""
+    def boot_3_5(d):
+        pom = d / "pom.xml"
+        pom.write_text(pom.read_text().replace(
+            "<version>4.0.7</version>", "<version>3.5.7</version>", 1))
+    jar = maven_package(BOOT_WS, ROOT / "build" / "servlet-boot-ws-3.5",
+                        "servlet-boot-ws.jar", m2=M2, edit=boot_3_5,
+                        timeout=900)
+    with Launcher(["--jar", str(jar)], mode="pool", workers=1,
+                  env={"NGINX_JVM_CACHE": str(shared / "cache")}) as n:
+        c = Stomp(n)
+        try:
+            c.subscribe("/topic/chat/old")
+            c.send("/app/chat/old", {"from": "ann", "text": "on 3.5"})
+            headers, body = c.message()
+            assert headers["destination"] == "/topic/chat/old", headers
+            assert (body["from"], body["text"]) == ("ann", "on 3.5")
+            c.disconnect()
+        finally:
+            c.s.close()

@@ -10,6 +10,7 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.Lock;
 import nginx.jvm.WebSocket;
 import org.apache.juli.logging.Log;
 import org.apache.juli.logging.LogFactory;
@@ -62,6 +63,29 @@ final class NginxSocketWrapper extends SocketWrapperBase<WebSocket> {
         this.tunnel = tunnel;
         this.remote = remote;
         this.port = port;
+        this.lock = socketLock(this);
+    }
+
+    private final Lock lock;
+
+    /**
+     * The socket's lock, which Tomcat's WebSocket takes too: the events of
+     * the connection run under it, as under Tomcat's SocketProcessor.
+     */
+    Lock lock() {
+        return lock;
+    }
+
+    /**
+     * getLock() by name: Tomcat 11 declares it a ReentrantLock, 10.1 (Spring
+     * Boot 3.5) a Lock, and a call compiled against one is not the other's.
+     */
+    private static Lock socketLock(SocketWrapperBase<?> wrapper) {
+        try {
+            return (Lock) SocketWrapperBase.class.getMethod("getLock").invoke(wrapper);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("this Tomcat's socket wrapper has no lock", e);
+        }
     }
 
     // -- what nginx delivered ------------------------------------------------

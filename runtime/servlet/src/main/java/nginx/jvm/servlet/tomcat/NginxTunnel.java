@@ -3,7 +3,7 @@ package nginx.jvm.servlet.tomcat;
 import java.io.EOFException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.Executor;
-import java.util.concurrent.locks.ReentrantLock;
+import java.util.concurrent.locks.Lock;
 import jakarta.servlet.http.HttpUpgradeHandler;
 import jakarta.servlet.http.WebConnection;
 import nginx.jvm.WebSocket;
@@ -63,7 +63,7 @@ final class NginxTunnel implements WebSocketListener {
     public void onOpen(WebSocket socket) {
         wrapper = new NginxSocketWrapper(socket, this, remoteAddr, localPort);
         HttpUpgradeHandler handler = token.getHttpUpgradeHandler();
-        ReentrantLock lock = wrapper.getLock();
+        Lock lock = wrapper.lock();
         lock.lock();
         try {
             processor = handler instanceof InternalHttpUpgradeHandler
@@ -123,7 +123,7 @@ final class NginxTunnel implements WebSocketListener {
 
     /** Runs one event through the upgrade processor, as Tomcat's SocketProcessor does. */
     private void dispatch(SocketEvent event, boolean resume) {
-        ReentrantLock lock = wrapper.getLock();
+        Lock lock = wrapper.lock();
         lock.lock();
         try {
             if (over || processor == null) {
