@@ -452,7 +452,7 @@ NOT_MEASURED = [
     (OPS, "buckets 256 B to 64 MB, by 4"),          # histogram buckets
     (OPS, "buckets 10 µs to 1 s"),
     (OPS, "16 KB"),                                 # a line's cut
-    (OPS, "256 KB, declared by"),                   # the status zone's size
+    (OPS, "1 MB, declared by"),                     # the status zone's size
     (OPS, "with a 3.5 s lifetime"),
     (DIR, "-Xmx256m` the heaps may grow to 1 GB"),  # arithmetic of an example
     (DIR, "pieces of at most 32 KB"),
@@ -461,7 +461,8 @@ NOT_MEASURED = [
     (DIR, "about 300 KB with zlib's defaults, 3 GB for 10,000"),
     (DIR, "by up to 1 MB of messages"),
     (DIR, "the queue and the 1 MB"),
-    (DIR, "256 KB). A location"),
+    (DIR, "1 MB). A location"),                     # the status zone's size
+    (OPS, "at most 256 KB a worker"),               # a profile's part, a limit
     (HAN, "at most 128 KB of it"),                  # the loop's budget
     (HAN, "pieces of at most 32 KB"),
     (HAN, "by up to 1 MB, then fails"),

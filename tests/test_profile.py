@@ -8,13 +8,14 @@ mode of the run; the page opened in Debian's headless Chromium."""
 import os
 import re
 import socket
+import subprocess
 import sys
 import threading
 import time
 
 import pytest
 
-from harness import Nginx, request, wait_for
+from harness import LAUNCHER, Launcher, Nginx, java_classes, request, wait_for
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "cluster"))
 import chromium  # noqa: E402
@@ -148,13 +149,6 @@ def test_one_profile_at_a_time_and_a_client_that_leaves(ng):
                                    timeout=30).status == 200, 30)
 
 
-def test_no_files_are_left_behind(ng):
-    r = ng.get("/jvm-status/profile?seconds=1&format=folded", timeout=30)
-    assert r.status == 200
-    tmp = [os.path.join(d, "nginx-jvm-profiles") for d in ("/tmp", ng.prefix)]
-    assert wait_for(lambda: not any(os.path.isdir(d) and os.listdir(d) for d in tmp), 10)
-
-
 @pytest.mark.skipif(not chromium.available(), reason="no chromium")
 def test_the_page_in_a_browser(ng, tmp_path):
     """The flame graph as a user sees it: Chromium renders the boxes, a
@@ -174,3 +168,34 @@ def test_the_page_in_a_browser(ng, tmp_path):
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
     finally:
         b.close()
+
+
+def test_nginx_jvm_profile_through_the_launchers_status_location(tmp_path):
+    """`nginx-jvm run --status /jvm-status` and `nginx-jvm profile URL`: the
+    flame graph written to a file; a second profile while one runs exits
+    1 with the server's answer."""
+    n = Launcher(["--handler", "testapp.Cost", "--classpath", java_classes(),
+                  "--status", "/jvm-status"], workers=2)
+    with n:
+        url = "http://127.0.0.1:%d/jvm-status" % n.port
+        out = tmp_path / "flame.html"
+        with Load(n, "spin=2"):
+            first = subprocess.Popen(
+                [LAUNCHER, "profile", url, "--seconds", "3", "--out", str(out)],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(1)
+            second = subprocess.run([LAUNCHER, "profile", url, "--seconds", "1",
+                                     "--format", "folded"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, timeout=60, cwd=tmp_path)
+            said, err = first.communicate(timeout=90)
+        assert first.returncode == 0, err
+        assert said.strip() == str(out)
+        page = out.read_text()
+        assert "cpu profile, 3 s, 2 workers" in page.lower()
+        assert "testapp.Cost.handle" in page
+        assert second.returncode == 1, second.stderr
+        assert "answered 409: profile: another profile is running" in second.stderr
+        assert not list(tmp_path.glob("nginx-jvm-profile-*"))
+        # the figures, at the same location
+        assert "nginx_jvm_workers 2" in n.get("/jvm-status").text

@@ -119,7 +119,7 @@ typedef struct {
  */
 #define NGX_HTTP_JVM_STATUS_HANDLER   "nginx.jvm.Status"
 #define NGX_HTTP_JVM_STATUS_DICT      "nginx.jvm.status"
-#define NGX_HTTP_JVM_STATUS_SIZE      (256 * 1024)
+#define NGX_HTTP_JVM_STATUS_SIZE      (1024 * 1024)
 #define NGX_HTTP_JVM_STATUS_504       "timeouts"
 
 

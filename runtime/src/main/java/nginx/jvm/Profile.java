@@ -1,11 +1,11 @@
 package nginx.jvm;
 
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadInfo;
 import java.lang.management.ThreadMXBean;
@@ -15,6 +15,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.zip.GZIPInputStream;
+import java.util.zip.GZIPOutputStream;
 import jdk.jfr.Recording;
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordedFrame;
@@ -31,9 +33,10 @@ import jdk.jfr.consumer.RecordingFile;
  * the same seconds, and merges what each worker wrote (its samples folded
  * into one line a stack) into one flame graph ({@link FlameGraph}).
  *
- * <p>Cross-worker files go under java.io.tmpdir, which the workers of one
- * nginx share (same user, same options); the requesting worker removes them.
- * One profile at a time per nginx: the key is taken with an atomic add.
+ * <p>Each worker's part goes back through the same dictionary, compressed
+ * (key "p:ID:PID"), bounded to a share of the zone: the heaviest stacks
+ * are kept, the rest summed into one line. One profile at a time per
+ * nginx: the key is taken with an atomic add.
  */
 final class Profile {
     static final String KEY = "profile";
@@ -94,9 +97,10 @@ final class Profile {
             }
         }
         String id = Long.toHexString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
-        // the others start within a second (their publisher's period) and
-        // need a moment to write: how long the requester waits for them
-        long deadline = System.currentTimeMillis() + seconds * 1000L + 8000;
+        // the others start within a second (their publisher's period), and
+        // JFR's first recording in a JVM takes a few seconds to set up on a
+        // busy machine: how long the requester waits for them at most
+        long deadline = System.currentTimeMillis() + seconds * 1000L + 15_000;
         return new Ask(id, seconds, alloc, deadline);
     }
 
@@ -152,10 +156,6 @@ final class Profile {
         return t;
     }
 
-    static Path dir(String id) {
-        return Path.of(System.getProperty("java.io.tmpdir"), "nginx-jvm-profiles", id);
-    }
-
     /**
      * Records for the ask's seconds, then writes this worker's samples as
      * folded stacks ("frame;frame;frame count", root first) with a header of
@@ -173,38 +173,68 @@ final class Profile {
             sampleStacks(ask, folded, sums, loopId);
         }
         long total = sums[0], loop = sums[1];
-        StringBuilder b = new StringBuilder(64 * 1024);
+        StringBuilder b = new StringBuilder(256);
         b.append("# pid ").append(pid).append('\n');
         b.append("# worker ").append(System.getProperty("nginx.jvm.worker", "0")).append('\n');
         b.append("# total ").append(total).append('\n');
         b.append("# loop ").append(loop).append('\n');
         b.append("# held ").append(LoopWatchdog.held.get() - heldBefore).append('\n');
         b.append("# sampler ").append(ask.alloc() ? "jfr-alloc" : JFR_SAMPLES ? "jfr" : "stacks").append('\n');
-        for (Map.Entry<String, Long> e : folded.entrySet()) {
-            b.append(e.getKey()).append(' ').append(e.getValue()).append('\n');
-        }
-        Path dir = dir(ask.id());
-        Files.createDirectories(dir);
-        Path tmp = dir.resolve(pid + ".tmp"), done = dir.resolve(Long.toString(pid));
-        Files.writeString(tmp, b, StandardCharsets.UTF_8);
-        try {
-            Files.move(tmp, done, StandardCopyOption.ATOMIC_MOVE);
-        } catch (AtomicMoveNotSupportedException e) {
-            Files.move(tmp, done, StandardCopyOption.REPLACE_EXISTING);
-        }
-        if (System.currentTimeMillis() > ask.deadlineMillis()) {
-            removeTree(dir);            // the requester gave up on it: leave nothing
+        SharedDict dict = Metrics.dict();
+        if (System.currentTimeMillis() >= ask.deadlineMillis()) {
+            Log.warn("nginx.jvm.profile", "this worker's part of the profile " + ask.id()
+                    + " came after the answer: left out");
+        } else if (dict != null) {
+            int workers = 0;
+            for (String key : dict.keys(4096)) {
+                workers += key.startsWith("w:") ? 1 : 0;
+            }
+            byte[] part = fit(b.toString(), folded, (int) Math.min(MAX_PART,
+                    dict.capacity() / (2L * Math.max(1, workers))));
+            if (!dict.put(partKey(ask, pid), part, ask.deadlineMillis() - System.currentTimeMillis() + 60_000)) {
+                Log.warn("nginx.jvm.profile", "no room in " + Metrics.DICT + " for this worker's part of"
+                        + " the profile " + ask.id() + " (" + part.length + " bytes)");
+            }
         }
     }
 
-    static void removeTree(Path dir) {
-        try (var files = Files.list(dir)) {
-            for (Path f : (Iterable<Path>) files::iterator) {
-                Files.deleteIfExists(f);
+    /** The largest part a worker puts into the dictionary, compressed. */
+    static final int MAX_PART = 256 * 1024;
+
+    static String partKey(Ask ask, long pid) {
+        return "p:" + ask.id() + ":" + pid;
+    }
+
+    /**
+     * The header and the stacks, gzipped, within {@code limit} bytes: when
+     * all do not fit, the heaviest half that does, the rest summed as one
+     * "(lighter stacks)" line.
+     */
+    static byte[] fit(String header, Map<String, Long> folded, int limit) throws IOException {
+        List<Map.Entry<String, Long>> stacks = new ArrayList<>(folded.entrySet());
+        stacks.sort((x, y) -> Long.compare(y.getValue(), x.getValue()));
+        int keep = stacks.size();
+        while (true) {
+            StringBuilder b = new StringBuilder(header);
+            long rest = 0;
+            for (int i = 0; i < stacks.size(); i++) {
+                if (i < keep) {
+                    b.append(stacks.get(i).getKey()).append(' ').append(stacks.get(i).getValue()).append('\n');
+                } else {
+                    rest += stacks.get(i).getValue();
+                }
             }
-            Files.deleteIfExists(dir);
-        } catch (IOException e) {
-            Log.warn("nginx.jvm.profile", "cannot remove " + dir + ": " + e);
+            if (rest > 0) {
+                b.append("(lighter stacks) ").append(rest).append('\n');
+            }
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            try (GZIPOutputStream z = new GZIPOutputStream(out)) {
+                z.write(b.toString().getBytes(StandardCharsets.UTF_8));
+            }
+            if (out.size() <= limit || keep == 0) {
+                return out.toByteArray();
+            }
+            keep /= 2;
         }
     }
 
@@ -344,11 +374,15 @@ final class Profile {
                 Map<String, Long> folded) {
     }
 
-    static Part read(Path file) throws IOException {
+    static Part read(byte[] gzipped) throws IOException {
+        String text;
+        try (GZIPInputStream z = new GZIPInputStream(new ByteArrayInputStream(gzipped))) {
+            text = new String(z.readAllBytes(), StandardCharsets.UTF_8);
+        }
         long pid = 0, total = 0, loop = 0, held = 0;
         String worker = "?", sampler = "?";
         Map<String, Long> folded = new HashMap<>();
-        for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
+        for (String line : text.split("\n")) {
             int sp = line.lastIndexOf(' ');
             if (sp <= 0) {
                 continue;
@@ -374,34 +408,26 @@ final class Profile {
 
     /**
      * The requesting worker: waits until every live worker (those publishing
-     * figures, {@code pids}) wrote its part or the deadline passes; reads
-     * what came and removes the files.
+     * figures, {@code pids}) put its part or the deadline passes; reads what
+     * came, and removes it.
      */
-    static List<Part> collect(Ask ask, List<Long> pids) throws IOException, InterruptedException {
-        Path dir = dir(ask.id());
-        while (System.currentTimeMillis() < ask.deadlineMillis()) {
-            boolean all = true;
-            for (long p : pids) {
-                if (!Files.exists(dir.resolve(Long.toString(p)))) {
-                    all = false;
-                    break;
+    static List<Part> collect(SharedDict dict, Ask ask, List<Long> pids) throws IOException, InterruptedException {
+        List<Part> parts = new ArrayList<>();
+        List<Long> waiting = new ArrayList<>(pids);
+        while (true) {
+            for (var it = waiting.iterator(); it.hasNext(); ) {
+                long p = it.next();
+                byte[] part = dict.getBytes(partKey(ask, p));
+                if (part != null) {
+                    dict.delete(partKey(ask, p));
+                    parts.add(read(part));
+                    it.remove();
                 }
             }
-            if (all) {
+            if (waiting.isEmpty() || System.currentTimeMillis() >= ask.deadlineMillis()) {
                 break;
             }
             Thread.sleep(100);
-        }
-        List<Part> parts = new ArrayList<>();
-        if (Files.isDirectory(dir)) {
-            try (var files = Files.list(dir)) {
-                for (Path f : (Iterable<Path>) files::iterator) {
-                    if (!f.getFileName().toString().endsWith(".tmp")) {
-                        parts.add(read(f));
-                    }
-                }
-            }
-            removeTree(dir);
         }
         parts.sort((a, b) -> a.worker().compareTo(b.worker()) != 0
                 ? a.worker().compareTo(b.worker()) : Long.compare(a.pid(), b.pid()));

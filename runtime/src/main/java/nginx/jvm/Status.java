@@ -55,7 +55,7 @@ final class Status implements Handler, AsyncHandler {
         Profile.start(ask);
         Thread t = new Thread(() -> {
             try {
-                List<Profile.Part> parts = Profile.collect(ask, pids);
+                List<Profile.Part> parts = Profile.collect(dict, ask, pids);
                 FlameGraph g = new FlameGraph(parts, ask.alloc(), ask.seconds(), pids.size());
                 responder.respond(switch (format) {
                     case "svg" -> Response.of(200, "image/svg+xml", g.svg());

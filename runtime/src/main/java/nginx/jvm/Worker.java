@@ -477,6 +477,7 @@ final class Worker {
             return notLoaded(index, handler, async ? AsyncHandler.class : Handler.class);
         }
         Request request = null;
+        boolean counted = false;
         // the loop's share: the request's decoding, the task's start (and a coloop task's first slice)
         long alloc = Meter.on ? Meter.allocNow() : 0, cpu = Meter.on ? Meter.cpuNow() : 0;
         try {
@@ -494,10 +495,16 @@ final class Worker {
             if (request.streamsBody()) {
                 request.upload = new UploadBody(() -> tasks.room(task));
             }
+            // in flight from before its handler can run: an async handler on
+            // the loop runs within submit, and jvm_status counts itself
+            Metrics.inFlight.incrementAndGet();
+            counted = true;
             String refused = tasks.submit(task, mode);
             if (refused == null) {
                 if (tasks.answeredInline(task)) {
                     // a coloop handler that answered before it first parked: as on the loop
+                    Metrics.inFlight.decrementAndGet();
+                    counted = false;
                     int n = task.encode(encoder);
                     Metrics.response(mode, encoder.buffer().getInt(0), System.nanoTime() - task.started);
                     tasks.forget(task);
@@ -509,13 +516,17 @@ final class Worker {
                 if (task.meter != null) {
                     task.meter.addLoop(alloc, cpu);
                 }
-                Metrics.inFlight.incrementAndGet();
                 return Wire.ACCEPTED;
             }
+            Metrics.inFlight.decrementAndGet();
+            counted = false;
             request.end();
             Metrics.refused();
             return encoder.error(503, refused, null);
         } catch (Throwable t) {
+            if (counted) {
+                Metrics.inFlight.decrementAndGet();
+            }
             if (request != null) {
                 request.end();
             }
