@@ -401,6 +401,38 @@ FIGURES = [
        "and {1.17} times Tomcat alone, with {34}-{35} µs of CPU a request "
        "against {42} (Tomcat alone) and {66}-{67} (proxy and Tomcat)"]),
 
+    F("docs/servlet.md",
+      "nginx-jvm spent {34.6} µs of CPU on a request for a `@RestController`'s "
+      "string against {39.6} for Boot's own Tomcat and {73.6} behind the proxy, "
+      "and {64.0} µs on a Thymeleaf page against {62.5} and {100.1}",
+      "2026-11-29-servlet-spring.md",
+      ["| spring-hello | nginx-jvm | 12976 (11381-20326) | {34.6} (29.1-36.2) |",
+       "| spring-hello | direct | 14523 (12825-19765) | {39.6} (32.3-43.3) |",
+       "| spring-hello | proxy | 14885 (10518-17279) | {73.6} (68.0-78.8) |",
+       "round 3 spring-page nginx-jvm 12878 req/s {64.0} us",
+       "round 3 spring-page direct 10037 req/s {62.5} us",
+       "round 3 spring-page proxy 13194 req/s {100.1} us"]),
+    F("docs/servlet.md", "the page's first round cost {338.1} µs a request",
+      "2026-11-29-servlet-spring.md",
+      ["round 1 spring-page nginx-jvm 987 req/s {338.1} us"]),
+    F("docs/servlet.md",
+      "each worker took {93} MB (PSS) with the class cache and {106} MB without, "
+      "against {157} MB for `java -jar` with the JDK's defaults and {111} MB with "
+      "the collector",
+      "2026-11-29-servlet-spring.md",
+      ["| nginx-jvm --jar, class cache (AppCDS) | 73.24 (68.70-77.77) | 37.75 (37.38-38.13) | {93} (92-95) |",
+       "| nginx-jvm --jar, --cache off | 72.13 (70.16-74.10) | 41.30 (38.96-43.63) | {106} (101-112) |",
+       "| java -jar | 59.10 (54.06-64.14) | 59.10 (54.06-64.14) | {157} (147-168) |",
+       "| java -jar, the workers' GC and heap options | 65.03 (60.19-69.86) | 65.03 (60.19-69.86) | {111} (107-114) |"]),
+    F("docs/servlet.md",
+      "A worker's JVM started in {37.75} s with the class cache and {41.30} s "
+      "without, `java -jar` in {59.10} s, and in {22.89} s with Boot's own CDS",
+      "2026-11-29-servlet-spring.md",
+      ["| nginx-jvm --jar, class cache (AppCDS) | 73.24 (68.70-77.77) | {37.75} (37.38-38.13) |",
+       "| nginx-jvm --jar, --cache off | 72.13 (70.16-74.10) | {41.30} (38.96-43.63) |",
+       "| java -jar | 59.10 (54.06-64.14) | {59.10} (54.06-64.14) |",
+       "| java -jar, extracted, Boot's CDS | {22.89} (19.32-26.47) |"]),
+
     # ---- README.md
     F(README, "{432} bytes each ({18,976} under a limit of {20,000} were {8.2} MB "
               "of each worker's memory",
