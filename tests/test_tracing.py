@@ -65,6 +65,7 @@ def locations(mode):
     # a handler that waits for its subrequest needs a thread of its own
     waits = "jvm_mode pool; " if mode == "loop" else ""
     return """
+        jvm_warmup /java requests=3;
         location = /java { jvm_content tracing.Traced; }
         location = /fails { jvm_content tracing.Traced$Fails; }
         location = /slow { jvm_content tracing.Traced$Slow; }
@@ -251,6 +252,17 @@ def test_client_gone_mid_handler_still_ends_its_trace(ng, rx):
     time.sleep(0.8)                 # the handler has returned by now
     assert len(rx.trace(tid)) == 2
     assert request(ng.port, "GET", "/java").status == 200
+
+
+def test_warmup_requests_are_not_traced(ng, rx):
+    """jvm_warmup's requests (the worker's own, before it accepts) ran
+    /java: none of them is a span."""
+    later = words(request(ng.port, "GET", "/java").text)
+    assert len(rx.wait_trace(later["trace"], 3)) == 3
+    assert rx.spans
+    assert not [s for s in rx.spans
+                if s["attrs"].get("user_agent.original") == "nginx-jvm-warmup"]
+    assert ng.log_lines(r"jvm_warmup|warm", 0), ng.log_text()
 
 
 def test_what_no_jvm_handler_serves_is_not_traced(ng, rx):

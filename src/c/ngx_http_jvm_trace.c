@@ -55,8 +55,9 @@ ngx_http_jvm_trace_on(void)
 
 /*
  * Natives.traceStart(): Java begins r's server span.  Answers when nginx
- * began the request (ms since the epoch), or -1 for a subrequest: its
- * handler's spans belong to its main request's trace.  The request is
+ * began the request (ms since the epoch), or -1 for a subrequest (its
+ * handler's spans belong to its main request's trace) and for jvm_warmup's
+ * requests (on the quiet list while they last: no one's).  The request is
  * marked (a cleanup that does nothing: its pool holds it, and no other
  * state is needed) so that its log phase ends the span.
  */
@@ -64,10 +65,17 @@ ngx_http_jvm_trace_on(void)
 int64_t
 ngx_http_jvm_trace_start(ngx_http_request_t *r)
 {
-    ngx_pool_cleanup_t  *cln;
+    ngx_pool_cleanup_t    *cln;
+    ngx_http_jvm_quiet_t  *q;
 
     if (r != r->main) {
         return -1;
+    }
+
+    for (q = ngx_http_jvm_vm.quiet; q; q = q->next) {
+        if (q->log == r->connection->log) {
+            return -1;
+        }
     }
 
     for (cln = r->pool->cleanup; cln; cln = cln->next) {
