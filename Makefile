@@ -416,6 +416,11 @@ bench-servlet: all
 	scripts/install-deps.sh bench
 	$(PYTHON) bench/servlet.py $(SERVLET_BENCH_ARGS)
 
+# What a profile of every worker costs a busy server (bench/profile.py):
+# rate and CPU a request with and without one running.  About 2 minutes.
+bench-profile: all
+	$(PYTHON) bench/profile.py $(PROFILE_BENCH_ARGS)
+
 bench-alloc: all
 	python3 bench/alloc.py $(ALLOC_BENCH_ARGS)
 
