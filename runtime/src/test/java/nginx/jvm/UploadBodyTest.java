@@ -162,4 +162,33 @@ class UploadBodyTest {
         }
         assertArrayEquals(want.toByteArray(), read.get(20, TimeUnit.SECONDS));
     }
+
+    @Test
+    void readableSaysWhenAReadWouldNotBlockAndCallsBackOnce() throws IOException {
+        AtomicInteger called = new AtomicInteger();
+        assertTrue(!body.readable(called::incrementAndGet));
+        // a null callback only asks: the one registered stays
+        assertTrue(!body.readable(null));
+        body.offer(bytes(4, 1), Wire.UPLOAD_GOING);
+        assertEquals(1, called.get());
+        assertTrue(body.readable(null));
+        assertArrayEquals(bytes(4, 1), body.readNBytes(4));
+        assertTrue(!body.readable(called::incrementAndGet));
+        body.offer(new byte[0], Wire.UPLOAD_END);
+        assertEquals(2, called.get());
+        // the end answers at once: readable
+        assertTrue(body.readable(called::incrementAndGet));
+        assertEquals(-1, body.read());
+        assertEquals(2, called.get());
+    }
+
+    @Test
+    void theRequestsEndWakesAReaderThatWaitsForMore() {
+        AtomicInteger called = new AtomicInteger();
+        assertTrue(!body.readable(called::incrementAndGet));
+        body.end();
+        assertEquals(1, called.get());
+        assertTrue(body.readable(null));
+        assertThrows(IOException.class, body::read);
+    }
 }
