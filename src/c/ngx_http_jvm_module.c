@@ -37,7 +37,6 @@ static char *ngx_http_jvm_status(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_http_jvm_repl(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static ngx_uint_t ngx_http_jvm_repl_addr(ngx_str_t *addr);
-static ngx_int_t ngx_http_jvm_find_libjvm(ngx_conf_t *cf, ngx_str_t *path);
 static ngx_int_t ngx_http_jvm_expand_dir(ngx_conf_t *cf,
     ngx_http_jvm_main_conf_t *jmcf, ngx_str_t *dir);
 static ngx_int_t ngx_http_jvm_postconfiguration(ngx_conf_t *cf);
@@ -667,101 +666,6 @@ ngx_http_jvm_path(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     jmcf->jvm_path = value[1];
 
     return NGX_CONF_OK;
-}
-
-
-/*
- * "auto": $JAVA_HOME, then the JDK of the "java" on $PATH, then Debian's
- * default JDK.  Resolved when the configuration is read, in the master,
- * because nginx clears the environment of its workers.
- */
-
-static ngx_int_t
-ngx_http_jvm_find_libjvm(ngx_conf_t *cf, ngx_str_t *path)
-{
-    char        *home, *env_path, *p, *dir, *save;
-    u_char       buf[NGX_MAX_PATH], real[PATH_MAX];
-    size_t       len;
-    ngx_uint_t   i;
-
-    static const char  *suffixes[] = {
-        "/lib/server/libjvm.so",
-        "/jre/lib/amd64/server/libjvm.so",
-        NULL
-    };
-
-    home = getenv("JAVA_HOME");
-
-    if (home != NULL && home[0] != '\0') {
-        for (i = 0; suffixes[i]; i++) {
-            ngx_snprintf(buf, sizeof(buf), "%s%s%Z", home, suffixes[i]);
-            if (access((char *) buf, R_OK) == 0) {
-                goto found;
-            }
-        }
-    }
-
-    env_path = getenv("PATH");
-
-    if (env_path != NULL) {
-        p = strdup(env_path);
-        if (p == NULL) {
-            return NGX_ERROR;
-        }
-
-        for (dir = strtok_r(p, ":", &save);
-             dir != NULL;
-             dir = strtok_r(NULL, ":", &save))
-        {
-            ngx_snprintf(buf, sizeof(buf), "%s/java%Z", dir);
-
-            if (access((char *) buf, X_OK) != 0
-                || realpath((char *) buf, (char *) real) == NULL)
-            {
-                continue;
-            }
-
-            /* real is ".../bin/java": strip "/bin/java" to get the home */
-            len = ngx_strlen(real);
-            if (len < sizeof("/bin/java") - 1) {
-                continue;
-            }
-
-            real[len - (sizeof("/bin/java") - 1)] = '\0';
-
-            for (i = 0; suffixes[i]; i++) {
-                ngx_snprintf(buf, sizeof(buf), "%s%s%Z", real, suffixes[i]);
-                if (access((char *) buf, R_OK) == 0) {
-                    free(p);
-                    goto found;
-                }
-            }
-        }
-
-        free(p);
-    }
-
-    ngx_snprintf(buf, sizeof(buf), "%s%Z",
-                 "/usr/lib/jvm/default-java/lib/server/libjvm.so");
-    if (access((char *) buf, R_OK) == 0) {
-        goto found;
-    }
-
-    return NGX_DECLINED;
-
-found:
-
-    /* with the terminating NUL that dlopen() needs */
-    path->len = ngx_strlen(buf);
-    p = (char *) ngx_pnalloc(cf->pool, path->len + 1);
-    if (p == NULL) {
-        return NGX_ERROR;
-    }
-
-    ngx_memcpy(p, buf, path->len + 1);
-    path->data = (u_char *) p;
-
-    return NGX_OK;
 }
 
 

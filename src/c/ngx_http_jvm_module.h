@@ -45,7 +45,7 @@
  *                            (RFC 7692), the worker's zlib streams
  *   ngx_http_jvm_stream.c    the request's context (and what its calls
  *                            into Java cost); bodies sent in pieces
- *   ngx_http_jvm_vm_create.c the worker's JVM created: libjvm.so, options
+ *   ngx_http_jvm_vm_create.c the worker's JVM created: libjvm.so (found for "jvm_path auto"), options
  *   ngx_http_jvm_vm.c        every call down into the JVM, the WebSocket's
  *                            too
  *   ngx_http_jvm_gate.c      the one check of every string from Java on
@@ -494,6 +494,7 @@ ngx_int_t ngx_http_jvm_vm_build_cache(ngx_cycle_t *cycle,
 ngx_int_t ngx_http_jvm_natives_init(ngx_cycle_t *cycle);
 
 /* ngx_http_jvm_vm_create.c: the worker's JVM created */
+ngx_int_t ngx_http_jvm_find_libjvm(ngx_conf_t *cf, ngx_str_t *path);
 ngx_int_t ngx_http_jvm_vm_start(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 ngx_int_t ngx_http_jvm_vm_option(ngx_str_t *opt, ngx_int_t worker,

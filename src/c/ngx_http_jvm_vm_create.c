@@ -875,3 +875,98 @@ ngx_http_jvm_check_readable(ngx_cycle_t *cycle,
         }
     }
 }
+
+
+/*
+ * "auto": $JAVA_HOME, then the JDK of the "java" on $PATH, then Debian's
+ * default JDK.  Resolved when the configuration is read, in the master,
+ * because nginx clears the environment of its workers.
+ */
+
+ngx_int_t
+ngx_http_jvm_find_libjvm(ngx_conf_t *cf, ngx_str_t *path)
+{
+    char        *home, *env_path, *p, *dir, *save;
+    u_char       buf[NGX_MAX_PATH], real[PATH_MAX];
+    size_t       len;
+    ngx_uint_t   i;
+
+    static const char  *suffixes[] = {
+        "/lib/server/libjvm.so",
+        "/jre/lib/amd64/server/libjvm.so",
+        NULL
+    };
+
+    home = getenv("JAVA_HOME");
+
+    if (home != NULL && home[0] != '\0') {
+        for (i = 0; suffixes[i]; i++) {
+            ngx_snprintf(buf, sizeof(buf), "%s%s%Z", home, suffixes[i]);
+            if (access((char *) buf, R_OK) == 0) {
+                goto found;
+            }
+        }
+    }
+
+    env_path = getenv("PATH");
+
+    if (env_path != NULL) {
+        p = strdup(env_path);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        for (dir = strtok_r(p, ":", &save);
+             dir != NULL;
+             dir = strtok_r(NULL, ":", &save))
+        {
+            ngx_snprintf(buf, sizeof(buf), "%s/java%Z", dir);
+
+            if (access((char *) buf, X_OK) != 0
+                || realpath((char *) buf, (char *) real) == NULL)
+            {
+                continue;
+            }
+
+            /* real is ".../bin/java": strip "/bin/java" to get the home */
+            len = ngx_strlen(real);
+            if (len < sizeof("/bin/java") - 1) {
+                continue;
+            }
+
+            real[len - (sizeof("/bin/java") - 1)] = '\0';
+
+            for (i = 0; suffixes[i]; i++) {
+                ngx_snprintf(buf, sizeof(buf), "%s%s%Z", real, suffixes[i]);
+                if (access((char *) buf, R_OK) == 0) {
+                    free(p);
+                    goto found;
+                }
+            }
+        }
+
+        free(p);
+    }
+
+    ngx_snprintf(buf, sizeof(buf), "%s%Z",
+                 "/usr/lib/jvm/default-java/lib/server/libjvm.so");
+    if (access((char *) buf, R_OK) == 0) {
+        goto found;
+    }
+
+    return NGX_DECLINED;
+
+found:
+
+    /* with the terminating NUL that dlopen() needs */
+    path->len = ngx_strlen(buf);
+    p = (char *) ngx_pnalloc(cf->pool, path->len + 1);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(p, buf, path->len + 1);
+    path->data = (u_char *) p;
+
+    return NGX_OK;
+}
