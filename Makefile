@@ -473,7 +473,7 @@ FUZZ_FLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
               -fno-sanitize-recover=undefined -W -Wall -Werror \
               -Wno-unused-parameter -Wpointer-arith
 FUZZ_WS    := ws_world.o ngx_fuzz_nginx.o ngx_http_jvm_ws_handshake.o \
-              ngx_http_jvm_websocket.o ngx_http_jvm_deflate.o
+              ngx_http_jvm_websocket.o ngx_http_jvm_deflate.o ngx_http_jvm_ws_check.o
 
 fuzz-build: $(FUZZ_BINS)
 

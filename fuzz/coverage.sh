@@ -30,7 +30,8 @@ build() {   # NAME SOURCES...
 }
 
 ws=(fuzz/ws_world.c fuzz/ngx_fuzz_nginx.c src/c/ngx_http_jvm_ws_handshake.c
-    src/c/ngx_http_jvm_websocket.c src/c/ngx_http_jvm_deflate.c)
+    src/c/ngx_http_jvm_websocket.c src/c/ngx_http_jvm_deflate.c
+    src/c/ngx_http_jvm_ws_check.c)
 build fuzz_ws_frames fuzz/fuzz_ws_frames.c "${ws[@]}"
 build fuzz_ws_handshake fuzz/fuzz_ws_handshake.c "${ws[@]}"
 build fuzz_inflate fuzz/fuzz_inflate.c fuzz/ngx_fuzz_nginx.c \
@@ -57,5 +58,6 @@ done
 llvm-profdata-14 merge -sparse "$out"/*.profraw -o "$out/all.profdata"
 llvm-cov-14 report -instr-profile="$out/all.profdata" "${objects[@]}" \
     src/c/ngx_http_jvm_ws_handshake.c src/c/ngx_http_jvm_websocket.c \
-    src/c/ngx_http_jvm_deflate.c src/c/ngx_http_jvm_upload.c src/c/ngx_http_jvm_request.c \
+    src/c/ngx_http_jvm_deflate.c src/c/ngx_http_jvm_ws_check.c src/c/ngx_http_jvm_upload.c \
+    src/c/ngx_http_jvm_request.c \
     src/c/ngx_http_jvm_wire.c

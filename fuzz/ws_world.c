@@ -902,7 +902,7 @@ ngx_fuzz_ws_session(ngx_http_request_t *r, size_t with_handshake)
     b = ngx_fuzz_choice(w.in);
     ngx_fuzz_fail_alloc = b >> 2;
 
-    rc = ngx_http_jvm_ws_upgrade(r, NGX_FUZZ_WS_ID);
+    rc = ngx_http_jvm_ws_upgrade(r, NGX_FUZZ_WS_ID, 0);   /* a WebSocket of ours */
 
     if (rc == NGX_DONE && (b & 1)) {
         c->buffered = 1;

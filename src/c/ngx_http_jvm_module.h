@@ -43,9 +43,12 @@
  *   ngx_http_jvm_websocket.c WebSocket frames and close (RFC 6455)
  *   ngx_http_jvm_deflate.c   WebSocket compression: permessage-deflate
  *                            (RFC 7692), the worker's zlib streams
+ *   ngx_http_jvm_ws_check.c  what a WebSocket peer's frames must hold:
+ *                            UTF-8 text, valid close codes
  *   ngx_http_jvm_stream.c    the request's context (and what its calls
  *                            into Java cost); bodies sent in pieces
- *   ngx_http_jvm_vm_create.c the worker's JVM created: libjvm.so (found for "jvm_path auto"), options
+ *   ngx_http_jvm_vm_create.c the worker's JVM created: libjvm.so (found
+ *                            for "jvm_path auto"), options
  *   ngx_http_jvm_vm.c        every call down into the JVM, the WebSocket's
  *                            too
  *   ngx_http_jvm_gate.c      the one check of every string from Java on
@@ -468,6 +471,11 @@ ngx_int_t ngx_http_jvm_ws_upgrade(ngx_http_request_t *r, ngx_int_t id,
 
 /* ngx_http_jvm_websocket.c */
 void ngx_http_jvm_ws_ready(ngx_int_t id, ngx_uint_t resume);
+
+/* ngx_http_jvm_ws_check.c: a peer's UTF-8 (read by read), close codes */
+ngx_int_t ngx_http_jvm_utf8(uint8_t *need, uint8_t *first, u_char *p,
+    size_t len);
+ngx_int_t ngx_http_jvm_ws_valid_close_code(ngx_uint_t code);
 
 /* ngx_http_jvm_deflate.c: the event loop only */
 ngx_int_t ngx_http_jvm_deflate_negotiate(ngx_http_request_t *r,

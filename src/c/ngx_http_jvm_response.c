@@ -56,6 +56,7 @@ static void ngx_http_jvm_remove_header(ngx_http_request_t *r,
     ngx_str_t *name);
 static ngx_int_t ngx_http_jvm_header_out_gate(ngx_http_request_t *r,
     ngx_str_t *name, ngx_str_t *value);
+static ngx_int_t ngx_http_jvm_send_empty(ngx_http_request_t *r);
 static ngx_int_t ngx_http_jvm_send_inline(ngx_http_request_t *r,
     u_char *data, size_t len);
 static ngx_int_t ngx_http_jvm_send_file(ngx_http_request_t *r,
@@ -103,7 +104,7 @@ ngx_http_jvm_send_response(ngx_http_request_t *r, size_t len)
 {
     int64_t                 length;
     uint32_t                status, kind, count, id;
-    ngx_int_t               rc, stream;
+    ngx_int_t               stream;
     ngx_str_t               s;
     ngx_http_jvm_reader_t   rd;
 
@@ -188,42 +189,16 @@ ngx_http_jvm_send_response(ngx_http_request_t *r, size_t len)
         return ngx_http_jvm_send_stream(r, stream);
 
     case NGX_HTTP_JVM_BODY_UPGRADE:
-        if (rd.pos != rd.last) {
-            break;
-        }
-
-        return ngx_http_jvm_ws_upgrade(r, stream, 0);
-
     case NGX_HTTP_JVM_BODY_TUNNEL:
         if (rd.pos != rd.last) {
             break;
         }
 
-        return ngx_http_jvm_ws_upgrade(r, stream, 1);
+        return ngx_http_jvm_ws_upgrade(r, stream,
+                                       kind == NGX_HTTP_JVM_BODY_TUNNEL);
 
     case NGX_HTTP_JVM_BODY_NONE:
-
-        /*
-         * No bytes follow: a handler's length is kept only where none are
-         * due after it, in a HEAD answer (the GET's length; none when it
-         * does not know it) and a 304.  Elsewhere the client would wait
-         * for the bytes, or read the next response on the connection as
-         * this one's body.
-         */
-
-        if (r->method != NGX_HTTP_HEAD
-            && status != NGX_HTTP_NOT_MODIFIED)
-        {
-            r->headers_out.content_length_n = 0;
-        }
-
-        rc = ngx_http_send_header(r);
-
-        if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-            return rc;
-        }
-
-        return ngx_http_send_special(r, NGX_HTTP_LAST);
+        return ngx_http_jvm_send_empty(r);
     }
 
 malformed:
@@ -245,6 +220,34 @@ failed:
     }
 
     return NGX_HTTP_INTERNAL_SERVER_ERROR;
+}
+
+
+/*
+ * No bytes follow: a handler's length is kept only where none are due
+ * after it, in a HEAD answer (the GET's length; none when it does not know
+ * it) and a 304.  Elsewhere the client would wait for the bytes, or read
+ * the next response on the connection as this one's body.
+ */
+
+static ngx_int_t
+ngx_http_jvm_send_empty(ngx_http_request_t *r)
+{
+    ngx_int_t  rc;
+
+    if (r->method != NGX_HTTP_HEAD
+        && r->headers_out.status != NGX_HTTP_NOT_MODIFIED)
+    {
+        r->headers_out.content_length_n = 0;
+    }
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    return ngx_http_send_special(r, NGX_HTTP_LAST);
 }
 
 

@@ -108,9 +108,7 @@ static void ngx_http_jvm_ws_report(ngx_http_jvm_ws_t *ws, ngx_uint_t code,
     u_char *reason, size_t len);
 static void ngx_http_jvm_ws_finish(ngx_http_jvm_ws_t *ws, ngx_uint_t code);
 static ngx_int_t ngx_http_jvm_ws_resume(ngx_http_jvm_ws_t *ws);
-static ngx_int_t ngx_http_jvm_utf8(uint8_t *need, uint8_t *first, u_char *p,
-    size_t len);
-static ngx_int_t ngx_http_jvm_ws_valid_close_code(ngx_uint_t code);
+static ngx_int_t ngx_http_jvm_ws_flush(ngx_http_jvm_ws_t *ws);
 
 
 /* open sockets by id, for Worker.wsPoll(); sized at the first upgrade */
@@ -975,18 +973,6 @@ ngx_http_jvm_ws_closed_by_peer(ngx_http_jvm_ws_t *ws)
 }
 
 
-static ngx_int_t
-ngx_http_jvm_ws_valid_close_code(ngx_uint_t code)
-{
-    return (code >= NGX_HTTP_JVM_CLOSE_NORMAL
-            && code <= NGX_HTTP_JVM_CLOSE_UNSUPPORTED_DATA)
-           || (code >= NGX_HTTP_JVM_CLOSE_INVALID_DATA
-               && code <= NGX_HTTP_JVM_CLOSE_BAD_GATEWAY)
-           || (code >= NGX_HTTP_JVM_CLOSE_APP_FIRST
-               && code <= NGX_HTTP_JVM_CLOSE_APP_LAST);
-}
-
-
 /*
  * Fails the connection: the close frame with code and reason goes out
  * before anything else Java may have queued, then the connection waits a
@@ -1083,6 +1069,59 @@ ngx_http_jvm_ws_queue(ngx_http_jvm_ws_t *ws, ngx_uint_t opcode, u_char *data,
 
 
 /*
+ * Writes what is queued here: NGX_OK when all of it left (the send timer
+ * off), NGX_AGAIN when the socket would block (the write event armed, with
+ * send_timeout), NGX_ERROR when the connection failed (it is finished).
+ */
+
+static ngx_int_t
+ngx_http_jvm_ws_flush(ngx_http_jvm_ws_t *ws)
+{
+    ssize_t            n;
+    ngx_event_t       *wev;
+    ngx_connection_t  *c;
+
+    c = ws->connection;
+    wev = c->write;
+
+    while (ws->out_pos < ws->out_len) {
+        n = c->send(c, ws->out + ws->out_pos, ws->out_len - ws->out_pos);
+
+        if (n == NGX_AGAIN) {
+            ngx_add_timer(wev, ws->send_timeout);
+
+            if (ngx_handle_write_event(wev, 0) != NGX_OK) {
+                ngx_http_jvm_ws_finish(ws, NGX_HTTP_JVM_CLOSE_ABNORMAL);
+                return NGX_ERROR;
+            }
+
+            return NGX_AGAIN;
+        }
+
+        if (n == NGX_ERROR) {
+            ngx_http_jvm_ws_finish(ws, NGX_HTTP_JVM_CLOSE_ABNORMAL);
+            return NGX_ERROR;
+        }
+
+        ws->out_pos += n;
+    }
+
+    if (ws->out) {
+        ngx_free(ws->out);
+        ws->out = NULL;
+        ws->out_pos = 0;
+        ws->out_len = 0;
+    }
+
+    if (wev->timer_set) {
+        ngx_del_timer(wev);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
  * Sends what is queued here, then frames from Java, one at a time, until
  * the socket would block, Java has none, a close frame has left, or this
  * event has sent its share (NGX_HTTP_JVM_WS_BUDGET: a client that reads as
@@ -1095,7 +1134,7 @@ ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws)
 {
     u_char                    *p;
     size_t                     len;
-    ssize_t                    n, budget;
+    ssize_t                    budget;
     uint32_t                   opcode;
     ngx_int_t                  rc;
     ngx_uint_t                 taken;
@@ -1110,40 +1149,8 @@ ngx_http_jvm_ws_send(ngx_http_jvm_ws_t *ws)
 
     for ( ;; ) {
 
-        if (ws->done) {
+        if (ws->done || ngx_http_jvm_ws_flush(ws) != NGX_OK) {
             return;
-        }
-
-        while (ws->out_pos < ws->out_len) {
-            n = c->send(c, ws->out + ws->out_pos, ws->out_len - ws->out_pos);
-
-            if (n == NGX_AGAIN) {
-                ngx_add_timer(wev, ws->send_timeout);
-
-                if (ngx_handle_write_event(wev, 0) != NGX_OK) {
-                    ngx_http_jvm_ws_finish(ws, NGX_HTTP_JVM_CLOSE_ABNORMAL);
-                }
-
-                return;
-            }
-
-            if (n == NGX_ERROR) {
-                ngx_http_jvm_ws_finish(ws, NGX_HTTP_JVM_CLOSE_ABNORMAL);
-                return;
-            }
-
-            ws->out_pos += n;
-        }
-
-        if (ws->out) {
-            ngx_free(ws->out);
-            ws->out = NULL;
-            ws->out_pos = 0;
-            ws->out_len = 0;
-        }
-
-        if (wev->timer_set) {
-            ngx_del_timer(wev);
         }
 
         if (ws->close_sent) {
@@ -1484,78 +1491,4 @@ ngx_http_jvm_ws_close_handler(ngx_event_t *ev)
     }
 
     ngx_http_close_connection(c);
-}
-
-
-/*
- * Incremental UTF-8 validation (RFC 3629): the state is how many
- * continuation bytes are still needed and, before the second byte of a
- * character, its first byte (some narrow the second's range), so that a
- * character may be split across frames and reads.  A message is complete
- * UTF-8 when none is needed at its end.
- */
-
-static ngx_int_t
-ngx_http_jvm_utf8(uint8_t *need, uint8_t *first, u_char *p, size_t len)
-{
-    u_char      c, lo, hi;
-    ngx_uint_t  n;
-
-    n = *need;
-
-    while (len--) {
-        c = *p++;
-
-        if (n == 0) {
-            if (c < 0x80) {
-                continue;
-            }
-
-            if (c >= 0xc2 && c <= 0xdf) {
-                n = 1;
-
-            } else if (c >= 0xe0 && c <= 0xef) {
-                n = 2;
-
-            } else if (c >= 0xf0 && c <= 0xf4) {
-                n = 3;
-
-            } else {
-                return NGX_ERROR;
-            }
-
-            *first = c;
-            continue;
-        }
-
-        lo = 0x80;
-        hi = 0xbf;
-
-        switch (*first) {
-        case 0xe0:
-            lo = 0xa0;
-            break;
-        case 0xed:
-            hi = 0x9f;
-            break;
-        case 0xf0:
-            lo = 0x90;
-            break;
-        case 0xf4:
-            hi = 0x8f;
-            break;
-        }
-
-        *first = 0;
-
-        if (c < lo || c > hi) {
-            return NGX_ERROR;
-        }
-
-        n--;
-    }
-
-    *need = (uint8_t) n;
-
-    return NGX_OK;
 }

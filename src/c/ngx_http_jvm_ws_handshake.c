@@ -27,6 +27,8 @@ static ngx_table_elt_t *ngx_http_jvm_ws_header(ngx_http_request_t *r,
     char *name, size_t len);
 static ngx_int_t ngx_http_jvm_ws_token(ngx_str_t *value, char *token,
     size_t len);
+static ngx_int_t ngx_http_jvm_ws_accept(ngx_http_request_t *r,
+    ngx_str_t *key);
 static ngx_int_t ngx_http_jvm_ws_add_header(ngx_http_request_t *r,
     char *name, u_char *value, size_t len);
 static void ngx_http_jvm_ws_handshake_handler(ngx_event_t *wev);
@@ -190,15 +192,10 @@ ngx_http_jvm_ws_token(ngx_str_t *value, char *token, size_t len)
 ngx_int_t
 ngx_http_jvm_ws_upgrade(ngx_http_request_t *r, ngx_int_t id, ngx_uint_t raw)
 {
-    u_char                   *accept;
-    ngx_int_t                 rc;
-    ngx_str_t                 key, encoded, digest, extensions;
-    ngx_uint_t                bits;
-    ngx_sha1_t                sha1;
-    ngx_connection_t         *c;
-    ngx_http_jvm_ctx_t       *ctx;
-    ngx_http_jvm_loc_conf_t  *jlcf;
-    u_char                    hash[20];
+    ngx_int_t            rc;
+    ngx_str_t            key;
+    ngx_connection_t    *c;
+    ngx_http_jvm_ctx_t  *ctx;
 
     c = r->connection;
 
@@ -266,51 +263,9 @@ ngx_http_jvm_ws_upgrade(ngx_http_request_t *r, ngx_int_t id, ngx_uint_t raw)
     r->headers_out.content_type_len = 0;
     r->keepalive = 0;
 
-    if (raw) {
-        goto send;
-    }
-
-    ngx_sha1_init(&sha1);
-    ngx_sha1_update(&sha1, key.data, key.len);
-    ngx_sha1_update(&sha1, "258EAFA5-E914-47DA-95CA-C5AB0DC85B11", 36);
-    ngx_sha1_final(hash, &sha1);
-
-    accept = ngx_pnalloc(r->pool, ngx_base64_encoded_length(20));
-    if (accept == NULL) {
+    if (!raw && ngx_http_jvm_ws_accept(r, &key) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    digest.data = hash;
-    digest.len = 20;
-    encoded.data = accept;
-    ngx_encode_base64(&encoded, &digest);
-
-    if (ngx_http_jvm_ws_add_header(r, "Upgrade", (u_char *) "websocket", 9)
-        != NGX_OK
-        || ngx_http_jvm_ws_add_header(r, "Sec-WebSocket-Accept",
-                                      encoded.data, encoded.len)
-           != NGX_OK)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    jlcf = ngx_http_get_module_loc_conf(r, ngx_http_jvm_module);
-
-    if (jlcf->ws_deflate) {
-        rc = ngx_http_jvm_deflate_negotiate(r, &extensions, &bits);
-
-        if (rc == NGX_ERROR
-            || (rc == NGX_OK
-                && ngx_http_jvm_ws_add_header(r, "Sec-WebSocket-Extensions",
-                                              extensions.data,
-                                              extensions.len)
-                   != NGX_OK))
-        {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-    }
-
-send:
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, c->log, 0,
                    "jvm: websocket %i: 101 to the handshake%s", id,
@@ -340,6 +295,67 @@ send:
     ngx_post_event(c->write, &ngx_posted_events);
 
     return NGX_DONE;
+}
+
+
+/*
+ * The 101's own fields for a WebSocket of nginx-jvm's: Upgrade, the key's
+ * Sec-WebSocket-Accept (RFC 6455, 4.2.2), and permessage-deflate's when
+ * jvm_websocket_deflate is on and the client offered it.
+ */
+
+static ngx_int_t
+ngx_http_jvm_ws_accept(ngx_http_request_t *r, ngx_str_t *key)
+{
+    u_char                   *accept;
+    ngx_int_t                 rc;
+    ngx_str_t                 encoded, digest, extensions;
+    ngx_uint_t                bits;
+    ngx_sha1_t                sha1;
+    ngx_http_jvm_loc_conf_t  *jlcf;
+    u_char                    hash[20];
+
+    ngx_sha1_init(&sha1);
+    ngx_sha1_update(&sha1, key->data, key->len);
+    ngx_sha1_update(&sha1, "258EAFA5-E914-47DA-95CA-C5AB0DC85B11", 36);
+    ngx_sha1_final(hash, &sha1);
+
+    accept = ngx_pnalloc(r->pool, ngx_base64_encoded_length(20));
+    if (accept == NULL) {
+        return NGX_ERROR;
+    }
+
+    digest.data = hash;
+    digest.len = 20;
+    encoded.data = accept;
+    ngx_encode_base64(&encoded, &digest);
+
+    if (ngx_http_jvm_ws_add_header(r, "Upgrade", (u_char *) "websocket", 9)
+        != NGX_OK
+        || ngx_http_jvm_ws_add_header(r, "Sec-WebSocket-Accept",
+                                      encoded.data, encoded.len)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    jlcf = ngx_http_get_module_loc_conf(r, ngx_http_jvm_module);
+
+    if (jlcf->ws_deflate) {
+        rc = ngx_http_jvm_deflate_negotiate(r, &extensions, &bits);
+
+        if (rc == NGX_ERROR
+            || (rc == NGX_OK
+                && ngx_http_jvm_ws_add_header(r, "Sec-WebSocket-Extensions",
+                                              extensions.data,
+                                              extensions.len)
+                   != NGX_OK))
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
 }
 
 
