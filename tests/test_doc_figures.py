@@ -55,6 +55,9 @@ OPS, DIR, HAN, INT, SCA, SHA, README = (
 
 FIGURES = [
     # ---- docs/operations.md
+    F(OPS, "a request with a profile running was {0.80} to {1.05} times that without",
+      "2026-11-29-profile.md",
+      ["CPU per request was {0.80} to {1.05} times"]),
     F(OPS, "a worker's start took {2.6} to {3.3} s of CPU without it and {2.1} "
            "to {2.4} s with it, about {21}% less",
       "2026-11-29-dev-start.md",
