@@ -11,6 +11,7 @@ without the configuration loads no OpenTelemetry class at all."""
 
 import atexit
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -73,6 +74,7 @@ def locations(mode):
         location = /sub { %sjvm_content tracing.Sub; }
         location = /up { internal; proxy_pass http://127.0.0.1:@UP@/echo; }
         location = /static { return 200 "static\\n"; }
+        location = /status { jvm_status; }
 """ % waits
 
 
@@ -319,6 +321,10 @@ def test_collector_hanging_costs_requests_nothing(mode, rx):
             line = n.wait_log(r"tracing: \d+ spans dropped", since=since,
                               timeout=30)
             assert line, n.log_text(since)
+            # and counted in jvm_status, every worker's
+            assert wait_for(lambda: int(re.search(
+                r"^nginx_jvm_trace_dropped_total (\d+)$",
+                n.get("/status").text, re.M).group(1)) > 0, 10)
     finally:
         hang.close()
 

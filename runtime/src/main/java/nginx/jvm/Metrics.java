@@ -151,6 +151,7 @@ final class Metrics {
         line(b, "refused", refused.sum());
         line(b, "aborted", aborted.sum());
         line(b, "loop_held", LoopWatchdog.held.get());
+        line(b, "trace_dropped", Tracing.dropped());
         MemoryUsage heap = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage();
         line(b, "heap_used", heap.getUsed());
         line(b, "heap_committed", heap.getCommitted());

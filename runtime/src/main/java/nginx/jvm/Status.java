@@ -164,6 +164,9 @@ final class Status implements Handler, AsyncHandler {
         head(b, "nginx_jvm_loop_held_total", "counter",
                 "jvm_mode coloop handlers that held the event loop beyond the watchdog's threshold.");
         b.append("nginx_jvm_loop_held_total ").append(num(sum(workers, "loop_held"))).append('\n');
+        head(b, "nginx_jvm_trace_dropped_total", "counter",
+                "Spans the tracing export queue dropped, full: the collector slow or gone (0 untraced).");
+        b.append("nginx_jvm_trace_dropped_total ").append(num(sum(workers, "trace_dropped"))).append('\n');
         head(b, "nginx_jvm_timeouts_total", "counter",
                 "Requests answered 504: no response within jvm_response_timeout.");
         b.append("nginx_jvm_timeouts_total ").append(timeouts).append('\n');
