@@ -449,6 +449,29 @@ def test_a_client_that_leaves_mid_request(srv):
     assert sorted(srv.worker_pids()) == srv.pids
 
 
+def test_an_answer_whole_before_the_servlet_returns(srv):
+    """A servlet that writes the whole Content-Length it set (as Spring's
+    message converters do) has ended its response (Tomcat closes it): its
+    client has the answer while the servlet still runs, and may ask again
+    at once, on another connection. The session, new or not, is written
+    before that answer leaves, not when the servlet returns (here a second
+    later)."""
+    b = Browser(srv)
+    r = b.go("/whole?name=a&value=1&ms=1500")
+    assert r.status == 200 and r.header("Content-Length") == str(len(r.body))
+    assert ID.match(b.cookie) and r.fields["id"] == b.cookie
+    for on in (dict(on=r.pid), dict(avoid=r.pid)):
+        got = b.go("/get?name=a", **on)
+        assert got.fields.get("value") == "1", (on, got.fields)
+        assert not b.set_cookie, "the same session: no new cookie"
+    # a session the client already had: the change is there at once too
+    r = b.go("/whole?name=a&value=2&ms=1500")
+    assert b.go("/get?name=a", avoid=r.pid).fields["value"] == "2"
+    # once the servlet returns (nothing more to write), it stays so
+    time.sleep(1.6)
+    assert b.go("/get?name=a").fields["value"] == "2"
+
+
 def test_a_client_that_leaves_an_async_request(srv):
     """The request is over when the client leaves; the servlet's thread
     changes the session afterwards: written then, at once."""

@@ -36,6 +36,9 @@ import java.util.TreeMap;
  * /nested                      a Serializable List holding an object that is not
  * /big?kb=N                    an attribute of N KB
  * /slow?name=N&amp;value=V&amp;ms=T    setAttribute, then T ms before answering
+ * /whole?name=N&amp;value=V&amp;ms=T   setAttribute, then the whole answer with its Content-Length
+ *                              (which ends the response, as Spring's message converters
+ *                              write), then T ms before returning
  * /async?name=N&amp;value=V[&amp;ms=T]  startAsync; another thread sets the attribute T ms
  *                              later (50), then completes
  * </pre>
@@ -127,6 +130,16 @@ public class SessionServlet extends HttpServlet {
             case "/slow" -> {
                 req.getSession().setAttribute(name, req.getParameter("value"));
                 pause(Long.parseLong(req.getParameter("ms")));
+            }
+            case "/whole" -> {
+                s = req.getSession();
+                s.setAttribute(name, req.getParameter("value"));
+                byte[] body = ("pid=" + PID + "\nid=" + s.getId() + "\n").getBytes(
+                        java.nio.charset.StandardCharsets.UTF_8);
+                resp.setContentLength(body.length);
+                resp.getOutputStream().write(body);
+                pause(Long.parseLong(req.getParameter("ms")));
+                return;
             }
             case "/async" -> {
                 HttpSession session = req.getSession();

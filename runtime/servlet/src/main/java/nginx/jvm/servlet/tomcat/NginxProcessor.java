@@ -358,6 +358,8 @@ public final class NginxProcessor extends AbstractProcessor {
             answer.fail(failure());
             return;
         }
+        // before the client can have the whole answer and ask again
+        SharedSessionValve.saveBeforeTheEnd();
         String file = (String) request.getAttribute(SENDFILE_FILENAME);
         if (file != null) {
             // Tomcat's DefaultServlet chose to let the connector send the

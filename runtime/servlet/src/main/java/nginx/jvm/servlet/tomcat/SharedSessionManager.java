@@ -129,6 +129,12 @@ public final class SharedSessionManager extends ManagerBase {
         return mine.values();
     }
 
+    /** The sessions this thread's request has used so far (none outside the valve). */
+    static Collection<SharedSession> inScope() {
+        Map<Key, SharedSession> scope = SCOPE.get();
+        return scope == null ? java.util.List.of() : new java.util.ArrayList<>(scope.values());
+    }
+
     /** A session made by this manager (createSession, changeSessionId): the request's. */
     @Override
     public void add(Session session) {

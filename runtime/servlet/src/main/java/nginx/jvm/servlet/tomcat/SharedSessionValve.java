@@ -21,18 +21,23 @@ import org.apache.catalina.valves.ValveBase;
  * cannot be reached (Redis) is a 503 with Retry-After.
  */
 final class SharedSessionValve extends ValveBase {
+    /** The request this thread is in the valve for, while it is (for {@link #saveBeforeTheEnd}). */
+    private static final ThreadLocal<Request> IN = new ThreadLocal<>();
+
     SharedSessionValve() {
         super(true);
     }
 
     @Override
     public void invoke(Request request, Response response) throws IOException, ServletException {
-        if (!(request.getContext().getManager() instanceof SharedSessionManager manager)) {
+        if (!(request.getContext().getManager() instanceof SharedSessionManager)) {
             // the application's context.xml chose a Manager of its own
             getNext().invoke(request, response);
             return;
         }
         var had = SharedSessionManager.enter();
+        Request was = IN.get();
+        IN.set(request);
         Collection<SharedSession> used;
         try {
             getNext().invoke(request, response);
@@ -42,14 +47,46 @@ final class SharedSessionValve extends ValveBase {
             failed(request, response, e);
         } finally {
             used = SharedSessionManager.leave(had);
+            if (was == null) {
+                IN.remove();
+            } else {
+                IN.set(was);
+            }
         }
         // an async request's later changes are saved when it ends (SharedSession.endAccess)
+        save(used, request, response);
+        Throwable thrown = (Throwable) request.getAttribute(RequestDispatcher.ERROR_EXCEPTION);
+        if (unavailable(thrown) && !response.isCommitted()) {
+            // reading the session failed in the servlet: the store, not the application
+            response.setStatus(HttpServletResponse.SC_SERVICE_UNAVAILABLE);
+            response.setHeader("Retry-After", "5");
+        }
+    }
+
+    /**
+     * The response ends while the servlet still runs (NginxProcessor, just
+     * before it hands the end to nginx): the servlet closed its output, or
+     * wrote the whole Content-Length it set, which ends it too (Tomcat's
+     * OutputBuffer; Spring's message converters set one). Its client may
+     * then ask again, on another connection or this one, before the
+     * servlet returns to this valve: what the request changed so far is
+     * written now, and what it changes later when it returns.
+     */
+    static void saveBeforeTheEnd() {
+        Request request = IN.get();
+        if (request != null) {
+            save(SharedSessionManager.inScope(), request, request.getResponse());
+        }
+    }
+
+    private static void save(Collection<SharedSession> used, Request request, Response response) {
         for (SharedSession s : used) {
             if (!s.live()) {
                 continue;                                   // invalidated, or none
             }
+            SharedSessionManager manager = (SharedSessionManager) s.getManager();
             try {
-                ((SharedSessionManager) s.getManager()).save(s);
+                manager.save(s);
             } catch (SharedSessionException e) {
                 failed(request, response, e);
             } catch (RuntimeException e) {
@@ -57,12 +94,6 @@ final class SharedSessionValve extends ValveBase {
                         + SharedSessionManager.abbreviate(s.getIdInternal()) + " could not be saved in "
                         + manager.store().describe() + ": " + e, e));
             }
-        }
-        Throwable thrown = (Throwable) request.getAttribute(RequestDispatcher.ERROR_EXCEPTION);
-        if (unavailable(thrown) && !response.isCommitted()) {
-            // reading the session failed in the servlet: the store, not the application
-            response.setStatus(HttpServletResponse.SC_SERVICE_UNAVAILABLE);
-            response.setHeader("Retry-After", "5");
         }
     }
 
