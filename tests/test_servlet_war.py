@@ -205,7 +205,12 @@ def test_a_large_static_file_goes_out_as_nginxs_file(app):
         return got if len(got) == 2 else None
     assert wait_for(costs, 10), app.cost.read_text()[-2000:]
     got = costs()
-    assert got[False] < len(big) // 10 and got[True] > 50_000, got
+    assert got[False] < len(big) // 10, got
+    if app.mode == "pool":
+        # the servlet's own thread is measured whole only in pool mode (a
+        # virtual thread's slices are counted where a carrier of ours runs
+        # them: docs/directives.md, $jvm_alloc_bytes)
+        assert got[True] > 50_000, got
 
 
 def test_the_remote_address_is_nginxs_after_realip(app):
