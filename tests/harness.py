@@ -55,8 +55,11 @@ KEEP = os.environ.get("NGINX_JVM_KEEP") == "1"   # keep prefixes to debug
 # The execution modes the suite runs in (make test: loop,pool,virtual).
 MODES = [m for m in os.environ.get("NGINX_JVM_MODES", "loop").split(",") if m]
 # The same for a servlet application, which blocks and so never runs in
-# loop mode: pool when loop alone is asked.
-SERVLET_MODES = [m for m in MODES if m != "loop"] or ["pool"]
+# loop mode: pool when loop alone is asked.  NGINX_JVM_SERVLET_MODES, when
+# set, says them instead (make test: pool in the main run, for its time;
+# make test-servlet-virtual runs the servlet suites in virtual mode).
+SERVLET_MODES = ([m for m in os.environ.get("NGINX_JVM_SERVLET_MODES", "").split(",") if m]
+                 or [m for m in MODES if m != "loop"] or ["pool"])
 
 
 # --- the execution-mode hook ----------------------------------------------
