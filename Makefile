@@ -196,9 +196,9 @@ INTEGRATION_OWN_TARGETS = tests/test_deb_trixie.py tests/test_image.py
 # The servlet suites' shared servers run in pool mode in the main run (their
 # Tomcat is the same in every mode; coloop is test-coloop's), virtual under
 # `make test-servlet-virtual` (about 4 minutes), to keep `make test` within
-# CI's time.
+# CI's time.  --durations: the run's 30 slowest steps, where its time goes.
 test-integration: all
-	NGINX_JVM_SERVLET_MODES=pool $(PYTHON) -m pytest -q tests \
+	NGINX_JVM_SERVLET_MODES=pool $(PYTHON) -m pytest -q --durations=30 tests \
 	    $(patsubst %,--ignore=%,$(INTEGRATION_OWN_TARGETS))
 	$(MAKE) test-deb-trixie
 	$(MAKE) test-image

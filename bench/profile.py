@@ -4,12 +4,17 @@ worker at once"; issue 48: under 5% of its rate while it runs).
 
 `nginx-jvm run` of a Java hello handler with 2 workers and a jvm_status
 location; wrk drives it for SECONDS with no profile, then for SECONDS while
-a CPU profile of the same length runs (then the same with an allocation
-profile), ROUNDS times, interleaved; each window's rate and its workers'
+a CPU profile of the same length runs, then with an allocation profile,
+then again with none, ROUNDS times (each profiled window against the mean of
+its round's two unprofiled ones); each window's rate and its workers'
 CPU time per request (from /proc: utime + stime), and the ratios with the
 profile to without, per round and their median.
 
-    python3 bench/profile.py [ROUNDS [SECONDS [MODE]]]    # make bench-profile
+    python3 bench/profile.py [ROUNDS [SECONDS [MODE [WORK]]]]  # make bench-profile
+
+WORK is hello (default: testapp.Answer, a few microseconds of Java a
+request, so few samples) or busy (testapp.Cost, 1 ms of Java spinning and
+4 KB allocated a request: every sample lands in a handler's stack).
 """
 import os
 import re
@@ -35,7 +40,7 @@ def cpu(pids):
     return total / TICK
 
 
-def window(n, pids, seconds, profile=None):
+def window(n, pids, seconds, profile=None, path="/"):
     """(requests a second, CPU µs a request) of one wrk run; with
     `profile` (cpu or alloc) one of the same seconds asked meanwhile."""
     answer = {}
@@ -51,7 +56,7 @@ def window(n, pids, seconds, profile=None):
         t = threading.Thread(target=ask)
         t.start()
     out = subprocess.run(["wrk", "-t1", "-c32", "-d%ds" % seconds,
-                          "http://127.0.0.1:%d/" % n.port],
+                          "http://127.0.0.1:%d%s" % (n.port, path)],
                          stdout=subprocess.PIPE, text=True, check=True).stdout
     used = cpu(pids) - before
     if t:
@@ -66,12 +71,15 @@ def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     seconds = int(sys.argv[2]) if len(sys.argv) > 2 else 10
     mode = sys.argv[3] if len(sys.argv) > 3 else "loop"
-    n = Launcher(["--handler", "testapp.Answer", "--classpath", java_classes(),
+    work = sys.argv[4] if len(sys.argv) > 4 else "hello"
+    handler, path = {"hello": ("testapp.Answer", "/"),
+                     "busy": ("testapp.Cost", "/?spin=1&alloc=4096")}[work]
+    n = Launcher(["--handler", handler, "--classpath", java_classes(),
                   "--status", "/jvm-status", "--reuseport"], workers=2, mode=mode)
     with n:
         pids = n.worker_pids()
         for _ in range(3000):                   # warm: both workers' JITs
-            request(n.port, "GET", "/")
+            request(n.port, "GET", path)
         # a worker's first JFR recording sets JFR up (seconds of CPU, once
         # in its life): not what a profile costs after, so not measured
         for kind in ("cpu", "alloc"):
@@ -79,14 +87,24 @@ def main():
                         % kind, timeout=90)
             assert r.status == 200, r
         print("uptime: %s" % open("/proc/loadavg").read().strip())
-        print("mode %s, 2 workers, wrk -t1 -c32 -d%ds, %d rounds" % (mode, seconds, rounds))
+        print("mode %s, %s (%s %s), 2 workers, wrk -t1 -c32 -d%ds, %d rounds, JAVA_HOME=%s"
+              % (mode, work, handler, path, seconds, rounds, os.environ.get("JAVA_HOME", "default")))
         ratios = {"cpu": [], "alloc": []}
+        # each round brackets its profiled windows between two without
+        # (before and after), and compares them with the mean of the two:
+        # a machine whose speed drifts during a round biases neither side
         for i in range(rounds):
-            base = window(n, pids, seconds)
+            before = window(n, pids, seconds, path=path)
             print("round %d: no profile      %8.0f req/s  %6.1f us CPU/req"
-                  % (i + 1, base[0], base[1]))
+                  % (i + 1, before[0], before[1]))
+            profiled = {}
             for kind in ("cpu", "alloc"):
-                with_ = window(n, pids, seconds, kind)
+                profiled[kind] = window(n, pids, seconds, kind, path)
+            after = window(n, pids, seconds, path=path)
+            print("round %d: no profile      %8.0f req/s  %6.1f us CPU/req"
+                  % (i + 1, after[0], after[1]))
+            base = ((before[0] + after[0]) / 2, (before[1] + after[1]) / 2)
+            for kind, with_ in profiled.items():
                 ratios[kind].append((with_[0] / base[0], with_[1] / base[1]))
                 print("round %d: %-5s profile    %8.0f req/s  %6.1f us CPU/req"
                       "  (rate x%.3f, CPU/req x%.3f; %d stacks)"

@@ -58,9 +58,9 @@ FIGURES = [
     F(OPS, "{1.31} times its CPU a request with tracing on and unsampled,\n{2.95} times",
       "2026-11-29-tracing.md",
       ["| unsampled | 28827 | 13.5 | {1.31} |", "| sampled | 23479 | 30.6 | {2.95} |"]),
-    F(OPS, "a request with a profile running was {0.80} to {1.05} times that without",
+    F(OPS, "the median rate with a profile running was x{0.983} to x{1.033} of the",
       "2026-11-29-profile.md",
-      ["CPU per request was {0.80} to {1.05} times"]),
+      ["| hello | 25 | x1.033 | x0.931 | x{0.983} |", "| hello | 25 | x{1.033} |"]),
     F(OPS, "a worker's start took {2.6} to {3.3} s of CPU without it and {2.1} "
            "to {2.4} s with it, about {21}% less",
       "2026-11-29-dev-start.md",
