@@ -22,7 +22,8 @@ REDISLIBS := $(BUILD)/redis-lib/.done
 # tracing (docs/operations.md): optional, on the class path only of a
 # server that traces.
 OTELLIBS  := $(BUILD)/otel-lib/.done
-# OpenTelemetry's JDBC instrumentation, for tests/test_tracing.py only.
+# OpenTelemetry's JDBC and HttpClient library instrumentations
+# (tests/apps/otel-instrumentation/pom.xml), for tests/test_tracing.py only.
 OTELTESTLIBS := $(BUILD)/otel-test-lib/.done
 # The servlet engine (runtime/servlet: Tomcat 11 beneath nginx, and its
 # jars from Maven Central), for web applications: `bin/nginx-jvm run --war`.
@@ -140,9 +141,9 @@ $(OTELLIBS): $(BUILD)/.deps runtime/otel/pom.xml
 	    -DoutputDirectory=../../$(BUILD)/otel-lib
 	@touch $@
 
-$(OTELTESTLIBS): $(BUILD)/.deps tests/apps/otel-jdbc/pom.xml
+$(OTELTESTLIBS): $(BUILD)/.deps tests/apps/otel-instrumentation/pom.xml
 	rm -rf $(BUILD)/otel-test-lib && mkdir -p $(BUILD)/otel-test-lib
-	cd tests/apps/otel-jdbc && $(MVN) dependency:copy-dependencies \
+	cd tests/apps/otel-instrumentation && $(MVN) dependency:copy-dependencies \
 	    -DoutputDirectory=../../../$(BUILD)/otel-test-lib
 	@touch $@
 

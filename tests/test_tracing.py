@@ -6,8 +6,10 @@ span as its child and a span the handler made through the OpenTelemetry
 API as the handler's child, in every mode of the run, for a Java and a
 Clojure handler; the client's traceparent continued, sampled or not; a
 subrequest's upstream sent one; a collector down or hanging costs no
-request anything (the drops are counted in the error log); and a server
-without the configuration loads no OpenTelemetry class at all."""
+request anything (the drops are counted in the error log); a server
+without the configuration loads no OpenTelemetry class at all; and the
+calls a handler makes through OpenTelemetry's library instrumentations
+(JDBC, the JDK's HttpClient) are the handler span's children."""
 
 import atexit
 import os
@@ -17,7 +19,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -190,10 +194,11 @@ def test_unsampled_client_trace_is_continued_not_exported(ng, rx):
     # parentbased_always_on: the client's decision; the ids still go on
     assert seen["trace"] == tid and seen["span"] != sid
     assert seen["traceparent"] == "00-%s-%s-00" % (tid, seen["span"])
-    # a sampled request after it is exported: by then nothing of this one was
+    # a sampled request after it is exported: by then nothing of this one
+    # was (one worker, one export queue, exported in the order the spans
+    # ended; this request's ended at its log phase, before the next one)
     later = words(request(ng.port, "GET", "/java").text)
     assert len(rx.wait_trace(later["trace"], 3)) == 3
-    time.sleep(0.5)
     assert rx.trace(tid) == []
 
 
@@ -243,17 +248,30 @@ def test_client_gone_mid_handler_still_ends_its_trace(ng, rx):
     s = socket.create_connection(("127.0.0.1", ng.port))
     s.sendall(("GET /slow?ms=600 HTTP/1.1\r\nHost: localhost\r\n"
                "traceparent: 00-%s-%s-01\r\n\r\n" % (tid, sid)).encode())
-    time.sleep(0.2)
+    # the handler runs: its first child span (ended at once) was exported
+    assert wait_for(lambda: [x for x in rx.trace(tid)
+                             if x["name"] == "slow-started"], 30), rx.trace(tid)
     s.close()
-    spans = rx.wait_trace(tid, 2)
-    assert len(spans) == 2, spans
+    # the handler returns: its last child span, ended just before it does
+    spans = rx.wait_trace(tid, 4)
+    assert len(spans) == 4, spans
     server = [x for x in spans if x["kind"] == SERVER]
     assert len(server) == 1 and server[0]["parent"] == sid, spans
-    handler = [x for x in spans if x["kind"] != SERVER][0]
-    assert handler["parent"] == server[0]["span"]
-    time.sleep(0.8)                 # the handler has returned by now
-    assert len(rx.trace(tid)) == 2
-    assert request(ng.port, "GET", "/java").status == 200
+    handler = [x for x in spans if x["parent"] == server[0]["span"]]
+    assert len(handler) == 1, spans
+    children = {x["name"]: x for x in spans if x["parent"] == handler[0]["span"]}
+    assert sorted(children) == ["slow-done", "slow-started"], spans
+    if ng.mode != "loop":
+        # ended when the client left, not when the handler returned (on
+        # the loop, the handler holds it until then)
+        assert server[0]["end"] <= children["slow-done"]["start"], spans
+        assert handler[0]["end"] <= children["slow-done"]["start"], spans
+    # what the runtime does once the handler has returned (its own end of
+    # the handler's span, already ended) exports nothing: a later request's
+    # spans, of the same worker's queue, come and no more of this trace
+    later = words(request(ng.port, "GET", "/java").text)
+    assert len(rx.wait_trace(later["trace"], 3)) == 3
+    assert len(rx.trace(tid)) == 4, rx.trace(tid)
 
 
 def test_warmup_requests_are_not_traced(ng, rx):
@@ -270,9 +288,10 @@ def test_warmup_requests_are_not_traced(ng, rx):
 def test_what_no_jvm_handler_serves_is_not_traced(ng, rx):
     n = len(rx.spans)
     assert request(ng.port, "GET", "/static").status == 200
+    # /java's spans come after any /static one would have (one worker's
+    # queue, exported in order)
     later = words(request(ng.port, "GET", "/java").text)
-    rx.wait_trace(later["trace"], 3)
-    time.sleep(0.3)
+    assert len(rx.wait_trace(later["trace"], 3)) == 3
     assert not [s for s in rx.spans[n:] if s["attrs"].get("url.path") == "/static"]
 
 
@@ -358,10 +377,29 @@ def test_off_loads_no_opentelemetry_class(mode, rx):
         shutil.rmtree(d, True)
 
 
-# --- JDBC through OpenTelemetry's library instrumentation -----------------
+# --- Library instrumentations: JDBC and the JDK's HttpClient ----------------
 
 OTEL_TEST_LIB = BUILD / "otel-test-lib"
 PG_DRIVER = BUILD / "realapp-lib" / "postgresql-42.7.4.jar"
+INSTRUMENTED = APPS / "otel-instrumentation" / "tracing"
+CLIENT = 3                              # OTLP's SpanKind CLIENT
+
+
+def instrumented(source, libs):
+    """A handler of tests/apps/otel-instrumentation compiled against the
+    runtime, the OpenTelemetry API and its library instrumentations: the
+    directory of its classes (removed at exit)."""
+    if not (OTEL_TEST_LIB / ".done").exists():
+        pytest.skip("build/otel-test-lib is missing: make")
+    out = tempfile.mkdtemp(prefix="nginx-jvm-otel-instr-")
+    os.chmod(out, 0o755)
+    atexit.register(shutil.rmtree, out, True)
+    javac = subprocess.run(
+        [JAVA_HOME + "/bin/javac", "--release", "17", "-nowarn", "-cp",
+         ":".join(libs), "-d", out, str(INSTRUMENTED / source)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert javac.returncode == 0, javac.stdout
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -381,33 +419,105 @@ def test_jdbc_calls_are_the_handlers_children(mode, rx, db):
     instrumentation wraps is a child span of the handler's (the handler's
     span is current on its thread), in every mode (loop: a pool thread,
     as a blocking call must)."""
-    out = tempfile.mkdtemp(prefix="nginx-jvm-otel-jdbc-")
-    os.chmod(out, 0o755)
-    try:
-        libs = [str(JAR), str(OTEL_LIB) + "/*", str(OTEL_TEST_LIB) + "/*",
-                str(PG_DRIVER)]
-        javac = subprocess.run(
-            [JAVA_HOME + "/bin/javac", "--release", "17", "-nowarn", "-cp",
-             ":".join(libs), "-d", out]
-            + [str(p) for p in (APPS / "otel-jdbc").rglob("*.java")],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        assert javac.returncode == 0, javac.stdout
-        waits = "jvm_mode pool; " if mode == "loop" else ""
-        with Nginx("        location = /jdbc { %sjvm_content tracing.Jdbc; }\n"
-                   % waits,
-                   http=otel_options("http://127.0.0.1:%d" % rx.port,
-                                     "-Dtest.jdbc.url=" + db.jdbc_url()),
-                   mode=mode, classpath=libs + [out]) as n:
-            for _ in range(2):      # the first opens the connection
-                r = request(n.port, "GET", "/jdbc")
-                assert r.status == 200, r
-                seen = words(r.text)
-                assert seen["answer"] == "42"
-                spans = rx.wait_trace(seen["trace"], 3)
-                queries = [s for s in spans
-                           if s["attrs"].get("db.system") == "postgresql"]
-                assert queries, spans
-                assert all(q["parent"] == seen["span"] for q in queries), spans
-                assert any("SELECT" in q["name"] for q in queries), queries
-    finally:
-        shutil.rmtree(out, True)
+    libs = [str(JAR), str(OTEL_LIB) + "/*", str(OTEL_TEST_LIB) + "/*",
+            str(PG_DRIVER)]
+    out = instrumented("Jdbc.java", libs)
+    waits = "jvm_mode pool; " if mode == "loop" else ""
+    with Nginx("        location = /jdbc { %sjvm_content tracing.Jdbc; }\n"
+               % waits,
+               http=otel_options("http://127.0.0.1:%d" % rx.port,
+                                 "-Dtest.jdbc.url=" + db.jdbc_url()),
+               mode=mode, classpath=libs + [out]) as n:
+        for _ in range(2):      # the first opens the connection
+            r = request(n.port, "GET", "/jdbc")
+            assert r.status == 200, r
+            seen = words(r.text)
+            assert seen["answer"] == "42"
+            spans = rx.wait_trace(seen["trace"], 3)
+            queries = [s for s in spans
+                       if s["attrs"].get("db.system") == "postgresql"]
+            assert queries, spans
+            assert all(q["parent"] == seen["span"] for q in queries), spans
+            assert any("SELECT" in q["name"] for q in queries), queries
+
+
+class Backend:
+    """A plain HTTP server on loopback (Python's http.server): answers
+    "backend" to every GET and keeps the traceparent each one came with."""
+
+    def __init__(self):
+        self.seen = []
+        backend = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                backend.seen.append(self.headers.get("traceparent"))
+                out = b"backend"
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def backend():
+    b = Backend()
+    yield b
+    b.close()
+
+
+def test_http_client_calls_are_the_handlers_children(mode, rx, backend):
+    """A GET through the JDK's HttpClient that OpenTelemetry's library
+    instrumentation wraps (JavaHttpClientTelemetry.newHttpClient) is one
+    trace with the request: server span, the handler's, and the call's
+    CLIENT span as the handler's child, with the HTTP client attributes;
+    the backend got a traceparent naming the client span. In every mode
+    (loop: a pool thread, as a blocking call must)."""
+    libs = [str(JAR), str(OTEL_LIB) + "/*", str(OTEL_TEST_LIB) + "/*"]
+    out = instrumented("Http.java", libs)
+    waits = "jvm_mode pool; " if mode == "loop" else ""
+    with Nginx("        location = /http { %sjvm_content tracing.Http; }\n"
+               % waits,
+               http=otel_options("http://127.0.0.1:%d" % rx.port),
+               mode=mode, classpath=libs + [out]) as n:
+        for _ in range(2):      # the first makes the client
+            before = len(backend.seen)
+            r = request(n.port, "GET", "/http?port=%d" % backend.port)
+            assert r.status == 200, (r, n.log_text())
+            seen = words(r.text)
+            assert seen["status"] == "200" and seen["answer"] == "backend", seen
+            spans = rx.wait_trace(seen["trace"], 3)
+            assert len(spans) == 3, spans
+            server = [s for s in spans if s["kind"] == SERVER]
+            handler = [s for s in spans if s["span"] == seen["span"]]
+            client = [s for s in spans if s["kind"] == CLIENT]
+            assert len(server) == 1 and len(handler) == 1 and len(client) == 1, spans
+            server, handler, client = server[0], handler[0], client[0]
+            assert handler["parent"] == server["span"]
+            assert handler["kind"] == INTERNAL
+            assert client["parent"] == handler["span"]
+            assert server["start"] <= handler["start"] <= client["start"]
+            assert client["end"] <= handler["end"] <= server["end"]
+            a = client["attrs"]
+            assert client["name"] == "GET", client
+            assert a["http.request.method"] == "GET"
+            assert a["url.full"] == "http://127.0.0.1:%d/backend?q=1" % backend.port
+            assert a["server.address"] == "127.0.0.1"
+            assert a["server.port"] == backend.port
+            assert a["http.response.status_code"] == 200
+            assert client["status"] != ERROR
+            # the backend was sent the client span's context, sampled
+            assert backend.seen[before:] == [
+                "00-%s-%s-01" % (seen["trace"], client["span"])], backend.seen

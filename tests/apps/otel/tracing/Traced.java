@@ -32,11 +32,17 @@ public final class Traced implements Handler {
                 .body(s.getBytes(StandardCharsets.UTF_8));
     }
 
-    /** Answers after ?ms= milliseconds: its client may be gone by then. */
+    /**
+     * Answers after ?ms= milliseconds: its client may be gone by then. A
+     * child span "slow-started" as it starts and "slow-done" just before
+     * it returns say to the test when it runs and when it is over.
+     */
     public static final class Slow implements Handler {
         @Override
         public Response handle(Request r) throws InterruptedException {
+            GlobalOpenTelemetry.getTracer("testapp").spanBuilder("slow-started").startSpan().end();
             Thread.sleep(Long.parseLong(r.variable("arg_ms")));
+            GlobalOpenTelemetry.getTracer("testapp").spanBuilder("slow-done").startSpan().end();
             return text("slept");
         }
     }
