@@ -1,0 +1,37 @@
+package nginx.jvm.tck;
+
+import org.jboss.arquillian.container.spi.ConfigurationException;
+import org.jboss.arquillian.container.spi.client.container.ContainerConfiguration;
+
+/**
+ * Where the launcher is and how it runs each WAR. Arquillian fills the
+ * fields from arquillian.xml when there is one; the TCK's run has none, so
+ * they default to the system properties the pom passes to surefire.
+ */
+public final class NginxJvmConfiguration implements ContainerConfiguration {
+    private String launcher = System.getProperty("nginx.jvm.tck.launcher", "bin/nginx-jvm");
+    private int workers = Integer.getInteger("nginx.jvm.tck.workers", 1);
+    private String logs = System.getProperty("nginx.jvm.tck.logs", "target/tck-logs");
+    private String mode = System.getProperty("nginx.jvm.tck.mode", "pool");
+    private int startSeconds = Integer.getInteger("nginx.jvm.tck.startSeconds", 90);
+
+    @Override
+    public void validate() throws ConfigurationException {
+        if (!new java.io.File(launcher).canExecute())
+            throw new ConfigurationException("no launcher at " + launcher
+                    + " (nginx.jvm.tck.launcher)");
+        if (workers < 1)
+            throw new ConfigurationException("workers must be 1 or more");
+    }
+
+    public String getLauncher() { return launcher; }
+    public void setLauncher(String launcher) { this.launcher = launcher; }
+    public int getWorkers() { return workers; }
+    public void setWorkers(int workers) { this.workers = workers; }
+    public String getLogs() { return logs; }
+    public void setLogs(String logs) { this.logs = logs; }
+    public String getMode() { return mode; }
+    public void setMode(String mode) { this.mode = mode; }
+    public int getStartSeconds() { return startSeconds; }
+    public void setStartSeconds(int startSeconds) { this.startSeconds = startSeconds; }
+}
