@@ -129,6 +129,15 @@ def test_annotated_servlet_and_web_xml_filter(app):
     assert r.header("Content-Type") == "text/plain;charset=UTF-8"
 
 
+def test_local_address_is_the_one_nginx_accepted_on(app):
+    # Tomcat asks its socket for getLocalAddr(); beneath nginx there is
+    # none, and it was null (the Servlet TCK's getLocalAddrTest): it is
+    # nginx's $server_addr, read when the application asks
+    f = fields(app.get("/app/hello/x"))
+    assert f["localAddr"] == "127.0.0.1"
+    assert f["remoteAddr"] == "127.0.0.1"
+
+
 def test_form_post_in_utf8(app):
     r = app.request("POST", "/app/hello", body="name=%E2%82%AC+1",
                     headers={"Content-Type":

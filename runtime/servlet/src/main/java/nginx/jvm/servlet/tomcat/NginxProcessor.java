@@ -112,6 +112,32 @@ public final class NginxProcessor extends AbstractProcessor {
         this.host = host;
         request.setInputBuffer(new In());
         response.setOutputBuffer(new Out());
+        request.setNote(PROCESSOR_NOTE, this);
+    }
+
+    /**
+     * The Coyote request's note that names its processor: what lets
+     * {@link NginxRequest} ask nginx for what Coyote would ask a socket.
+     * Coyote keeps notes across requests (Catalina's own request is note 1).
+     */
+    static final int PROCESSOR_NOTE = 31;
+
+    /**
+     * The address of the interface the request came in on (nginx's
+     * $server_addr), asked of nginx only when the application asks for it
+     * ({@code getLocalAddr}: off the event loop, a hop to it); null once
+     * the request is over.
+     */
+    String localAddr() {
+        nginx.jvm.Request r = current;
+        if (r == null) {
+            return null;
+        }
+        try {
+            return r.variable("server_addr");
+        } catch (IllegalStateException e) {
+            return null;
+        }
     }
 
     /**

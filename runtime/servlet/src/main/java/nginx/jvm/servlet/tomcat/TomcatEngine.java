@@ -73,7 +73,7 @@ public final class TomcatEngine {
     private TomcatEngine(Path base, Deploy deploy) throws LifecycleException {
         tomcat = new Tomcat();
         tomcat.setBaseDir(base.toString());
-        Connector connector = new Connector(protocol);
+        Connector connector = NginxRequest.connector(protocol);
         tomcat.setConnector(connector);
         quietErrorPages(tomcat.getHost());
         List<Context> contexts;
