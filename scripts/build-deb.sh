@@ -15,7 +15,10 @@
 # build/trixie/.  The jars are this machine's (Java 17 bytecode, which
 # Java 21 runs); the module and the package's Depends are the root's.
 # ARCH=arm64 as well: in the arm64 root (its compiler run by qemu-user,
-# scripts/qemu-binfmt.sh), into build/trixie-arm64/.
+# scripts/qemu-binfmt.sh), into build/trixie-arm64/; the package's tree is
+# made there as for amd64 and compressed here by this machine's dpkg-deb
+# (DEB_PACK=no inside): its xz, emulated, had not finished the 100 MB of
+# jars after 6 minutes.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,6 +42,8 @@ if [ -n "${DIST:-}" ] && [ "$DIST" != "$here" ]; then
     mkdir -p "$root/src" "$build/$outdir"
     epoch=${SOURCE_DATE_EPOCH:-$(git -C "$top" log -1 --format=%ct 2>/dev/null || date +%s)}
     commit=${DEB_COMMIT:-$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)}
+    pack=yes
+    [ "$arch" = "$(dpkg --print-architecture)" ] || pack=no
     # the checkout at /src, /proc and /dev bound, in a mount namespace of
     # its own: the mounts go when the build ends, however it ends
     deb=$(unshare --mount --propagation private -- /bin/sh -ec '
@@ -50,10 +55,14 @@ if [ -n "${DIST:-}" ] && [ "$DIST" != "$here" ]; then
             HOME=/root LC_ALL=C.UTF-8 "$@"' sh "$root" "$top" /bin/sh -ec '
         NGX_JVM_JAVA_HOME=/usr/lib/jvm/java-21-openjdk-'"$arch"' \
             NGX_JVM_OUT=/src/build/'"$outdir"' /src/scripts/build-module.sh >&2
-        DEB_OUT=/src/build/'"$outdir"' DEB_COMMIT='"$commit"' \
+        DEB_OUT=/src/build/'"$outdir"' DEB_COMMIT='"$commit"' DEB_PACK='"$pack"' \
             SOURCE_DATE_EPOCH='"$epoch"' /src/scripts/build-deb.sh' | tail -1)
     # its path here
-    echo "$top${deb#/src}"
+    deb=$top${deb#/src}
+    if [ "$pack" = no ]; then
+        dpkg-deb --root-owner-group -Zxz --build "$build/$outdir/deb/root" "$deb" >/dev/null
+    fi
+    echo "$deb"
     exit
 fi
 
@@ -280,5 +289,6 @@ chmod 755 "$root/DEBIAN/postinst" "$root/DEBIAN/prerm" "$root/DEBIAN/postrm"
 chmod 644 "$root/DEBIAN/control" "$root/DEBIAN/md5sums"
 
 deb=$out/${package}_${version}_$arch.deb
-dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
+# DEB_PACK=no: the tree only, $out/deb/root, its package made by the caller
+[ "${DEB_PACK:-yes}" = no ] || dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
 echo "$deb"
