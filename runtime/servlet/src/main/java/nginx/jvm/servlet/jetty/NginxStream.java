@@ -21,6 +21,13 @@ import org.eclipse.jetty.util.Callback;
  * nginx-jvm's Request and the response goes to nginx through an
  * {@link Answer}: whole when Jetty sends it in one go (its buffer held it
  * all), streamed when Jetty sends before the end (a flush, a full buffer).
+ *
+ * <p>The end goes to nginx when the exchange is over ({@link #succeeded}),
+ * not with Jetty's last send: Jetty's session handler wraps this stream and
+ * writes the request's session to the store (or deletes it, invalidated)
+ * in its own {@code succeeded()}, before ours. A client that has the whole
+ * answer may ask another worker at once, and must find the store as this
+ * request left it (runtime/servlet/README.md, Sessions).
  */
 final class NginxStream implements HttpStream {
     private static final int PIECE = 16 * 1024;
@@ -35,6 +42,8 @@ final class NginxStream implements HttpStream {
     private volatile Throwable failure;
     /** Guarded by this: the exchange ended well, its channel goes back for reuse. */
     private boolean over;
+    /** Jetty sent its last: the end waits for the exchange's, its session stored. */
+    private boolean endHeld;
 
     private final Runnable release;
 
@@ -100,7 +109,7 @@ final class NginxStream implements HttpStream {
                 answer.write(content);
             }
             if (last) {
-                answer.finish();
+                endHeld = true;
             } else {
                 // Jetty sends before the end only when the servlet flushed or filled its buffer
                 answer.flush();
@@ -164,6 +173,9 @@ final class NginxStream implements HttpStream {
 
     @Override
     public void succeeded() {
+        if (endHeld) {
+            answer.finish();
+        }
         synchronized (this) {
             over = true;
         }
