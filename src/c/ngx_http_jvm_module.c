@@ -249,6 +249,13 @@ static ngx_command_t  ngx_http_jvm_commands[] = {
       offsetof(ngx_http_jvm_main_conf_t, reload_nice),
       &ngx_http_jvm_reload_nice_bounds },
 
+    { ngx_string("jvm_client"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_jvm_client_directive,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("jvm_warmup"),
       NGX_HTTP_SRV_CONF|NGX_CONF_1MORE,
       ngx_http_jvm_warmup_directive,
@@ -477,6 +484,7 @@ ngx_http_jvm_create_loc_conf(ngx_conf_t *cf)
     jlcf->ws_ping_interval = NGX_CONF_UNSET_MSEC;
     jlcf->ws_deflate = NGX_CONF_UNSET;
     jlcf->webapp = NGX_CONF_UNSET;
+    jlcf->client = NGX_CONF_UNSET_PTR;
     jlcf->mode_said = NGX_CONF_UNSET;
 
     return jlcf;
@@ -501,6 +509,7 @@ ngx_http_jvm_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                          NGX_CONF_UNSET);
     ngx_conf_merge_value(conf->log, prev->log, NGX_CONF_UNSET);
     ngx_conf_merge_value(conf->webapp, prev->webapp, 0);
+    ngx_conf_merge_ptr_value(conf->client, prev->client, NULL);
     ngx_conf_merge_value(conf->mode_said, prev->mode_said, 0);
     ngx_conf_merge_uint_value(conf->mode, prev->mode, NGX_HTTP_JVM_LOOP);
 
@@ -1305,7 +1314,8 @@ ngx_http_jvm_postconfiguration(ngx_conf_t *cf)
     if (ngx_http_jvm_phase_init(cf) != NGX_OK
         || ngx_http_jvm_body_init(cf) != NGX_OK
         || ngx_http_jvm_reload_filter_init(cf) != NGX_OK
-        || ngx_http_jvm_warmup_init(cf) != NGX_OK)
+        || ngx_http_jvm_warmup_init(cf) != NGX_OK
+        || ngx_http_jvm_client_init(cf) != NGX_OK)
     {
         return NGX_ERROR;
     }

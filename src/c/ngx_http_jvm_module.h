@@ -25,6 +25,8 @@
  *                            (jvm_request_buffering off)
  *   ngx_http_jvm_handler.c   the handlers directives name, by id
  *   ngx_http_jvm_subrequest.c subrequests answered in memory (loop only)
+ *   ngx_http_jvm_client.c    jvm_client: Java's calls out through nginx's
+ *                            upstreams, over a socket pair (loop only)
  *   ngx_http_jvm_variable.c  variables read and set for Java (loop only);
  *                            $jvm_alloc_bytes, $jvm_cpu_us
  *   ngx_http_jvm_headers_in.c request header fields changed for Java
@@ -153,6 +155,19 @@ typedef struct {
 } ngx_http_jvm_warmup_t;
 
 
+/* jvm_client NAME: a location Java's calls out (nginx.jvm.Upstream) go to */
+typedef struct {
+    ngx_str_t                 name;
+    ngx_str_t                 prefix;       /* the location's */
+    ngx_http_core_srv_conf_t *server;
+    struct sockaddr          *sockaddr;     /* a plain HTTP/1 listen of it */
+    socklen_t                 socklen;
+    ngx_str_t                 host;
+    ngx_str_t                 file;         /* where it is, for errors */
+    ngx_uint_t                line;
+} ngx_http_jvm_client_t;
+
+
 typedef struct {
     ngx_str_t                 jvm_path;     /* libjvm.so, resolved */
     ngx_array_t              *classpath;    /* of ngx_str_t, expanded */
@@ -177,6 +192,7 @@ typedef struct {
     ngx_array_t              *topics;       /* of ngx_http_jvm_topic_t * */
     ngx_array_t              *topic_wakes;  /* of ngx_fd_t, one a worker */
     ngx_array_t              *warmups;      /* of ngx_http_jvm_warmup_t */
+    ngx_array_t              *clients;      /* of ngx_http_jvm_client_t */
     ngx_http_jvm_dict_t      *status;       /* jvm_status's figures */
     ngx_int_t                 repl;         /* jvm_repl's port, 0: off */
     ngx_str_t                 repl_addr;    /* its address, "": 127.0.0.1 */
@@ -213,6 +229,7 @@ typedef struct {
     ngx_msec_t                ws_ping_interval;
     ngx_flag_t                ws_deflate;   /* permessage-deflate */
     ngx_flag_t                webapp;       /* jvm_webapp: a servlet app */
+    ngx_http_jvm_client_t    *client;       /* jvm_client, or inherited */
     ngx_flag_t                mode_said;    /* jvm_mode written, here or up */
 } ngx_http_jvm_loc_conf_t;
 
@@ -309,6 +326,15 @@ ngx_int_t ngx_http_jvm_warmup_init(ngx_conf_t *cf);
 void ngx_http_jvm_warmup_run(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 void ngx_http_jvm_warmup_read_channel(ngx_cycle_t *cycle);
+
+/* ngx_http_jvm_client.c: calls out through a jvm_client location */
+char *ngx_http_jvm_client_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_jvm_client_init(ngx_conf_t *cf);
+void *ngx_http_jvm_client_start(ngx_int_t id, ngx_str_t *name,
+    ngx_str_t *part, const char **err);
+void ngx_http_jvm_client_resume(void *call);
+void ngx_http_jvm_client_close(void *call);
 
 /* ngx_http_jvm_shared.c: the dictionary operations are for any thread */
 char *ngx_http_jvm_shared_dict(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -550,6 +576,8 @@ void ngx_http_jvm_vm_topic_deliver(ngx_log_t *log,
     ngx_http_jvm_topic_t *topic, ngx_uint_t n, size_t len);
 void ngx_http_jvm_vm_subrequest_done(ngx_log_t *log, ngx_int_t id,
     size_t len);
+ngx_int_t ngx_http_jvm_vm_client_data(ngx_log_t *log, ngx_int_t id,
+    ssize_t n);
 void ngx_http_jvm_vm_trace_end(ngx_http_request_t *r);
 void ngx_http_jvm_vm_quitting(ngx_log_t *log);
 void ngx_http_jvm_vm_stop(ngx_cycle_t *cycle);

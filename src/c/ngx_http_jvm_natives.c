@@ -26,6 +26,13 @@ static void JNICALL ngx_http_jvm_native_set_header(JNIEnv *env, jclass cls,
     jlong r, jbyteArray name, jbyteArray value, jboolean add);
 static jstring JNICALL ngx_http_jvm_start_subrequest(JNIEnv *env,
     jclass cls, jlong r, jint id, jbyteArray spec);
+static jlong JNICALL ngx_http_jvm_native_client_start(JNIEnv *env,
+    jclass cls, jint id, jbyteArray name, jbyteArray method,
+    jbyteArray target, jbyteArray fields);
+static void JNICALL ngx_http_jvm_native_client_resume(JNIEnv *env,
+    jclass cls, jlong call);
+static void JNICALL ngx_http_jvm_native_client_close(JNIEnv *env,
+    jclass cls, jlong call);
 static void JNICALL ngx_http_jvm_run_shutdown_hooks(JNIEnv *env,
     jclass cls);
 static jobject JNICALL ngx_http_jvm_virtual_builder(JNIEnv *env, jclass cls,
@@ -96,6 +103,10 @@ static JNINativeMethod  ngx_http_jvm_natives[] = {
     { "setHeader", "(J[B[BZ)V", (void *) ngx_http_jvm_native_set_header },
     { "startSubrequest", "(JI[B)Ljava/lang/String;",
       (void *) ngx_http_jvm_start_subrequest },
+    { "clientStart", "(I[B[B[B[B)J",
+      (void *) ngx_http_jvm_native_client_start },
+    { "clientResume", "(J)V", (void *) ngx_http_jvm_native_client_resume },
+    { "clientClose", "(J)V", (void *) ngx_http_jvm_native_client_close },
     { "runShutdownHooks", "()V", (void *) ngx_http_jvm_run_shutdown_hooks },
     { "virtualThreadBuilder",
       "(Ljava/util/concurrent/Executor;)Ljava/lang/Object;",
@@ -421,6 +432,92 @@ ngx_http_jvm_start_subrequest(JNIEnv *env, jclass cls, jlong req, jint id,
                    err ? err : "started");
 
     return err ? (*env)->NewStringUTF(env, err) : NULL;
+}
+
+
+/*
+ * Starts call id through the jvm_client location named: method, target
+ * (the URI after the location's prefix, and its args) and header fields
+ * (each "name: value" CRLF), checked by Java's gate.  The call's handle,
+ * or 0 with IllegalStateException pending.
+ */
+
+static jlong JNICALL
+ngx_http_jvm_native_client_start(JNIEnv *env, jclass cls, jint id,
+    jbyteArray name, jbyteArray method, jbyteArray target, jbyteArray fields)
+{
+    void        *call;
+    u_char       n[256];
+    ngx_str_t    s, part[3];
+    jbyteArray   a[3];
+    ngx_uint_t   i;
+    const char  *err;
+
+    s.len = (*env)->GetArrayLength(env, name);
+
+    if (s.len > sizeof(n)) {
+        ngx_http_jvm_vm_throw(env, "java/lang/IllegalStateException", NULL,
+                              "no jvm_client location of that name");
+        return 0;
+    }
+
+    s.data = n;
+    (*env)->GetByteArrayRegion(env, name, 0, s.len, (jbyte *) n);
+
+    a[0] = method;
+    a[1] = target;
+    a[2] = fields;
+
+    for (i = 0; i < 3; i++) {
+        part[i].len = (*env)->GetArrayLength(env, a[i]);
+        part[i].data = ngx_alloc(part[i].len + 1, ngx_cycle->log);
+
+        if (part[i].data == NULL) {
+            while (i--) {
+                ngx_free(part[i].data);
+            }
+
+            ngx_http_jvm_vm_throw(env, "java/lang/OutOfMemoryError", NULL,
+                                  "no memory for the call");
+            return 0;
+        }
+
+        (*env)->GetByteArrayRegion(env, a[i], 0, part[i].len,
+                                   (jbyte *) part[i].data);
+    }
+
+    err = NULL;
+    call = ngx_http_jvm_client_start(id, &s, part, &err);
+
+    for (i = 0; i < 3; i++) {
+        ngx_free(part[i].data);
+    }
+
+    if (call == NULL) {
+        ngx_http_jvm_vm_throw(env, "java/lang/IllegalStateException", &s,
+                              err);
+        return 0;
+    }
+
+    return (jlong) (uintptr_t) call;
+}
+
+
+/* Call's reader has room again (loop only). */
+
+static void JNICALL
+ngx_http_jvm_native_client_resume(JNIEnv *env, jclass cls, jlong call)
+{
+    ngx_http_jvm_client_resume((void *) (uintptr_t) call);
+}
+
+
+/* Java is done with the call before its end (loop only). */
+
+static void JNICALL
+ngx_http_jvm_native_client_close(JNIEnv *env, jclass cls, jlong call)
+{
+    ngx_http_jvm_client_close((void *) (uintptr_t) call);
 }
 
 

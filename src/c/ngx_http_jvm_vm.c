@@ -78,6 +78,7 @@ static jmethodID   ngx_http_jvm_filter_mid;
 static jmethodID   ngx_http_jvm_body_mid;
 static jmethodID   ngx_http_jvm_body_end_mid;
 static jmethodID   ngx_http_jvm_subrequest_done_mid;
+static jmethodID   ngx_http_jvm_client_data_mid;
 static jmethodID   ngx_http_jvm_trace_end_mid;
 
 
@@ -102,6 +103,7 @@ static ngx_http_jvm_method_t  ngx_http_jvm_methods[] = {
     { &ngx_http_jvm_body_mid, "body", "(IIJJIZ)I" },
     { &ngx_http_jvm_body_end_mid, "bodyEnd", "(J)V" },
     { &ngx_http_jvm_subrequest_done_mid, "subrequestDone", "(II)V" },
+    { &ngx_http_jvm_client_data_mid, "clientData", "(II)I" },
     { &ngx_http_jvm_trace_end_mid, "traceEnd", "(J)V" },
     { &ngx_http_jvm_wake_mid, "wake", "(Z)I" },
     { &ngx_http_jvm_take_mid, "take", "(J)I" },
@@ -565,6 +567,33 @@ ngx_http_jvm_vm_subrequest_done(ngx_log_t *log, ngx_int_t id, size_t len)
     if ((*env)->ExceptionCheck(env)) {
         (void) ngx_http_jvm_vm_failed(log, "Worker.subrequestDone()");
     }
+}
+
+
+/*
+ * Worker.clientData(): n bytes of call id's answer at the start of the
+ * request buffer (0: its end, -1: it failed); Java's answer, which says
+ * whether to read on (ngx_http_jvm_client.c), or NGX_ERROR.
+ */
+
+ngx_int_t
+ngx_http_jvm_vm_client_data(ngx_log_t *log, ngx_int_t id, ssize_t n)
+{
+    jint     rc;
+    JNIEnv  *env;
+
+    env = ngx_http_jvm_env;
+
+    rc = (*env)->CallStaticIntMethod(env, ngx_http_jvm_worker,
+                                     ngx_http_jvm_client_data_mid,
+                                     (jint) id, (jint) n);
+
+    if ((*env)->ExceptionCheck(env)) {
+        (void) ngx_http_jvm_vm_failed(log, "Worker.clientData()");
+        return NGX_ERROR;
+    }
+
+    return rc;
 }
 
 

@@ -28,6 +28,11 @@ final class Gate {
     static final String SUB_ARGS = "subrequest args";
     static final String SUB_NAME = "subrequest header field name";
     static final String SUB_VALUE = "value of the subrequest header field";
+    static final String CALL_METHOD = "call's method";
+    static final String CALL_URI = "call's URI";
+    static final String CALL_ARGS = "call's args";
+    static final String CALL_NAME = "call's header field name";
+    static final String CALL_VALUE = "value of the call's header field";
 
     private static final int SHOW = 64;
 

@@ -37,6 +37,20 @@ final class Natives {
     /** Starts subrequest {@code id} of request {@code r} (event loop); null, or why not. */
     static native String startSubrequest(long r, int id, byte[] spec);
 
+    /**
+     * Starts call {@code id} through the jvm_client location {@code name}
+     * (event loop): its handle; throws IllegalStateException when it cannot.
+     * {@code target} is the URI after the location's prefix, with its args;
+     * {@code fields} the header fields, each "name: value" CRLF.
+     */
+    static native long clientStart(int id, byte[] name, byte[] method, byte[] target, byte[] fields);
+
+    /** The call's reader has room again (event loop). */
+    static native void clientResume(long call);
+
+    /** Java is done with the call before its end (event loop): nginx sees its client leave. */
+    static native void clientClose(long call);
+
     /** Runs the hooks of Runtime.addShutdownHook (C: java.lang.ApplicationShutdownHooks). */
     static native void runShutdownHooks();
 

@@ -402,6 +402,20 @@ final class Worker {
         }
     }
 
+    /**
+     * {@code n} bytes of call {@code id}'s answer at the start of the request
+     * buffer (0: its end; -1: it failed): {@link UpstreamCall#MORE}, {@link
+     * UpstreamCall#PAUSE} or {@link UpstreamCall#DROP}.
+     */
+    static int clientData(int id, int n) {
+        try {
+            return UpstreamCall.data(id, requestBuffer, n);
+        } catch (Throwable t) {
+            System.err.println(Failure.describe("jvm: a call's answer failed", t));
+            return UpstreamCall.DROP;
+        }
+    }
+
     private static Request request(int length) {
         byte[] data = new byte[length];
         Wire.get(requestBuffer, 0, data, 0, length);

@@ -1,0 +1,431 @@
+package nginx.jvm;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * One call of {@link Upstream}'s in flight: the answer's bytes as the C
+ * module reads them from the call's end of its socket pair
+ * (ngx_http_jvm_client.c), parsed on the event loop (status line, header
+ * fields, a chunked or counted body), and the body's bytes queued for its
+ * reader, who is this InputStream. Past {@link #HIGH} bytes unread the C
+ * module reads no more ({@link #PAUSE}) until the reader is below {@link
+ * #LOW} again.
+ */
+final class UpstreamCall extends InputStream {
+    static final int MORE = 0, PAUSE = 1, DROP = 2;
+    static final int HIGH = 256 * 1024, LOW = 64 * 1024;
+    private static final int HEAD_MAX = 64 * 1024;
+
+    // Event loop only: the calls the C module has, by id.
+    private static final Map<Integer, UpstreamCall> calls = new HashMap<>();
+    private static int next;
+
+    private enum State { HEAD, LENGTH, CHUNK_SIZE, CHUNK_DATA, CHUNK_CRLF, TRAILER, UNTIL_END, DONE }
+
+    private final int id;
+    private final boolean head;
+    private final CompletableFuture<UpstreamCall> future;
+    private long handle;
+    private int status;
+    private List<String[]> fields;
+
+    // Event loop only: the parser's state.
+    private State state = State.HEAD;
+    private ByteArrayOutputStream headBytes = new ByteArrayOutputStream(512);
+    private int tail;
+    private long remaining;
+    private final StringBuilder line = new StringBuilder();
+
+    // Under lock: what the reader has to read.
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition more = lock.newCondition();
+    private final ArrayDeque<byte[]> queue = new ArrayDeque<>();
+    private int queued;
+    private boolean ended;
+    private boolean closed;
+    private boolean paused;
+    private IOException failure;
+    private byte[] current;
+    private int at;
+
+    private UpstreamCall(int id, boolean head, CompletableFuture<UpstreamCall> future) {
+        this.id = id;
+        this.head = head;
+        this.future = future;
+    }
+
+    /** Any thread: the call started on the loop; its future. */
+    static CompletableFuture<UpstreamCall> start(byte[] name, byte[] method, byte[] target, byte[] fields,
+            boolean head) {
+        CompletableFuture<UpstreamCall> result = new CompletableFuture<>();
+        Runnable begin = () -> {
+            try {
+                UpstreamCall c = new UpstreamCall(id(), head, result);
+                c.handle = Natives.clientStart(c.id, name, method, target, fields);
+                calls.put(c.id, c);
+            } catch (Throwable t) {
+                result.completeExceptionally(t);
+            }
+        };
+        if (LoopCalls.direct()) {
+            begin.run();
+        } else {
+            LoopCalls.post(begin);
+        }
+        return result;
+    }
+
+    private static int id() {
+        do {
+            next = next == Integer.MAX_VALUE ? 1 : next + 1;
+        } while (calls.containsKey(next));
+        return next;
+    }
+
+    /** Event loop (Worker.clientData): n bytes of call id's answer in {@code in}; 0 its end, -1 failed. */
+    static int data(int id, ByteBuffer in, int n) {
+        UpstreamCall c = n > 0 ? calls.get(id) : calls.remove(id);
+        if (c == null) {
+            return DROP;
+        }
+        try {
+            if (n < 0) {
+                c.fail("the connection to nginx failed");
+            } else if (n == 0) {
+                c.end();
+            } else {
+                byte[] b = new byte[n];
+                Wire.get(in, 0, b, 0, n);
+                return c.feed(b, 0, n);
+            }
+            return MORE;
+        } catch (IOException | RuntimeException e) {
+            calls.remove(id);
+            c.fail(e instanceof IOException ? e.getMessage() : "the answer could not be read: " + e);
+            return DROP;
+        }
+    }
+
+    /** The answer's status, once its head came. */
+    int status() {
+        return status;
+    }
+
+    /** The answer's header fields, name and value, once its head came. */
+    List<String[]> fields() {
+        return fields;
+    }
+
+    /** The calls in flight (event loop). */
+    static int inFlight() {
+        return calls.size();
+    }
+
+    // ---- the event loop's side: parsing ----
+
+    private int feed(byte[] b, int off, int len) throws IOException {
+        int end = off + len;
+        while (off < end) {
+            switch (state) {
+                case HEAD:
+                    off = head(b, off, end);
+                    break;
+                case LENGTH:
+                case CHUNK_DATA:
+                case UNTIL_END: {
+                    int k = (int) Math.min(end - off, state == State.UNTIL_END ? Long.MAX_VALUE : remaining);
+                    offer(java.util.Arrays.copyOfRange(b, off, off + k));
+                    off += k;
+                    remaining -= k;
+                    if (remaining == 0 && state == State.LENGTH) {
+                        finish();
+                    } else if (remaining == 0 && state == State.CHUNK_DATA) {
+                        state = State.CHUNK_CRLF;
+                    }
+                    break;
+                }
+                case CHUNK_SIZE:
+                case CHUNK_CRLF:
+                case TRAILER:
+                    off = chunkLine(b, off, end);
+                    break;
+                default:
+                    off = end;              // after the body: nothing more is nginx's
+            }
+        }
+        return pressure();
+    }
+
+    /** The status line and header fields, up to the empty line. */
+    private int head(byte[] b, int off, int end) throws IOException {
+        while (off < end) {
+            byte x = b[off++];
+            headBytes.write(x);
+            tail = tail << 8 | x & 0xff;
+            if (tail == 0x0d0a0d0a || (tail & 0xffff) == 0x0a0a) {
+                parseHead();
+                return off;
+            }
+            if (headBytes.size() > HEAD_MAX) {
+                throw new IOException("the answer's header is over " + HEAD_MAX + " bytes");
+            }
+        }
+        return off;
+    }
+
+    private void parseHead() throws IOException {
+        String text = new String(headBytes.toByteArray(), StandardCharsets.ISO_8859_1);
+        headBytes = null;
+        String[] lines = text.split("\r?\n");
+        if (!lines[0].startsWith("HTTP/1.") || lines[0].length() < 12) {
+            throw new IOException("not an HTTP answer: " + Gate.quote(lines[0]));
+        }
+        int status = Integer.parseInt(lines[0].substring(9, 12));
+        List<String[]> fields = new ArrayList<>();
+        boolean chunked = false;
+        long length = -1;
+        for (int i = 1; i < lines.length; i++) {
+            int colon = lines[i].indexOf(':');
+            if (colon <= 0) {
+                continue;
+            }
+            String name = lines[i].substring(0, colon).trim(), value = lines[i].substring(colon + 1).trim();
+            fields.add(new String[] {name, value});
+            if (name.equalsIgnoreCase("Transfer-Encoding") && value.equalsIgnoreCase("chunked")) {
+                chunked = true;
+            } else if (name.equalsIgnoreCase("Content-Length")) {
+                length = Long.parseLong(value);
+            }
+        }
+        if (head || status == 204 || status == 304 || status < 200) {
+            finish();
+        } else if (chunked) {
+            state = State.CHUNK_SIZE;
+        } else if (length >= 0) {
+            remaining = length;
+            state = State.LENGTH;
+            if (length == 0) {
+                finish();
+            }
+        } else {
+            state = State.UNTIL_END;
+        }
+        this.status = status;
+        this.fields = fields;
+        future.complete(this);
+    }
+
+    /** A chunk's size line, the CRLF after its data, or the trailer's lines. */
+    private int chunkLine(byte[] b, int off, int end) throws IOException {
+        while (off < end) {
+            char ch = (char) (b[off++] & 0xff);
+            if (ch != '\n') {
+                if (line.length() > 1024) {
+                    throw new IOException("a chunk's line is too long");
+                }
+                line.append(ch);
+                continue;
+            }
+            String l = line.toString().trim();
+            line.setLength(0);
+            if (state == State.CHUNK_CRLF) {
+                state = State.CHUNK_SIZE;
+            } else if (state == State.TRAILER) {
+                if (l.isEmpty()) {
+                    finish();
+                }
+            } else {
+                int semi = l.indexOf(';');
+                long size = Long.parseLong(semi < 0 ? l : l.substring(0, semi).trim(), 16);
+                if (size == 0) {
+                    state = State.TRAILER;
+                } else {
+                    remaining = size;
+                    state = State.CHUNK_DATA;
+                }
+            }
+            return off;
+        }
+        return off;
+    }
+
+    /** The body is whole. */
+    private void finish() {
+        state = State.DONE;
+        lock.lock();
+        try {
+            ended = true;
+            more.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** nginx closed the connection: the body's end, or its cut. */
+    private void end() {
+        if (state == State.UNTIL_END || state == State.DONE) {
+            finish();
+        } else if (state == State.HEAD) {
+            fail("nginx closed the call's connection before an answer");
+        } else {
+            fail("the answer ended early (" + (state == State.LENGTH ? remaining + " bytes short"
+                    : "no last chunk") + "): the backend failed mid-body, or a timeout");
+        }
+    }
+
+    private void fail(String why) {
+        IOException e = new IOException(why);
+        future.completeExceptionally(e);
+        lock.lock();
+        try {
+            if (!ended) {
+                failure = e;
+            }
+            more.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void offer(byte[] piece) {
+        lock.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            queue.add(piece);
+            queued += piece.length;
+            more.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private int pressure() {
+        lock.lock();
+        try {
+            if (queued >= HIGH && !closed) {
+                paused = true;
+                return PAUSE;
+            }
+            return MORE;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // ---- the reader's side ----
+
+    @Override
+    public int read() throws IOException {
+        byte[] one = new byte[1];
+        int n = read(one, 0, 1);
+        return n < 0 ? -1 : one[0] & 0xff;
+    }
+
+    @Override
+    public int read(byte[] b, int off, int len) throws IOException {
+        if (len == 0) {
+            return 0;
+        }
+        boolean resume = false;
+        int n;
+        lock.lock();
+        try {
+            while (current == null) {
+                if (closed) {
+                    throw new IOException("the call's body is closed");
+                }
+                current = queue.poll();
+                at = 0;
+                if (current != null) {
+                    break;
+                }
+                if (failure != null) {
+                    throw new IOException(failure.getMessage(), failure);
+                }
+                if (ended) {
+                    return -1;
+                }
+                LoopCalls.refuseOnLoop("reading a call's body before it arrived",
+                        "read it on a thread that may block, or hand it to a Response");
+                more.awaitUninterruptibly();
+            }
+            n = Math.min(len, current.length - at);
+            System.arraycopy(current, at, b, off, n);
+            at += n;
+            queued -= n;
+            if (at == current.length) {
+                current = null;
+            }
+            if (paused && queued <= LOW) {
+                paused = false;
+                resume = true;
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (resume) {
+            onLoop(() -> {
+                if (calls.get(id) == this) {
+                    Natives.clientResume(handle);
+                }
+            });
+        }
+        return n;
+    }
+
+    @Override
+    public int available() {
+        lock.lock();
+        try {
+            return queued;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The body is not wanted (any more): the call ends, nginx sees its client leave. */
+    @Override
+    public void close() {
+        lock.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            queue.clear();
+            current = null;
+            queued = 0;
+            more.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        onLoop(() -> {
+            if (calls.remove(id, this)) {
+                Natives.clientClose(handle);
+            }
+        });
+    }
+
+    /**
+     * Always queued, even on the loop: a reader there may be inside the C
+     * module's read of this very call (a future's callback), which must not
+     * see the call freed under it.
+     */
+    private static void onLoop(Runnable r) {
+        LoopCalls.post(r);
+    }
+}

@@ -1,0 +1,724 @@
+
+/*
+ * nginx-jvm: Java's calls out through nginx's upstreams (jvm_client,
+ * nginx.jvm.Upstream; docs/internals.md, "Calls out through nginx's
+ * upstreams").
+ *
+ * A call is a request into a location marked "jvm_client NAME", whose
+ * proxy_pass (balancing, keepalive, retries, timeouts, TLS, cache) does
+ * the work.  As the warm-up does (ngx_http_jvm_warmup.c), one end of a
+ * socket pair becomes a connection of the location's server's plain
+ * HTTP/1 listen, as if accepted there; the other is the call's client
+ * end, driven here on the event loop: the request's head written, the
+ * answer read into the request buffer and handed to Java
+ * (Worker.clientData) only while Java has room for it.  When it has not,
+ * nothing is read: the pair's buffer fills, nginx's writes to its client
+ * wait (send_timeout), and so does its upstream.
+ *
+ * A request in a jvm_client location from any connection but a server
+ * end of ours is answered 404: nobody outside reaches the location.
+ */
+
+
+#include "ngx_http_jvm_module.h"
+
+#include <sys/socket.h>
+
+
+/* reads a turn of the loop, at most, before others get theirs */
+#define NGX_HTTP_JVM_CLIENT_READS   16
+
+/* Worker.clientData's answers */
+#define NGX_HTTP_JVM_CLIENT_MORE    0
+#define NGX_HTTP_JVM_CLIENT_PAUSE   1
+#define NGX_HTTP_JVM_CLIENT_DROP    2
+
+
+typedef struct {
+    ngx_int_t                  id;          /* Java's */
+    ngx_connection_t          *client;      /* the end read here */
+    ngx_connection_t          *server;      /* nginx's, until it closes */
+    ngx_pool_cleanup_t        *cleanup;     /* of the server end's pool */
+    u_char                    *head;        /* the request, to write */
+    size_t                     len;
+    size_t                     sent;
+    unsigned                   paused:1;
+} ngx_http_jvm_call_t;
+
+
+static ngx_int_t ngx_http_jvm_client_find_listen(ngx_conf_t *cf,
+    ngx_http_jvm_client_t *cl);
+static ngx_int_t ngx_http_jvm_client_check(ngx_http_request_t *r);
+static ngx_http_jvm_client_t *ngx_http_jvm_client_named(ngx_str_t *name);
+static ngx_listening_t *ngx_http_jvm_client_listening(
+    ngx_http_jvm_client_t *cl);
+static ngx_int_t ngx_http_jvm_client_pair(ngx_http_jvm_call_t *call,
+    ngx_http_jvm_client_t *cl, const char **err);
+static ngx_int_t ngx_http_jvm_client_serve(ngx_http_jvm_call_t *call,
+    ngx_http_jvm_client_t *cl, ngx_listening_t *ls, ngx_socket_t fd);
+static void ngx_http_jvm_client_server_closed(void *data);
+static void ngx_http_jvm_client_write(ngx_event_t *wev);
+static void ngx_http_jvm_client_read(ngx_event_t *rev);
+static void ngx_http_jvm_client_end(ngx_http_jvm_call_t *call, ssize_t n);
+static void ngx_http_jvm_client_free(ngx_http_jvm_call_t *call);
+
+
+/* jvm_client NAME, in a prefix location */
+
+char *
+ngx_http_jvm_client_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_jvm_loc_conf_t *jlcf = conf;
+
+    u_char                     c;
+    ngx_str_t                 *value;
+    ngx_uint_t                 i;
+    ngx_http_jvm_client_t     *cl;
+    ngx_http_core_loc_conf_t  *clcf;
+    ngx_http_jvm_main_conf_t  *jmcf;
+
+    value = cf->args->elts;
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    jmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_jvm_module);
+
+    if (jlcf->client != NGX_CONF_UNSET_PTR) {
+        return "is duplicate";
+    }
+
+    if (clcf->named || clcf->noname || clcf->exact_match
+#if (NGX_PCRE)
+        || clcf->regex
+#endif
+        || clcf->name.len == 0 || clcf->name.data[0] != '/')
+    {
+        return "needs a prefix location (location /path/ {...}): the "
+               "calls' URIs begin with its prefix";
+    }
+
+    for (i = 0; i < value[1].len; i++) {
+        c = value[1].data[i];
+
+        if (!(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z')
+            && !(c >= '0' && c <= '9') && c != '_' && c != '-' && c != '.')
+        {
+            return "takes a name of letters, digits, \"_\", \"-\" and \".\"";
+        }
+    }
+
+    if (value[1].len == 0) {
+        return "takes a name";
+    }
+
+    if (jmcf->clients == NULL) {
+        jmcf->clients = ngx_array_create(cf->pool, 2,
+                                         sizeof(ngx_http_jvm_client_t));
+        if (jmcf->clients == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    cl = jmcf->clients->elts;
+
+    for (i = 0; i < jmcf->clients->nelts; i++) {
+        if (cl[i].name.len == value[1].len
+            && ngx_strncmp(cl[i].name.data, value[1].data, value[1].len) == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"jvm_client\": the name \"%V\" is already "
+                               "in %V:%ui", &value[1], &cl[i].file,
+                               cl[i].line);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    cl = ngx_array_push(jmcf->clients);
+    if (cl == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(cl, sizeof(ngx_http_jvm_client_t));
+
+    cl->name = value[1];
+    cl->prefix = clcf->name;
+    cl->server = ngx_http_conf_get_module_srv_conf(cf, ngx_http_core_module);
+    cl->file = cf->conf_file->file.name;
+    cl->line = cf->conf_file->line;
+
+    jlcf->client = cl;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * Postconfiguration: each jvm_client's server's plain HTTP/1 address, and
+ * the preaccess check that keeps outside clients out of the locations.
+ */
+
+ngx_int_t
+ngx_http_jvm_client_init(ngx_conf_t *cf)
+{
+    ngx_uint_t                  i;
+    ngx_http_handler_pt        *h;
+    ngx_http_jvm_client_t      *cl;
+    ngx_http_core_main_conf_t  *cmcf;
+    ngx_http_jvm_main_conf_t   *jmcf;
+
+    jmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_jvm_module);
+
+    if (jmcf->clients == NULL) {
+        return NGX_OK;
+    }
+
+    cl = jmcf->clients->elts;
+
+    for (i = 0; i < jmcf->clients->nelts; i++) {
+        if (ngx_http_jvm_client_find_listen(cf, &cl[i]) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_jvm_client_check;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_jvm_client_find_listen(ngx_conf_t *cf, ngx_http_jvm_client_t *cl)
+{
+    ngx_uint_t                  j, k, l;
+    ngx_http_conf_addr_t       *addr;
+    ngx_http_conf_port_t       *port;
+    ngx_http_core_srv_conf_t  **servers;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+    port = cmcf->ports ? cmcf->ports->elts : NULL;
+
+    for (j = 0; port && j < cmcf->ports->nelts; j++) {
+        addr = port[j].addrs.elts;
+
+        for (k = 0; k < port[j].addrs.nelts; k++) {
+            if (addr[k].opt.ssl || addr[k].opt.http2
+                || addr[k].opt.proxy_protocol)
+            {
+                continue;
+            }
+
+            servers = addr[k].servers.elts;
+
+            for (l = 0; l < addr[k].servers.nelts; l++) {
+                if (servers[l] != cl->server) {
+                    continue;
+                }
+
+                cl->sockaddr = addr[k].opt.sockaddr;
+                cl->socklen = addr[k].opt.socklen;
+
+                /* a regex or wildcard name is no Host */
+                cl->host = cl->server->server_name;
+
+                if (cl->host.len == 0 || cl->host.data[0] == '~'
+                    || cl->host.data[0] == '*' || cl->host.data[0] == '.')
+                {
+                    ngx_str_set(&cl->host, "localhost");
+                }
+
+                return NGX_OK;
+            }
+        }
+    }
+
+    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                  "\"jvm_client\" in %V:%ui: its server has no \"listen\" "
+                  "without ssl, http2 or proxy_protocol for the calls' plain "
+                  "HTTP/1.1 requests", &cl->file, cl->line);
+
+    return NGX_ERROR;
+}
+
+
+/* A request in a jvm_client location: a call's, or nobody's (404). */
+
+static ngx_int_t
+ngx_http_jvm_client_check(ngx_http_request_t *r)
+{
+    ngx_pool_cleanup_t       *cln;
+    ngx_http_jvm_loc_conf_t  *jlcf;
+
+    jlcf = ngx_http_get_module_loc_conf(r, ngx_http_jvm_module);
+
+    if (jlcf->client == NULL) {
+        return NGX_DECLINED;
+    }
+
+    for (cln = r->connection->pool->cleanup; cln; cln = cln->next) {
+        if (cln->handler == ngx_http_jvm_client_server_closed) {
+            return NGX_DECLINED;
+        }
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "jvm: \"%V\" is a jvm_client location: 404 to a client",
+                   &r->uri);
+
+    return NGX_HTTP_NOT_FOUND;
+}
+
+
+/*
+ * Java's call id: a socket pair into the named location's server, the
+ * request's head written: part[0] the method, part[1] the URI after the
+ * location's prefix (with its args), part[2] the header fields Java
+ * made, each with its CRLF.  The call, or NULL and why.
+ */
+
+void *
+ngx_http_jvm_client_start(ngx_int_t id, ngx_str_t *name, ngx_str_t *part,
+    const char **err)
+{
+    u_char                 *p;
+    size_t                  len;
+    ngx_str_t               prefix;
+    ngx_http_jvm_call_t    *call;
+    ngx_http_jvm_client_t  *cl;
+
+    cl = ngx_http_jvm_client_named(name);
+    if (cl == NULL) {
+        *err = "no jvm_client location of that name";
+        return NULL;
+    }
+
+    /* "/api/" and "/items": "/api/items" */
+    prefix = cl->prefix;
+
+    if (prefix.len && prefix.data[prefix.len - 1] == '/') {
+        prefix.len--;
+    }
+
+    len = part[0].len + 1 + prefix.len + part[1].len
+          + sizeof(" HTTP/1.1" CRLF "Host: " CRLF "Connection: close" CRLF)
+          - 1 + cl->host.len + part[2].len + 2;
+
+    call = ngx_calloc(sizeof(ngx_http_jvm_call_t) + len, ngx_cycle->log);
+    if (call == NULL) {
+        *err = "no memory";
+        return NULL;
+    }
+
+    call->id = id;
+    call->head = (u_char *) (call + 1);
+
+    p = ngx_sprintf(call->head, "%V %V%V HTTP/1.1" CRLF "Host: %V" CRLF
+                    "Connection: close" CRLF "%V" CRLF,
+                    &part[0], &prefix, &part[1], &cl->host, &part[2]);
+    call->len = p - call->head;
+
+    if (ngx_http_jvm_client_pair(call, cl, err) != NGX_OK) {
+        ngx_free(call);
+        return NULL;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "jvm: call %i through jvm_client \"%V\"", id, &cl->name);
+
+    ngx_http_jvm_client_write(call->client->write);
+
+    return call;
+}
+
+
+static ngx_http_jvm_client_t *
+ngx_http_jvm_client_named(ngx_str_t *name)
+{
+    ngx_uint_t                 i;
+    ngx_array_t               *clients;
+    ngx_http_jvm_client_t     *cl;
+    ngx_http_conf_ctx_t       *ctx;
+    ngx_http_jvm_main_conf_t  *jmcf;
+
+    ctx = (ngx_http_conf_ctx_t *) ngx_get_conf(ngx_cycle->conf_ctx,
+                                               ngx_http_module);
+    if (ctx == NULL) {
+        return NULL;
+    }
+
+    jmcf = ctx->main_conf[ngx_http_jvm_module.ctx_index];
+    clients = jmcf->clients;
+
+    if (clients == NULL) {
+        return NULL;
+    }
+
+    cl = clients->elts;
+
+    for (i = 0; i < clients->nelts; i++) {
+        if (cl[i].name.len == name->len
+            && ngx_strncmp(cl[i].name.data, name->data, name->len) == 0)
+        {
+            return &cl[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+/* The listening socket of the client's address: its own, or its port's. */
+
+static ngx_listening_t *
+ngx_http_jvm_client_listening(ngx_http_jvm_client_t *cl)
+{
+    ngx_uint_t        i;
+    ngx_listening_t  *ls, *wildcard;
+
+    ls = ngx_cycle->listening.elts;
+    wildcard = NULL;
+
+    for (i = 0; i < ngx_cycle->listening.nelts; i++) {
+        if (ls[i].handler != ngx_http_init_connection
+            || ls[i].connection == NULL
+            || ls[i].sockaddr->sa_family != cl->sockaddr->sa_family)
+        {
+            continue;
+        }
+
+        if (ngx_cmp_sockaddr(ls[i].sockaddr, ls[i].socklen,
+                             cl->sockaddr, cl->socklen, 1)
+            == NGX_OK)
+        {
+            return &ls[i];
+        }
+
+        if (ls[i].wildcard && wildcard == NULL
+            && ngx_inet_get_port(ls[i].sockaddr)
+               == ngx_inet_get_port(cl->sockaddr))
+        {
+            wildcard = &ls[i];
+        }
+    }
+
+    return wildcard;
+}
+
+
+static ngx_int_t
+ngx_http_jvm_client_pair(ngx_http_jvm_call_t *call,
+    ngx_http_jvm_client_t *cl, const char **err)
+{
+    ngx_socket_t       s[2];
+    ngx_listening_t   *ls;
+    ngx_connection_t  *c;
+
+    ls = ngx_http_jvm_client_listening(cl);
+    if (ls == NULL) {
+        *err = "its server's listening socket is not this worker's";
+        return NGX_ERROR;
+    }
+
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, s) == -1) {
+        *err = "socketpair() failed (open files?)";
+        return NGX_ERROR;
+    }
+
+    if (ngx_nonblocking(s[0]) == -1 || ngx_nonblocking(s[1]) == -1) {
+        *err = ngx_nonblocking_n " failed";
+        goto failed;
+    }
+
+    c = ngx_get_connection(s[1], ngx_cycle->log);
+    if (c == NULL) {
+        *err = "no free connection (worker_connections)";
+        goto failed;
+    }
+
+    c->data = call;
+    c->recv = ngx_recv;
+    c->send = ngx_send;
+    c->read->log = ngx_cycle->log;
+    c->write->log = ngx_cycle->log;
+    c->read->handler = ngx_http_jvm_client_read;
+    c->write->handler = ngx_http_jvm_client_write;
+    c->write->ready = 1;
+    call->client = c;
+
+    if (ngx_http_jvm_client_serve(call, cl, ls, s[0]) != NGX_OK) {
+        *err = "no connection for the server end";
+        (void) ngx_close_socket(s[0]);
+        ngx_close_connection(c);
+        call->client = NULL;
+        return NGX_ERROR;
+    }
+
+    if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
+        *err = "its events failed";
+
+        if (call->cleanup) {
+            call->cleanup->data = NULL;
+        }
+
+        ngx_close_connection(c);
+        call->client = NULL;
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+
+failed:
+
+    (void) ngx_close_socket(s[0]);
+    (void) ngx_close_socket(s[1]);
+
+    return NGX_ERROR;
+}
+
+
+/*
+ * The server end: a connection of the listening socket, set up as nginx
+ * sets up one it accepts, for a local peer ("unix:"), its local address
+ * the client's, so that its server is the one chosen.
+ */
+
+static ngx_int_t
+ngx_http_jvm_client_serve(ngx_http_jvm_call_t *call,
+    ngx_http_jvm_client_t *cl, ngx_listening_t *ls, ngx_socket_t fd)
+{
+    ngx_log_t           *log;
+    ngx_connection_t    *c;
+    ngx_pool_cleanup_t  *cln;
+
+    c = ngx_get_connection(fd, ngx_cycle->log);
+    if (c == NULL) {
+        return NGX_ERROR;
+    }
+
+    c->pool = ngx_create_pool(ls->pool_size, ngx_cycle->log);
+    if (c->pool == NULL) {
+        ngx_free_connection(c);
+        return NGX_ERROR;
+    }
+
+    log = ngx_palloc(c->pool, sizeof(ngx_log_t));
+    c->sockaddr = ngx_pcalloc(c->pool, sizeof(struct sockaddr));
+    c->local_sockaddr = ngx_palloc(c->pool, cl->socklen);
+    cln = ngx_pool_cleanup_add(c->pool, 0);
+
+    if (log == NULL || c->sockaddr == NULL || c->local_sockaddr == NULL
+        || cln == NULL)
+    {
+        ngx_destroy_pool(c->pool);
+        ngx_free_connection(c);
+        return NGX_ERROR;
+    }
+
+    *log = ls->log;
+    c->log = log;
+    c->pool->log = log;
+    c->read->log = log;
+    c->write->log = log;
+
+    c->type = SOCK_STREAM;
+    c->sockaddr->sa_family = AF_UNIX;
+    c->socklen = sizeof(sa_family_t);
+    ngx_str_set(&c->addr_text, "unix:");
+
+    ngx_memcpy(c->local_sockaddr, cl->sockaddr, cl->socklen);
+    c->local_socklen = cl->socklen;
+
+    c->recv = ngx_recv;
+    c->send = ngx_send;
+    c->recv_chain = ngx_recv_chain;
+    c->send_chain = ngx_send_chain;
+
+    c->listening = ls;
+    c->tcp_nopush = NGX_TCP_NOPUSH_DISABLED;
+    c->tcp_nodelay = NGX_TCP_NODELAY_DISABLED;
+    c->number = ngx_atomic_fetch_add(ngx_connection_counter, 1);
+    c->start_time = ngx_current_msec;
+    c->write->ready = 1;
+
+    cln->handler = ngx_http_jvm_client_server_closed;
+    cln->data = call;
+    call->cleanup = cln;
+    call->server = c;
+
+#if (NGX_STAT_STUB)
+    /* ngx_http_close_connection() takes it off again */
+    (void) ngx_atomic_fetch_add(ngx_stat_active, 1);
+#endif
+
+    ls->handler(c);
+
+    return NGX_OK;
+}
+
+
+/* The server end's pool is gone; its handler also marks it as ours. */
+
+static void
+ngx_http_jvm_client_server_closed(void *data)
+{
+    ngx_http_jvm_call_t  *call = data;
+
+    if (call) {
+        call->server = NULL;
+        call->cleanup = NULL;
+    }
+}
+
+
+/* The request's head, as much as the pair takes; the rest when it can. */
+
+static void
+ngx_http_jvm_client_write(ngx_event_t *wev)
+{
+    ssize_t               n;
+    ngx_connection_t     *c;
+    ngx_http_jvm_call_t  *call;
+
+    c = wev->data;
+    call = c->data;
+
+    while (call->sent < call->len) {
+        n = c->send(c, call->head + call->sent, call->len - call->sent);
+
+        if (n == NGX_AGAIN) {
+            if (ngx_handle_write_event(wev, 0) != NGX_OK) {
+                ngx_post_event(c->read, &ngx_posted_events);
+            }
+
+            return;
+        }
+
+        if (n == NGX_ERROR) {
+            /* the server end closed: the read sees it */
+            ngx_post_event(c->read, &ngx_posted_events);
+            return;
+        }
+
+        call->sent += n;
+    }
+}
+
+
+/*
+ * The answer's bytes, into the request buffer and on to Java, while Java
+ * has room; a few reads a turn, then the loop's other events.
+ */
+
+static void
+ngx_http_jvm_client_read(ngx_event_t *rev)
+{
+    ssize_t               n;
+    ngx_int_t             rc;
+    ngx_uint_t            i;
+    ngx_connection_t     *c;
+    ngx_http_jvm_call_t  *call;
+
+    c = rev->data;
+    call = c->data;
+
+    for (i = 0; i < NGX_HTTP_JVM_CLIENT_READS; i++) {
+
+        if (call->paused) {
+            return;
+        }
+
+        n = c->recv(c, ngx_http_jvm_vm.req_addr, ngx_http_jvm_vm.req_cap);
+
+        if (n == NGX_AGAIN) {
+            if (ngx_handle_read_event(rev, 0) != NGX_OK) {
+                ngx_http_jvm_client_end(call, -1);
+            }
+
+            return;
+        }
+
+        if (n == 0 || n == NGX_ERROR) {
+            ngx_http_jvm_client_end(call, n == 0 ? 0 : -1);
+            return;
+        }
+
+        rc = ngx_http_jvm_vm_client_data(c->log, call->id, n);
+
+        if (rc == NGX_HTTP_JVM_CLIENT_DROP || rc == NGX_ERROR) {
+            ngx_http_jvm_client_free(call);
+            return;
+        }
+
+        call->paused = (rc == NGX_HTTP_JVM_CLIENT_PAUSE);
+    }
+
+    ngx_post_event(rev, &ngx_posted_events);
+}
+
+
+/* The answer is over (n 0: its end; -1: failed): Java is told, and done. */
+
+static void
+ngx_http_jvm_client_end(ngx_http_jvm_call_t *call, ssize_t n)
+{
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "jvm: call %i: the answer %s", call->id,
+                   n == 0 ? "ended" : "failed");
+
+    (void) ngx_http_jvm_vm_client_data(ngx_cycle->log, call->id, n);
+
+    ngx_http_jvm_client_free(call);
+}
+
+
+/* Java may read again (on the loop): the read on the loop's next turn. */
+
+void
+ngx_http_jvm_client_resume(void *data)
+{
+    ngx_http_jvm_call_t  *call = data;
+
+    call->paused = 0;
+
+    if (call->client && !call->client->read->posted) {
+        ngx_post_event(call->client->read, &ngx_posted_events);
+    }
+}
+
+
+/*
+ * Java is done with the call (its body closed early, on the loop): the
+ * client end closed, which nginx sees as a client that left.
+ */
+
+void
+ngx_http_jvm_client_close(void *data)
+{
+    ngx_http_jvm_call_t  *call = data;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "jvm: call %i closed by Java", call->id);
+
+    ngx_http_jvm_client_free(call);
+}
+
+
+static void
+ngx_http_jvm_client_free(ngx_http_jvm_call_t *call)
+{
+    if (call->cleanup) {
+        /* the handler stays: it marks the connection as a call's */
+        call->cleanup->data = NULL;
+    }
+
+    if (call->client) {
+        ngx_close_connection(call->client);
+    }
+
+    ngx_free(call);
+}

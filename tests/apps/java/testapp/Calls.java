@@ -1,0 +1,186 @@
+package testapp;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import nginx.jvm.AsyncHandler;
+import nginx.jvm.Handler;
+import nginx.jvm.Request;
+import nginx.jvm.Responder;
+import nginx.jvm.Response;
+import nginx.jvm.Timers;
+import nginx.jvm.Upstream;
+
+/** Calls out through jvm_client locations (tests/test_client.py): ?to=/path&via=NAME. */
+public final class Calls {
+    private static volatile String timerResult = "none";
+
+    private Calls() {
+    }
+
+    static String arg(Request r, String name, String otherwise) {
+        String v = r.variable("arg_" + name);
+        return v == null || v.isEmpty() ? otherwise
+                : java.net.URLDecoder.decode(v, StandardCharsets.UTF_8);
+    }
+
+    static CompletableFuture<Upstream.Reply> call(Request r) {
+        Map<String, String> h = new LinkedHashMap<>();
+        h.put("X-Call", "yes");
+        String to = arg(r, "to", "/echo");
+        int q = to.indexOf('?');
+        return Upstream.call(arg(r, "via", "b"), arg(r, "method", "GET"), q < 0 ? to : to.substring(0, q),
+                q < 0 ? null : to.substring(q + 1), h);
+    }
+
+    /** "status length" of the whole body, or "body failed: why" after the status. */
+    static String drain(Upstream.Reply reply, long pauseEveryMs) {
+        long n = 0;
+        byte[] buf = new byte[65536];
+        try (InputStream in = reply.body()) {
+            for (int k; (k = in.read(buf)) >= 0; ) {
+                n += k;
+                if (pauseEveryMs > 0) {
+                    Thread.sleep(pauseEveryMs);
+                }
+            }
+            return reply.status() + " " + n;
+        } catch (IOException | InterruptedException e) {
+            return reply.status() + " body failed after " + n + ": " + e.getMessage();
+        }
+    }
+
+    /** Blocks (pool, virtual): the call's status, header X-Upstream and body, or why it failed. */
+    public static final class Blocking implements Handler {
+        @Override
+        public Response handle(Request r) {
+            try {
+                Upstream.Reply reply = call(r).get();
+                long pause = Long.parseLong(arg(r, "pause", "0"));
+                return Response.of(200, "text/plain", drain(reply, pause) + " " + reply.header("X-Upstream"));
+            } catch (ExecutionException e) {
+                return Response.of(200, "text/plain", "failed: " + e.getCause().getMessage());
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
+    /** Any mode, jvm_async on: the backend's answer relayed, its body streamed to the client. */
+    public static final class Relay implements AsyncHandler {
+        @Override
+        public void handle(Request r, Responder responder) {
+            call(r).whenComplete((reply, e) -> {
+                if (e != null) {
+                    responder.respond(Response.of(502, "text/plain", "failed: " + e.getMessage()));
+                    return;
+                }
+                Response out = Response.of(reply.status(), reply.header("Content-Type"), reply.body());
+                responder.respond(out);
+            });
+        }
+    }
+
+    /** Loop: the body read on the loop before it came is refused. */
+    public static final class ReadOnLoop implements AsyncHandler {
+        @Override
+        public void handle(Request r, Responder responder) {
+            call(r).whenComplete((reply, e) -> {
+                String text;
+                try (InputStream in = reply.body()) {
+                    in.read();
+                    text = "read";
+                } catch (IllegalStateException | IOException x) {
+                    text = "refused: " + x.getMessage();
+                }
+                responder.respond(Response.of(200, "text/plain", text));
+            });
+        }
+    }
+
+    /** ?op=start: a timer on the loop calls ?to=; ?op=result: what it got. */
+    public static final class Timer implements Handler {
+        @Override
+        public Response handle(Request r) {
+            if ("start".equals(arg(r, "op", ""))) {
+                timerResult = "pending";
+                String to = arg(r, "to", "/echo");
+                Timers.after(10, () -> Upstream.get("b", to).whenComplete((reply, e) -> {
+                    if (e != null) {
+                        timerResult = "failed: " + e.getMessage();
+                        return;
+                    }
+                    // the loop may not wait for the body: read it on another thread
+                    CompletableFuture.runAsync(() -> timerResult = drain(reply, 0) + " "
+                            + reply.header("X-Upstream"));
+                }));
+                return Response.of(200, "text/plain", "started");
+            }
+            return Response.of(200, "text/plain", timerResult);
+        }
+    }
+
+    /**
+     * Pool: ?n= calls of /echo one after another, then as many subrequests
+     * of /sub/echo: "calls-us subrequests-us" (microseconds a call, mean).
+     * A rough order of the cost, not a benchmark.
+     */
+    public static final class Many implements Handler {
+        @Override
+        public Response handle(Request r) {
+            int n = Integer.parseInt(arg(r, "n", "100"));
+            try {
+                long t0 = System.nanoTime();
+                for (int i = 0; i < n; i++) {
+                    String got = drain(Upstream.get("b", "/echo").get(), 0);
+                    if (!got.startsWith("200 ")) {
+                        return Response.of(500, "text/plain", "call " + i + ": " + got);
+                    }
+                }
+                long t1 = System.nanoTime();
+                for (int i = 0; i < n; i++) {
+                    Response sub = r.subrequest("/sub/echo").get();
+                    if (sub.status() != 200) {
+                        return Response.of(500, "text/plain", "subrequest " + i + ": " + sub.status());
+                    }
+                }
+                long t2 = System.nanoTime();
+                return Response.of(200, "text/plain", (t1 - t0) / 1000 / n + " " + (t2 - t1) / 1000 / n);
+            } catch (ExecutionException | InterruptedException e) {
+                return Response.of(500, "text/plain", "failed: " + e);
+            }
+        }
+    }
+
+    /** Refusals of the gate's: the message. */
+    public static final class Refused implements Handler {
+        @Override
+        public Response handle(Request r) {
+            Map<String, String> h = new LinkedHashMap<>();
+            String what = arg(r, "what", "");
+            String uri = "/echo";
+            String method = "GET";
+            if (what.equals("method")) {
+                method = "GET /elsewhere HTTP/1.1\r\n";
+            } else if (what.equals("value")) {
+                h.put("X-Bad", "a\r\nInjected: 1");
+            } else if (what.equals("host")) {
+                h.put("Host", "elsewhere");
+            } else if (what.equals("uri")) {
+                uri = "/echo HTTP/1.1\r\nX: y";
+            } else if (what.equals("space")) {
+                uri = "/echo x";
+            }
+            try {
+                Upstream.call("b", method, uri, null, h);
+                return Response.of(200, "text/plain", "sent");
+            } catch (IllegalArgumentException e) {
+                return Response.of(200, "text/plain", "refused: " + e.getMessage());
+            }
+        }
+    }
+}

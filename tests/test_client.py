@@ -1,0 +1,298 @@
+"""Calls out through nginx's upstreams (nginx.jvm.Upstream, jvm_client;
+issue 49): from a handler in the suite's mode (NGINX_JVM_MODES) and from a
+timer on the loop, to a Python backend on 127.0.0.1 through a jvm_client
+location's proxy_pass.  A 64 MB body relayed to a slow client keeps the
+worker's RSS flat and the backend no further ahead than the buffers
+between; a backend that refuses (502), resets mid-body, hangs before its
+answer (504 after proxy_read_timeout) or mid-body (the body's read
+fails); the outer client leaving ends the call at the backend; a client
+of the server never reaches a jvm_client location (404); the gate refuses
+what could split the request; nginx -t names the directive."""
+
+import socket
+import struct
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from harness import Nginx, config_test, free_port, wait_for
+
+MB = 1024 * 1024
+
+
+class Backend(BaseHTTPRequestHandler):
+    """/echo: the request described; /big?mb=N: N MB, counted as sent;
+    /chunked: three chunks; /reset: 1 MB promised, 128 KB sent, then a
+    reset; /hang: no answer; /drip: the header fields, 10 bytes, then
+    nothing."""
+    protocol_version = "HTTP/1.1"
+    sent = 0                    # /big's bytes written so far
+    closed_early = []           # /big's that met a closed connection
+
+    def log_message(self, *args):
+        pass
+
+    def head(self, status=200, length=None, ctype="text/plain", extra=()):
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("X-Upstream", "py")
+        if length is not None:
+            self.send_header("Content-Length", str(length))
+        for k, v in extra:
+            self.send_header(k, v)
+        self.end_headers()
+
+    def do_GET(self):
+        url = urlsplit(self.path)
+        query = parse_qs(url.query)
+        path = url.path
+        if path == "/echo":
+            text = "%s %s %s %s" % (self.command, path, url.query,
+                                    self.headers.get("X-Call"))
+            body = text.encode()
+            self.head(length=len(body))
+            if self.command != "HEAD":
+                self.wfile.write(body)
+        elif path == "/big":
+            total = int(query.get("mb", ["64"])[0]) * MB
+            self.head(length=total, ctype="application/octet-stream")
+            piece = b"x" * 65536
+            Backend.sent = 0
+            try:
+                while Backend.sent < total:
+                    self.wfile.write(piece)
+                    Backend.sent += len(piece)
+            except OSError:
+                Backend.closed_early.append(Backend.sent)
+        elif path == "/chunked":
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for part in (b"one,", b"two,", b"three"):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        elif path == "/reset":
+            self.head(length=MB)
+            self.wfile.write(b"r" * 131072)
+            self.wfile.flush()
+            time.sleep(0.2)
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+        elif path == "/hang":
+            time.sleep(5)
+        elif path == "/drip":
+            self.head(length=100)
+            self.wfile.write(b"0123456789")
+            self.wfile.flush()
+            time.sleep(5)
+        else:
+            self.head(404, length=0)
+
+    do_HEAD = do_GET
+
+
+@pytest.fixture(scope="module")
+def backend():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Backend)
+    server.daemon_threads = True
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+UPSTREAM_ERRORS = [r"connect\(\) failed \(111: Connection refused\)",
+                   r"upstream timed out",
+                   r"upstream prematurely closed",
+                   r"(recv|readv)\(\) failed \(104: Connection reset by peer\)"]
+
+LOCATIONS = """
+        location /_b/ { jvm_client b;
+                        proxy_pass http://127.0.0.1:@UP@/;
+                        proxy_read_timeout 1s;
+                        proxy_max_temp_file_size 0; }
+        location /_dead/ { jvm_client dead;
+                           proxy_pass http://127.0.0.1:@DEAD@/; }
+        location /relay { jvm_async on; jvm_content testapp.Calls$Relay; }
+        location /blocking { @BLOCKING@ jvm_content testapp.Calls$Blocking; }
+        location /on-loop { jvm_mode loop; jvm_async on;
+                            jvm_content testapp.Calls$ReadOnLoop; }
+        location /timer { jvm_mode loop; jvm_content testapp.Calls$Timer; }
+        location /refused { jvm_mode pool; jvm_content testapp.Calls$Refused; }
+        location /many { jvm_mode pool; jvm_content testapp.Calls$Many; }
+        location /sub/ { internal; proxy_pass http://127.0.0.1:@UP@/; }
+"""
+
+
+@pytest.fixture(scope="module")
+def ng(mode, backend):
+    locations = (LOCATIONS.replace("@UP@", str(backend.server_address[1]))
+                 .replace("@DEAD@", str(free_port()))
+                 # a loop handler may not wait: the blocking one in a pool
+                 .replace("@BLOCKING@",
+                          "jvm_mode pool;" if mode == "loop" else ""))
+    with Nginx(locations, mode=mode) as n:
+        yield n
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_a_call_from_a_handler(ng):
+    r = ng.get("/blocking?to=/echo%3Fa%3D1")
+    assert r.status == 200, r
+    # "200 <length> py": the backend saw the URI after the prefix, the args
+    # and the header field the call set
+    status, length, upstream = r.text.split(" ")
+    assert (status, upstream) == ("200", "py")
+    r = ng.get("/relay?to=/echo%3Fa%3D1")
+    assert (r.status, r.text) == (200, "GET /echo a=1 yes"), r
+
+
+def test_a_chunked_answer_and_head(ng):
+    r = ng.get("/relay?to=/chunked")
+    assert (r.status, r.text) == (200, "one,two,three"), r
+    r = ng.get("/blocking?to=/echo&method=HEAD")
+    assert r.text == "200 0 py", r
+
+
+def test_a_call_from_a_timer_on_the_loop(ng):
+    assert ng.get("/timer?op=start&to=/echo%3Ft%3D1").text == "started"
+    got = wait_for(lambda: (lambda t: t if t not in ("pending", "none")
+                            else None)(ng.get("/timer?op=result").text), 20)
+    assert got == "200 18 py", got  # "GET /echo t=1 None"
+
+
+@pytest.mark.log_allows(*UPSTREAM_ERRORS)
+def test_reading_on_the_loop_before_the_body_came_is_refused(ng):
+    r = ng.get("/on-loop?to=/drip")
+    assert r.status == 200
+    assert r.text.startswith("refused: reading a call's body before it "
+                             "arrived would block the event loop"), r.text
+
+
+def test_a_client_never_reaches_a_jvm_client_location(ng, backend):
+    assert ng.get("/_b/echo").status == 404
+    assert ng.get("/_b/../_b/echo").status in (400, 404)
+
+
+def test_the_gate_refuses_what_could_split_the_request(ng):
+    for what, text in (("value", "refused: refused the value of the call's "
+                                 "header field \"X-Bad\""),
+                       ("host", "refused: the call's header field Host is "
+                                "the call's own"),
+                       ("uri", "refused: refused the call's URI"),
+                       ("method", "refused: refused the call's method"),
+                       ("space", "refused: refused the call's URI")):
+        r = ng.get("/refused?what=" + what)
+        assert r.text.startswith(text), (what, r.text)
+
+
+@pytest.mark.log_allows(*UPSTREAM_ERRORS)
+def test_a_backend_that_refuses_gives_nginxs_502(ng):
+    r = ng.get("/blocking?to=/x&via=dead")
+    assert r.text.startswith("502 "), r.text
+    r = ng.get("/blocking?to=/x&via=nowhere")
+    assert r.text.startswith("failed: no jvm_client location of that name"), \
+        r.text
+
+
+@pytest.mark.log_allows(*UPSTREAM_ERRORS)
+def test_a_backend_that_resets_mid_body(ng):
+    r = ng.get("/blocking?to=/reset")
+    assert r.text.startswith("200 body failed after "), r.text
+    assert "the answer ended early" in r.text, r.text
+
+
+@pytest.mark.log_allows(*UPSTREAM_ERRORS)
+def test_a_backend_that_hangs(ng):
+    t0 = time.monotonic()
+    r = ng.get("/blocking?to=/hang")
+    # nginx's own answer after proxy_read_timeout (1s), as any client's
+    assert r.text.startswith("504 "), r.text
+    assert time.monotonic() - t0 < 4.5
+    r = ng.get("/blocking?to=/drip")
+    # the 10 bytes sent stay in nginx's proxy buffer (proxy_buffering on)
+    assert r.text.startswith("200 body failed after 0: the answer ended "
+                             "early (100 bytes short)"), r.text
+
+
+def test_64_mb_read_slowly_keeps_the_worker_flat(ng, backend):
+    pid = ng.worker_pids()[0]
+    # a first big call: the JVM's heap and nginx's buffers at their size
+    warm = ng.get("/relay?to=/big%3Fmb%3D8")
+    assert len(warm.body) == 8 * MB
+    before = rss_kb(pid)
+    s = socket.create_connection(("127.0.0.1", ng.port), timeout=30)
+    s.sendall(b"GET /relay?to=/big%3Fmb%3D64 HTTP/1.1\r\nHost: x\r\n"
+              b"Connection: close\r\n\r\n")
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    got, peak, ahead = 0, before, 0
+    while True:
+        data = s.recv(65536)
+        if not data:
+            break
+        got += len(data)
+        if got % (2 * MB) < 65536:
+            peak = max(peak, rss_kb(pid))
+            ahead = max(ahead, Backend.sent - got)
+            time.sleep(0.02)
+    s.close()
+    assert got > 64 * MB        # and the header
+    # the backend is never far ahead of the reader: socket buffers, nginx's
+    # proxy buffers and the call's 256 KB, not the body
+    assert ahead < 16 * MB, ahead
+    assert peak - before < 32 * 1024, (before, peak)
+    print("64 MB relayed: RSS %d -> peak %d KB, backend ahead at most "
+          "%.1f MB" % (before, peak, ahead / MB))
+
+
+def test_the_outer_client_leaving_ends_the_call(ng, backend):
+    Backend.closed_early.clear()
+    s = socket.create_connection(("127.0.0.1", ng.port), timeout=30)
+    s.sendall(b"GET /relay?to=/big%3Fmb%3D64 HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert len(s.recv(65536)) > 0
+    s.close()
+    # the client's leaving closes the call's body, the call's end of the
+    # pair, nginx's request to the backend: the backend's writes fail
+    assert wait_for(lambda: Backend.closed_early, 20), \
+        "the backend went on sending"
+    assert Backend.closed_early[0] < 48 * MB
+
+
+def test_the_cost_of_a_call_a_rough_order(ng):
+    """Not a benchmark (a shared machine): calls one after another, each a
+    socket pair and a parse more than a subrequest, stay of the same
+    order as subrequests to the same backend."""
+    r = ng.get("/many?n=200")
+    assert r.status == 200, r.text
+    call_us, sub_us = map(int, r.text.split())
+    print("a call %d us, a subrequest %d us (mean of 200, one after "
+          "another, Python backend)" % (call_us, sub_us))
+    assert call_us < 10 * max(sub_us, 100), (call_us, sub_us)
+
+
+def test_nginx_t_names_the_directive():
+    bad = [("location ~ /x { jvm_client a; proxy_pass http://127.0.0.1:1; }",
+            '"jvm_client" directive needs a prefix location'),
+           ("location /a/ { jvm_client a; }\n"
+            "        location /b/ { jvm_client a; }",
+            '"jvm_client": the name "a" is already in'),
+           ("location /a/ { jvm_client a; jvm_client b; }",
+            '"jvm_client" directive is duplicate')]
+    for locations, text in bad:
+        out = config_test(locations)
+        assert out.returncode != 0 and text in out.stderr + out.stdout, \
+            (locations, out)
