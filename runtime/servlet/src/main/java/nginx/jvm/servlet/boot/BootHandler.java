@@ -45,7 +45,8 @@ import nginx.jvm.Response;
  * <li>{@code nginx.jvm.boot.jar}: the application's jar; by default the
  *     one Spring Boot jar on the class path;</li>
  * <li>{@code nginx.jvm.boot.seam}: the seam jar, by default beside this
- *     class's jar;</li>
+ *     class's jar (nginx-jvm-servlet-boot-seam-jetty12.0.jar for an
+ *     application whose Jetty is 12.0: Boot 3.5's Jetty starter);</li>
  * <li>{@code nginx.jvm.boot.args}: the application's arguments, split on
  *     white space (its {@code main(String[])});</li>
  * <li>{@code nginx.jvm.boot.timeout}: seconds the worker waits for the
@@ -66,6 +67,8 @@ public final class BootHandler implements Handler, AsyncHandler {
     public static final String TIMEOUT = "nginx.jvm.boot.timeout";
     /** The seam jar's name, beside this class's jar (runtime/servlet/pom.xml). */
     static final String SEAM_JAR = "nginx-jvm-servlet-boot-seam.jar";
+    /** The same seam built against Jetty 12.0 and its ee10 servlets, for Boot 3.5's Jetty starter. */
+    static final String SEAM_JAR_JETTY_12_0 = "nginx-jvm-servlet-boot-seam-jetty12.0.jar";
 
     private static boolean started;
     private static RuntimeException failed;
@@ -117,7 +120,7 @@ public final class BootHandler implements Handler, AsyncHandler {
         Manifest manifest = manifest(jar);
         Attributes main = manifest.getMainAttributes();
         checkLauncher(jar, main);
-        Path seam = seamJar();
+        Path seam = seamJar(jettyOf(jar));
         // an executable WAR (Spring-Boot-Lib: WEB-INF/lib/) has Boot's WarLauncher
         Class<?> launcher = String.valueOf(main.getValue("Main-Class")).endsWith(".WarLauncher")
                 ? NginxWarLauncher.class : NginxJarLauncher.class;
@@ -268,17 +271,35 @@ public final class BootHandler implements Handler, AsyncHandler {
         }
     }
 
-    static Path seamJar() {
+    /**
+     * The version of the Jetty the application brings (its nested
+     * jetty-server jar's, in BOOT-INF/lib or an executable WAR's
+     * WEB-INF/lib), or null: the seam is built for one Jetty line.
+     */
+    static String jettyOf(Path jar) {
+        try (JarFile j = new JarFile(jar.toFile())) {
+            return j.stream().map(e -> e.getName())
+                    .filter(n -> n.matches("(BOOT|WEB)-INF/lib(-provided)?/jetty-server-[0-9][^/]*\\.jar"))
+                    .map(n -> n.substring(n.lastIndexOf("/jetty-server-") + 14, n.length() - 4))
+                    .findFirst().orElse(null);
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    /** The seam jar for an application whose Jetty is {@code jetty} (null: none). */
+    static Path seamJar(String jetty) {
         String named = System.getProperty(SEAM);
+        String name = jetty != null && jetty.startsWith("12.0.") ? SEAM_JAR_JETTY_12_0 : SEAM_JAR;
         Path seam;
         if (named != null && !named.isEmpty()) {
             seam = Path.of(named).toAbsolutePath();
         } else {
             try {
                 Path here = Path.of(BootHandler.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-                seam = here.resolveSibling(SEAM_JAR);
+                seam = here.resolveSibling(name);
             } catch (Exception e) {
-                throw new IllegalStateException("cannot tell where " + SEAM_JAR + " is: name it with -D" + SEAM, e);
+                throw new IllegalStateException("cannot tell where " + name + " is: name it with -D" + SEAM, e);
             }
         }
         if (!Files.isRegularFile(seam)) {

@@ -33,17 +33,26 @@ import org.springframework.boot.web.server.ConfigurableWebServerFactory;
  * (org.springframework.boot.web.embedded.jetty) and Boot 4
  * (org.springframework.boot.jetty), so the customizer is a proxy of
  * whichever interface the factory takes. The seam's Jetty side is built
- * against Jetty 12.1 (ee11): Boot 4. Boot 3.5's Jetty 12.0 (ee10) is
+ * twice from these sources (runtime/servlet/pom.xml): against Jetty 12.1
+ * and its ee11 servlets (Boot 4), in nginx-jvm-servlet-boot-seam.jar, and
+ * against Jetty 12.0 with "ee11" replaced by "ee10" (Boot 3.5), in
+ * nginx-jvm-servlet-boot-seam-jetty12.0.jar; BootHandler picks the one the
+ * application's Jetty takes. Any other Jetty (11: Boot 3.0 to 3.1) is
  * refused with a message that says so.
  */
 final class JettyBoot {
+    /** The servlet layer this build of the seam is compiled against (ee10 in the Jetty 12.0 build). */
+    private static final String SERVLETS = "org.eclipse.jetty.ee11.servlet";
+
     private JettyBoot() {
     }
 
     static void customize(ConfigurableWebServerFactory factory) {
-        if (Jetty.VERSION.startsWith("12.0.") || Jetty.VERSION.startsWith("11.")) {
-            String why = "nginx-jvm serves Spring Boot's Jetty starter with Jetty 12.1 (Spring Boot 4), and this"
-                    + " application has Jetty " + Jetty.VERSION + ": take Spring Boot 4, or the Tomcat starter";
+        if (!servletsPresent()) {
+            String why = "nginx-jvm serves Spring Boot's Jetty starter on Jetty 12.0 (Spring Boot 3.5, ee10"
+                    + " servlets) and 12.1 (Spring Boot 4, ee11), and this application has Jetty " + Jetty.VERSION
+                    + ", without " + SERVLETS + " (nginx.jvm.boot.seam named the seam jar of another Jetty?):"
+                    + " take Spring Boot 3.5 or 4, or the Tomcat starter";
             Bridge.problem(why);
             throw new IllegalStateException(why);
         }
@@ -72,6 +81,15 @@ final class JettyBoot {
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException("cannot customize the Jetty of " + factory.getClass().getName() + ": "
                     + e, e);
+        }
+    }
+
+    private static boolean servletsPresent() {
+        try {
+            Class.forName(SERVLETS + ".ServletContextHandler", false, JettyBoot.class.getClassLoader());
+            return true;
+        } catch (ClassNotFoundException | LinkageError e) {
+            return false;
         }
     }
 
