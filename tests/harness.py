@@ -322,6 +322,30 @@ def raw(port, data, timeout=10, host="127.0.0.1"):
     return b"".join(chunks)
 
 
+TCP_STATES = {1: "ESTABLISHED", 2: "SYN_SENT", 3: "SYN_RECV", 4: "FIN_WAIT1",
+              5: "FIN_WAIT2", 6: "TIME_WAIT", 7: "CLOSE", 8: "CLOSE_WAIT",
+              9: "LAST_ACK", 10: "LISTEN", 11: "CLOSING"}
+
+
+def tcp_socket(local_port, remote_port):
+    """The kernel's view of the IPv4 TCP socket from local_port to
+    remote_port (/proc/net/tcp: this network namespace's, every process's):
+    {"state", "tx", "rx"} (bytes in its send queue, not yet acknowledged,
+    and in its receive queue, not yet read), or None when there is none.
+    From the server's side: local_port is the server's, remote_port the
+    client socket's getsockname()[1]."""
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            local, remote = fields[1].split(":")[1], fields[2].split(":")[1]
+            if int(local, 16) == local_port and int(remote, 16) == remote_port:
+                tx, rx = (int(x, 16) for x in fields[4].split(":"))
+                return {"state": TCP_STATES.get(int(fields[3], 16), fields[3]),
+                        "tx": tx, "rx": rx}
+    return None
+
+
 def data_segments_in(s):
     """The data segments socket s has received (Linux's
     tcpi_data_segs_in, at offset 152 of struct tcp_info): how many

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from harness import (ROOT, Launcher, config_test, dechunk, free_port,
-                     parse_raw, server_cert, wait_for)
+                     parse_raw, server_cert, tcp_socket, wait_for)
 
 SOURCES = ROOT / "tests" / "apps" / "servlet-nio" / "nio"
 TOMCAT = ROOT / "build" / "servlet" / "tomcat-lib"
@@ -182,23 +182,34 @@ def test_a_client_that_leaves_mid_upload(app, where):
                "Content-Type: application/octet-stream\r\n"
                "Content-Length: %d\r\n\r\n" % (where, tag, 10 ** 7)).encode())
     s.sendall(os.urandom(300 * 1024))
+    mine = s.getsockname()[1]
     if where == "/s/read":
         assert wait_for(lambda: events(app, tag)[1] > 0, 30), "no byte reached the servlet"
     else:
-        time.sleep(0.3)
+        # nginx is reading the body: all that was sent left this socket
+        # and nginx read it from its own
+        assert wait_for(lambda: tcp_socket(mine, app.port)["tx"] == 0
+                        and tcp_socket(app.port, mine)["rx"] == 0, 30), \
+            (tcp_socket(mine, app.port), tcp_socket(app.port, mine))
     s.close()
     if where == "/s/read":
         assert wait_event(app, tag, "read error after "), events(app, tag)
         got = events(app, tag)[0]
         assert len(got) == 1 and "IOException" in got[0], got
     else:
-        time.sleep(0.5)
+        # the request is over (nginx closed its side) and the servlet was
+        # never called
+        assert wait_for(lambda: (tcp_socket(app.port, mine) or {}).get("state")
+                        not in ("ESTABLISHED", "CLOSE_WAIT"), 30), \
+            tcp_socket(app.port, mine)
         assert events(app, tag) == ([], 0)
     # the worker lives and reads the next body whole
     body = os.urandom(100000)
     a = read_answer(app, body, where + "?id=" + unique("after"))
     assert a["sha256"] == hashlib.sha256(body).hexdigest()
     assert app.worker_pids() == pid
+    if where == "/read":
+        assert events(app, tag) == ([], 0)      # nor later
 
 
 # --- WriteListener --------------------------------------------------------

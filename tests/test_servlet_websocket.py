@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from harness import (ROOT, Launcher, maven_package, read_ws_frame,
-                     wait_for, ws_close_code, ws_frame, ws_handshake)
+                     tcp_socket, wait_for, ws_close_code, ws_frame,
+                     ws_handshake)
 
 EXAMPLE = ROOT / "examples" / "servlet-war"
 BUILD = ROOT / "build" / "servlet-war-ws"
@@ -407,7 +408,14 @@ def test_a_client_that_does_not_read(app, events):
     s, _ = connect(app, "/ws/push?n=%d&size=%d" % (n, size))
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
     try:
-        time.sleep(4)
+        # the pushes reached a client that does not read: nginx's socket
+        # to it holds what it has not taken (its window is shut)
+        mine = s.getsockname()[1]
+        assert wait_for(lambda: tcp_socket(app.port, mine)["tx"] >= 65536, 30), \
+            tcp_socket(app.port, mine)
+        # the point: time in which a sender that did not wait would queue
+        # most of the 256 MB in the worker
+        time.sleep(2)
         grown = worker_rss(app) - before
         assert grown < 128 * 1024 * 1024, grown
         s.settimeout(60)
