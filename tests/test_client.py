@@ -9,6 +9,7 @@ fails); the outer client leaving ends the call at the backend; a client
 of the server never reaches a jvm_client location (404); the gate refuses
 what could split the request; nginx -t names the directive."""
 
+import os
 import socket
 import struct
 import threading
@@ -18,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from harness import Nginx, config_test, free_port, wait_for
+from harness import Nginx, alive, config_test, free_port, wait_for
 
 MB = 1024 * 1024
 
@@ -84,6 +85,9 @@ class Backend(BaseHTTPRequestHandler):
                                        struct.pack("ii", 1, 0))
             self.connection.close()
             self.close_connection = True
+        elif path == "/garbage":
+            self.wfile.write(b"this is no HTTP\r\n\r\n")
+            self.close_connection = True
         elif path == "/hang":
             time.sleep(5)
         elif path == "/drip":
@@ -109,6 +113,7 @@ def backend():
 
 
 UPSTREAM_ERRORS = [r"connect\(\) failed \(111: Connection refused\)",
+                   r"upstream sent no valid HTTP/1.0 header",
                    r"upstream timed out",
                    r"upstream prematurely closed",
                    r"(recv|readv)\(\) failed \(104: Connection reset by peer\)"]
@@ -118,6 +123,7 @@ LOCATIONS = """
                         proxy_pass http://127.0.0.1:@UP@/;
                         proxy_read_timeout 1s;
                         proxy_max_temp_file_size 0; }
+        location /_fast/ { jvm_client fast; return 200 "fast"; }
         location /_dead/ { jvm_client dead;
                            proxy_pass http://127.0.0.1:@DEAD@/; }
         location /relay { jvm_async on; jvm_content testapp.Calls$Relay; }
@@ -127,6 +133,9 @@ LOCATIONS = """
         location /timer { jvm_mode loop; jvm_content testapp.Calls$Timer; }
         location /refused { jvm_mode pool; jvm_content testapp.Calls$Refused; }
         location /many { jvm_mode pool; jvm_content testapp.Calls$Many; }
+        location /hold { jvm_mode pool; jvm_content testapp.Calls$Hold; }
+        location /cancel { jvm_mode pool; jvm_content testapp.Calls$Cancel; }
+        location /burst { jvm_mode pool; jvm_content testapp.Calls$Burst; }
         location /sub/ { internal; proxy_pass http://127.0.0.1:@UP@/; }
 """
 
@@ -185,6 +194,8 @@ def test_reading_on_the_loop_before_the_body_came_is_refused(ng):
 
 def test_a_client_never_reaches_a_jvm_client_location(ng, backend):
     assert ng.get("/_b/echo").status == 404
+    # before the location's own rewrite-phase "return"
+    assert ng.get("/_fast/x").status == 404
     assert ng.get("/_b/../_b/echo").status in (400, 404)
 
 
@@ -270,6 +281,102 @@ def test_the_outer_client_leaving_ends_the_call(ng, backend):
     assert wait_for(lambda: Backend.closed_early, 20), \
         "the backend went on sending"
     assert Backend.closed_early[0] < 48 * MB
+
+
+def fds(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def in_flight(ng):
+    return int(ng.get("/hold?op=count").text)
+
+
+@pytest.mark.log_allows(*UPSTREAM_ERRORS)
+def test_a_backend_that_answers_garbage_fails_the_future(ng):
+    # nginx passes an answer without a status line on as HTTP/0.9 (and
+    # logs "upstream sent no valid HTTP/1.0 header"): no HTTP answer
+    r = ng.get("/blocking?to=/garbage")
+    assert r.text == "failed: not an HTTP answer: this is no HTTP", \
+        r.text
+
+
+@pytest.mark.log_allows(*UPSTREAM_ERRORS)
+def test_cancelling_the_future_before_the_answer_ends_the_call(ng):
+    pid = ng.worker_pids()[0]
+    assert wait_for(lambda: in_flight(ng) == 0, 10)
+    before = fds(pid)
+    r = ng.get("/cancel?to=/hang&ms=200")
+    assert r.text == "cancelled true", r.text
+    # the call's pair and nginx's request to the backend: gone
+    assert wait_for(lambda: in_flight(ng) == 0 and fds(pid) <= before, 10), \
+        (in_flight(ng), fds(pid), before)
+
+
+def test_a_body_never_read_holds_the_backend_back_not_memory(ng, backend):
+    pid = ng.worker_pids()[0]
+    assert wait_for(lambda: in_flight(ng) == 0, 10)
+    before_fds, before_rss = fds(pid), rss_kb(pid)
+    r = ng.get("/hold?op=hold&to=/big%3Fmb%3D64")
+    assert r.text == "held 200", r.text
+    still = wait_for(lambda: (lambda a: a if (time.sleep(0.3) or
+                                              Backend.sent == a) else None)(
+        Backend.sent), 20)
+    assert still and still < 16 * MB, Backend.sent
+    assert rss_kb(pid) - before_rss < 16 * 1024
+    assert in_flight(ng) == 1
+    assert ng.get("/hold?op=release").text == "released"
+    assert wait_for(lambda: in_flight(ng) == 0 and fds(pid) <= before_fds,
+                    10), (in_flight(ng), fds(pid), before_fds)
+    print("a body never read: the backend stopped %.1f MB in" % (still / MB))
+
+
+@pytest.mark.parametrize("how", ["quit", "reload"])
+def test_a_worker_leaving_with_a_call_in_flight(mode, backend, how):
+    """A body never read holds nginx's end of the call until its
+    send_timeout; then the worker leaves, its call's end closed by the
+    module (nginx logs an [alert] for a socket left open), and after a
+    reload the new worker calls out."""
+    locations = (LOCATIONS.replace("@UP@", str(backend.server_address[1]))
+                 .replace("@DEAD@", str(free_port()))
+                 .replace("jvm_client b;", "jvm_client b; send_timeout 2s;")
+                 .replace("@BLOCKING@",
+                          "jvm_mode pool;" if mode == "loop" else ""))
+    with Nginx(locations, mode=mode) as n:
+        r = n.get("/hold?op=hold&to=/big%3Fmb%3D64")
+        assert r.text == "held 200", r.text
+        old = n.worker_pids()
+        start = time.monotonic()
+        assert n.control(how).returncode == 0
+        if how == "reload":
+            assert n.wait_ready(exclude=old)
+            r = n.get("/blocking?to=/echo")
+            assert r.text.startswith("200 "), r.text
+        assert wait_for(lambda: not any(alive(p) for p in old), 30)
+        took = time.monotonic() - start
+        if how == "quit":
+            assert wait_for(lambda: n.proc.poll() is not None, 30)
+        # send_timeout (2 s), not the body's 64 MB
+        assert took < 10, took
+
+
+def test_more_calls_than_connections_wait_their_turn(ng):
+    """10,000 calls started at once by one handler, in a worker of 256
+    worker_connections: a call is counted as three (the pair's, the
+    upstream's), a quarter is kept for clients, calls take at most a
+    quarter's worth: the others wait in order and all are answered. The
+    location answers itself (return 200): Python's backend would be the
+    bottleneck, not the worker."""
+    pid = ng.worker_pids()[0]
+    assert wait_for(lambda: in_flight(ng) == 0, 10)
+    before = fds(pid)
+    t0 = time.monotonic()
+    r = ng.get("/burst?n=10000&via=fast&to=/x", timeout=120)
+    ok, failed, most = map(int, r.text.split())
+    assert (ok, failed) == (10000, 0), r.text
+    assert 0 < most <= 256 // 4, most
+    assert wait_for(lambda: in_flight(ng) == 0 and fds(pid) <= before, 10)
+    print("10000 calls, at most %d in flight, in %.1f s"
+          % (most, time.monotonic() - t0))
 
 
 def test_the_cost_of_a_call_a_rough_order(ng):

@@ -16,7 +16,9 @@
  * wait (send_timeout), and so does its upstream.
  *
  * A request in a jvm_client location from any connection but a server
- * end of ours is answered 404: nobody outside reaches the location.
+ * end of ours is answered 404 (in the rewrite phase, before the
+ * location's own return or rewrite): nobody outside reaches it, nor a
+ * client's internal redirect or subrequest.
  */
 
 
@@ -33,8 +35,12 @@
 #define NGX_HTTP_JVM_CLIENT_PAUSE   1
 #define NGX_HTTP_JVM_CLIENT_DROP    2
 
+/* Worker.clientData's lengths that are no bytes: the worker leaves */
+#define NGX_HTTP_JVM_CLIENT_LEAVING -2
+
 
 typedef struct {
+    ngx_queue_t                queue;       /* of the calls in flight */
     ngx_int_t                  id;          /* Java's */
     ngx_connection_t          *client;      /* the end read here */
     ngx_connection_t          *server;      /* nginx's, until it closes */
@@ -61,6 +67,11 @@ static void ngx_http_jvm_client_write(ngx_event_t *wev);
 static void ngx_http_jvm_client_read(ngx_event_t *rev);
 static void ngx_http_jvm_client_end(ngx_http_jvm_call_t *call, ssize_t n);
 static void ngx_http_jvm_client_free(ngx_http_jvm_call_t *call);
+
+
+/* the worker's calls in flight, for its exit, and their number */
+static ngx_queue_t  ngx_http_jvm_calls;
+static ngx_uint_t   ngx_http_jvm_calls_n;
 
 
 /* jvm_client NAME, in a prefix location */
@@ -152,7 +163,7 @@ ngx_http_jvm_client_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 /*
  * Postconfiguration: each jvm_client's server's plain HTTP/1 address, and
- * the preaccess check that keeps outside clients out of the locations.
+ * the check that keeps outside clients out of the locations.
  */
 
 ngx_int_t
@@ -180,7 +191,12 @@ ngx_http_jvm_client_init(ngx_conf_t *cf)
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
 
-    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);
+    /*
+     * In the rewrite phase, before the location's own "return" or
+     * "rewrite" (a module loaded after nginx's rewrite module pushes its
+     * handler later, and nginx runs a phase's handlers last pushed first).
+     */
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_REWRITE_PHASE].handlers);
     if (h == NULL) {
         return NGX_ERROR;
     }
@@ -278,7 +294,8 @@ ngx_http_jvm_client_check(ngx_http_request_t *r)
  * Java's call id: a socket pair into the named location's server, the
  * request's head written: part[0] the method, part[1] the URI after the
  * location's prefix (with its args), part[2] the header fields Java
- * made, each with its CRLF.  The call, or NULL and why.
+ * made, each with its CRLF.  The call, or NULL and why (none: no room
+ * for it now).
  */
 
 void *
@@ -294,6 +311,24 @@ ngx_http_jvm_client_start(ngx_int_t id, ngx_str_t *name, ngx_str_t *part,
     cl = ngx_http_jvm_client_named(name);
     if (cl == NULL) {
         *err = "no jvm_client location of that name";
+        return NULL;
+    }
+
+    /*
+     * A call takes three connections (the pair's two, the upstream's),
+     * each a descriptor, the upstream's once nginx gets to it: while fewer
+     * are free than that and a quarter of worker_connections kept for
+     * clients, or calls hold three quarters of them, it waits in Java
+     * (NULL, no error) until a call ends.
+     */
+
+    if (ngx_cycle->free_connection_n < 3 + ngx_cycle->connection_n / 4
+        || ngx_http_jvm_calls_n >= ngx_cycle->connection_n / 4)
+    {
+        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "jvm: call %i waits: %ui connections free, %ui calls",
+                       id, ngx_cycle->free_connection_n, ngx_http_jvm_calls_n);
+        *err = NULL;
         return NULL;
     }
 
@@ -326,6 +361,13 @@ ngx_http_jvm_client_start(ngx_int_t id, ngx_str_t *name, ngx_str_t *part,
         ngx_free(call);
         return NULL;
     }
+
+    if (ngx_http_jvm_calls.next == NULL) {
+        ngx_queue_init(&ngx_http_jvm_calls);
+    }
+
+    ngx_queue_insert_tail(&ngx_http_jvm_calls, &call->queue);
+    ngx_http_jvm_calls_n++;
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
                    "jvm: call %i through jvm_client \"%V\"", id, &cl->name);
@@ -443,6 +485,8 @@ ngx_http_jvm_client_pair(ngx_http_jvm_call_t *call,
     c->data = call;
     c->recv = ngx_recv;
     c->send = ngx_send;
+    /* a reset of nginx's end is the call's failure, told to Java */
+    c->log_error = NGX_ERROR_INFO;
     c->read->log = ngx_cycle->log;
     c->write->log = ngx_cycle->log;
     c->read->handler = ngx_http_jvm_client_read;
@@ -708,9 +752,46 @@ ngx_http_jvm_client_close(void *data)
 }
 
 
+/*
+ * The worker leaves (exit_process, before the JVM stops): the calls still
+ * in flight fail in Java at once ("the worker is leaving"), and their ends
+ * close, before nginx counts the sockets left open.  A graceful quit
+ * waited for their requests as for any client's, bounded by the
+ * locations' timeouts; a call whose body Java stopped reading (paused)
+ * is still here when nginx's end of it timed out (send_timeout).
+ */
+
+void
+ngx_http_jvm_client_exit(ngx_cycle_t *cycle)
+{
+    ngx_queue_t          *q;
+    ngx_http_jvm_call_t  *call;
+
+    if (ngx_http_jvm_calls.next == NULL) {
+        return;
+    }
+
+    while (!ngx_queue_empty(&ngx_http_jvm_calls)) {
+        q = ngx_queue_head(&ngx_http_jvm_calls);
+        call = ngx_queue_data(q, ngx_http_jvm_call_t, queue);
+
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
+                       "jvm: call %i in flight as the worker leaves",
+                       call->id);
+
+        (void) ngx_http_jvm_vm_client_data(cycle->log, call->id,
+                                           NGX_HTTP_JVM_CLIENT_LEAVING);
+        ngx_http_jvm_client_free(call);
+    }
+}
+
+
 static void
 ngx_http_jvm_client_free(ngx_http_jvm_call_t *call)
 {
+    ngx_queue_remove(&call->queue);
+    ngx_http_jvm_calls_n--;
+
     if (call->cleanup) {
         /* the handler stays: it marks the connection as a call's */
         call->cleanup->data = NULL;

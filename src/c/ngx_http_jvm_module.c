@@ -1451,5 +1451,6 @@ ngx_http_jvm_exit_process(ngx_cycle_t *cycle)
     }
 
     ngx_http_jvm_topics_exit();
+    ngx_http_jvm_client_exit(cycle);
     ngx_http_jvm_vm_stop(cycle);
 }

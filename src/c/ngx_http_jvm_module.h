@@ -335,6 +335,7 @@ void *ngx_http_jvm_client_start(ngx_int_t id, ngx_str_t *name,
     ngx_str_t *part, const char **err);
 void ngx_http_jvm_client_resume(void *call);
 void ngx_http_jvm_client_close(void *call);
+void ngx_http_jvm_client_exit(ngx_cycle_t *cycle);
 
 /* ngx_http_jvm_shared.c: the dictionary operations are for any thread */
 char *ngx_http_jvm_shared_dict(ngx_conf_t *cf, ngx_command_t *cmd,

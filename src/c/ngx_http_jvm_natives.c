@@ -439,7 +439,7 @@ ngx_http_jvm_start_subrequest(JNIEnv *env, jclass cls, jlong req, jint id,
  * Starts call id through the jvm_client location named: method, target
  * (the URI after the location's prefix, and its args) and header fields
  * (each "name: value" CRLF), checked by Java's gate.  The call's handle,
- * or 0 with IllegalStateException pending.
+ * 0 with IllegalStateException pending, or 0 alone: no room now.
  */
 
 static jlong JNICALL
@@ -493,10 +493,9 @@ ngx_http_jvm_native_client_start(JNIEnv *env, jclass cls, jint id,
         ngx_free(part[i].data);
     }
 
-    if (call == NULL) {
+    if (call == NULL && err != NULL) {
         ngx_http_jvm_vm_throw(env, "java/lang/IllegalStateException", &s,
                               err);
-        return 0;
     }
 
     return (jlong) (uintptr_t) call;

@@ -156,6 +156,89 @@ public final class Calls {
         }
     }
 
+    /** Bodies held unread (?op=hold&to=), counted (?op=count: Upstream.inFlight()), let go (?op=release). */
+    public static final class Hold implements Handler {
+        private static final java.util.List<Upstream.Reply> held = new java.util.ArrayList<>();
+
+        @Override
+        public Response handle(Request r) {
+            String op = arg(r, "op", "hold");
+            if (op.equals("count")) {
+                return Response.of(200, "text/plain", String.valueOf(Upstream.inFlight()));
+            }
+            if (op.equals("release")) {
+                synchronized (held) {
+                    for (Upstream.Reply reply : held) {
+                        try {
+                            reply.body().close();
+                        } catch (IOException e) {
+                            throw new IllegalStateException(e);
+                        }
+                    }
+                    held.clear();
+                }
+                return Response.of(200, "text/plain", "released");
+            }
+            try {
+                Upstream.Reply reply = call(r).get();
+                synchronized (held) {
+                    held.add(reply);
+                }
+                return Response.of(200, "text/plain", "held " + reply.status());
+            } catch (ExecutionException | InterruptedException e) {
+                return Response.of(200, "text/plain", "failed: " + e);
+            }
+        }
+    }
+
+    /** Pool: the call's future cancelled after ?ms= (before its head came): "cancelled true". */
+    public static final class Cancel implements Handler {
+        @Override
+        public Response handle(Request r) {
+            CompletableFuture<Upstream.Reply> f = call(r);
+            try {
+                Thread.sleep(Long.parseLong(arg(r, "ms", "200")));
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+            return Response.of(200, "text/plain", "cancelled " + f.cancel(false));
+        }
+    }
+
+    /**
+     * Pool: ?n= calls of ?to= started at once, then each body read:
+     * "ok failed most-in-flight" (most in flight as seen between starts).
+     */
+    public static final class Burst implements Handler {
+        @Override
+        public Response handle(Request r) {
+            int n = Integer.parseInt(arg(r, "n", "1000"));
+            String to = arg(r, "to", "/echo");
+            String via = arg(r, "via", "b");
+            java.util.List<CompletableFuture<Upstream.Reply>> fs = new java.util.ArrayList<>();
+            int most = 0;
+            for (int i = 0; i < n; i++) {
+                fs.add(Upstream.get(via, to));
+                most = Math.max(most, Upstream.inFlight());
+            }
+            int ok = 0, failed = 0;
+            for (CompletableFuture<Upstream.Reply> f : fs) {
+                try {
+                    String got = drain(f.get(), 0);
+                    if (got.startsWith("200 ")) {
+                        ok++;
+                    } else {
+                        failed++;
+                    }
+                    most = Math.max(most, Upstream.inFlight());
+                } catch (ExecutionException | InterruptedException e) {
+                    failed++;
+                }
+            }
+            return Response.of(200, "text/plain", ok + " " + failed + " " + most);
+        }
+    }
+
     /** Refusals of the gate's: the message. */
     public static final class Refused implements Handler {
         @Override

@@ -43,6 +43,11 @@ import java.util.concurrent.CompletableFuture;
  * (no such location, the worker out of files); a body cut short (the
  * backend reset mid-body, a timeout mid-body) makes its next read throw
  * {@link java.io.IOException}.
+ *
+ * <p>Cancelling the future before the answer's head came ends the call
+ * (nginx sees its client leave); after it, close the body. When the worker
+ * leaves with calls in flight their futures fail, and their bodies' reads
+ * throw, "the worker is leaving".
  */
 public final class Upstream {
     private Upstream() {
@@ -69,9 +74,30 @@ public final class Upstream {
         byte[] m = method.getBytes(StandardCharsets.ISO_8859_1);
         byte[] target = target(uri, args);
         byte[] fields = fields(headers);
+        CompletableFuture<UpstreamCall> call = UpstreamCall.start(name, m, target, fields, method.equals("HEAD"));
+        CompletableFuture<Reply> out = new CompletableFuture<>();
         // on the loop as the head comes: the caller's callbacks follow at once
-        return UpstreamCall.start(name, m, target, fields, method.equals("HEAD"))
-                .thenApply(c -> new Reply(c.status(), c.fields(), c));
+        call.whenComplete((c, e) -> {
+            if (e != null) {
+                out.completeExceptionally(e);
+            } else if (!out.complete(new Reply(c.status(), c.fields(), c))) {
+                c.close();          // cancelled meanwhile: nobody will read it
+            }
+        });
+        out.whenComplete((r, e) -> {
+            if (out.isCancelled()) {
+                call.cancel(false);
+            }
+        });
+        return out;
+    }
+
+    /**
+     * The calls of this worker in flight: started and not yet ended (their
+     * body read to its end, failed, or closed).
+     */
+    public static int inFlight() {
+        return UpstreamCall.inFlight();
     }
 
     private static byte[] target(String uri, String args) {

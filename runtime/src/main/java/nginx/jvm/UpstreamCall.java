@@ -10,7 +10,9 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -25,12 +27,21 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 final class UpstreamCall extends InputStream {
     static final int MORE = 0, PAUSE = 1, DROP = 2;
+    /** clientData's length when the worker leaves with the call in flight. */
+    static final int LEAVING = -2;
     static final int HIGH = 256 * 1024, LOW = 64 * 1024;
     private static final int HEAD_MAX = 64 * 1024;
 
     // Event loop only: the calls the C module has, by id.
     private static final Map<Integer, UpstreamCall> calls = new HashMap<>();
     private static int next;
+    /** Their number, for any thread. */
+    private static final AtomicInteger count = new AtomicInteger();
+    // Event loop only: the calls that wait for connections to spare.
+    private static final ArrayDeque<Waiting> waiting = new ArrayDeque<>();
+    private static final int WAITING_MAX = 100_000;
+    private static final long RETRY_MS = 5;
+    private static boolean retrying;
 
     private enum State { HEAD, LENGTH, CHUNK_SIZE, CHUNK_DATA, CHUNK_CRLF, TRAILER, UNTIL_END, DONE }
 
@@ -69,22 +80,101 @@ final class UpstreamCall extends InputStream {
     /** Any thread: the call started on the loop; its future. */
     static CompletableFuture<UpstreamCall> start(byte[] name, byte[] method, byte[] target, byte[] fields,
             boolean head) {
-        CompletableFuture<UpstreamCall> result = new CompletableFuture<>();
-        Runnable begin = () -> {
+        Waiting w = new Waiting(name, method, target, fields, head);
+        if (LoopCalls.direct()) {
+            w.begin();
+        } else {
+            LoopCalls.post(w::begin);
+        }
+        return w.result;
+    }
+
+    /**
+     * A call not begun yet: the worker had no connections to spare (three a
+     * call, a quarter of worker_connections kept for clients). It waits, in
+     * order, until calls end; at most {@link #WAITING_MAX} wait.
+     */
+    private static final class Waiting {
+        final byte[] name, method, target, fields;
+        final boolean head;
+        final CompletableFuture<UpstreamCall> result = new CompletableFuture<>();
+
+        Waiting(byte[] name, byte[] method, byte[] target, byte[] fields, boolean head) {
+            this.name = name;
+            this.method = method;
+            this.target = target;
+            this.fields = fields;
+            this.head = head;
+        }
+
+        /** Event loop: begun, or queued behind those that wait. */
+        void begin() {
+            if (!waiting.isEmpty() || !tryStart()) {
+                if (waiting.size() >= WAITING_MAX) {
+                    result.completeExceptionally(new IllegalStateException(
+                            "too many calls wait for a connection (" + WAITING_MAX + ")"));
+                    return;
+                }
+                waiting.add(this);
+                retryLater();
+            }
+        }
+
+        /** Event loop: false when there is no room for it now. */
+        boolean tryStart() {
+            if (result.isDone()) {
+                return true;            // cancelled while it waited
+            }
             try {
                 UpstreamCall c = new UpstreamCall(id(), head, result);
                 c.handle = Natives.clientStart(c.id, name, method, target, fields);
+                if (c.handle == 0) {
+                    return false;
+                }
                 calls.put(c.id, c);
+                count.incrementAndGet();
+                // cancelled before the head came (now or later): the call ends
+                result.whenComplete((v, e) -> {
+                    if (e instanceof CancellationException) {
+                        c.close();
+                    }
+                });
             } catch (Throwable t) {
                 result.completeExceptionally(t);
             }
-        };
-        if (LoopCalls.direct()) {
-            begin.run();
-        } else {
-            LoopCalls.post(begin);
+            return true;
         }
-        return result;
+    }
+
+    /** Event loop, the worker leaving: the calls that wait fail. */
+    static void abandonWaiting() {
+        Waiting w;
+        while ((w = waiting.poll()) != null) {
+            w.result.completeExceptionally(new java.io.IOException("the worker is leaving"));
+        }
+    }
+
+    /** Event loop: the calls that wait begin while there is room. */
+    private static void startWaiting() {
+        retrying = false;
+        Waiting w;
+        while ((w = waiting.peek()) != null && w.tryStart()) {
+            waiting.poll();
+        }
+        if (!waiting.isEmpty()) {
+            retryLater();
+        }
+    }
+
+    /**
+     * Connections come free when nginx closes them, after a call's end and
+     * not always at once: calls that wait are tried again a moment later.
+     */
+    private static void retryLater() {
+        if (!retrying) {
+            retrying = true;
+            Timers.after(RETRY_MS, UpstreamCall::startWaiting);
+        }
     }
 
     private static int id() {
@@ -96,12 +186,14 @@ final class UpstreamCall extends InputStream {
 
     /** Event loop (Worker.clientData): n bytes of call id's answer in {@code in}; 0 its end, -1 failed. */
     static int data(int id, ByteBuffer in, int n) {
-        UpstreamCall c = n > 0 ? calls.get(id) : calls.remove(id);
+        UpstreamCall c = n > 0 ? calls.get(id) : forget(id);
         if (c == null) {
             return DROP;
         }
         try {
-            if (n < 0) {
+            if (n == LEAVING) {
+                c.fail("the worker is leaving");
+            } else if (n < 0) {
                 c.fail("the connection to nginx failed");
             } else if (n == 0) {
                 c.end();
@@ -112,7 +204,7 @@ final class UpstreamCall extends InputStream {
             }
             return MORE;
         } catch (IOException | RuntimeException e) {
-            calls.remove(id);
+            forget(id);
             c.fail(e instanceof IOException ? e.getMessage() : "the answer could not be read: " + e);
             return DROP;
         }
@@ -128,9 +220,23 @@ final class UpstreamCall extends InputStream {
         return fields;
     }
 
-    /** The calls in flight (event loop). */
+    /** Event loop: call id is the C module's no more. */
+    private static UpstreamCall forget(int id) {
+        UpstreamCall c = calls.remove(id);
+        if (c != null) {
+            count.decrementAndGet();
+            if (!waiting.isEmpty() && !retrying) {
+                // after the C module freed the call's connections
+                retrying = true;
+                LoopCalls.post(UpstreamCall::startWaiting);
+            }
+        }
+        return c;
+    }
+
+    /** The calls in flight, from any thread. */
     static int inFlight() {
-        return calls.size();
+        return count.get();
     }
 
     // ---- the event loop's side: parsing ----
@@ -414,7 +520,8 @@ final class UpstreamCall extends InputStream {
             lock.unlock();
         }
         onLoop(() -> {
-            if (calls.remove(id, this)) {
+            if (calls.get(id) == this) {
+                forget(id);
                 Natives.clientClose(handle);
             }
         });

@@ -835,6 +835,7 @@ final class Worker {
      */
     static void stop(String exit, long timeoutMs) {
         Timers.stop();
+        UpstreamCall.abandonWaiting();
         leave(exit, timeoutMs);
         clear();
     }
