@@ -98,7 +98,14 @@ class Backend(BaseHTTPRequestHandler):
         else:
             self.head(404, length=0)
 
+    def do_POST(self):  # and PUT
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        out = b"%s %s %s" % (self.command.encode(), self.path.encode(), body)
+        self.head(length=len(out))
+        self.wfile.write(out)
+
     do_HEAD = do_GET
+    do_PUT = do_POST
 
 
 @pytest.fixture(scope="module")
@@ -168,6 +175,13 @@ def test_a_call_from_a_handler(ng):
     assert (status, upstream) == ("200", "py")
     r = ng.get("/relay?to=/echo%3Fa%3D1")
     assert (r.status, r.text) == (200, "GET /echo a=1 yes"), r
+
+
+def test_a_call_with_a_body(ng):
+    r = ng.get("/relay?to=/post&method=POST&body=hello%20there")
+    assert (r.status, r.text) == (200, "POST /post hello there"), r
+    r = ng.get("/relay?to=/post&method=PUT&body=")
+    assert (r.status, r.text) == (200, "PUT /post "), r
 
 
 def test_a_chunked_answer_and_head(ng):

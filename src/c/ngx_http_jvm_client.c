@@ -294,7 +294,8 @@ ngx_http_jvm_client_check(ngx_http_request_t *r)
  * Java's call id: a socket pair into the named location's server, the
  * request's head written: part[0] the method, part[1] the URI after the
  * location's prefix (with its args), part[2] the header fields Java
- * made, each with its CRLF.  The call, or NULL and why (none: no room
+ * made, each with its CRLF (Content-Length among them for a body),
+ * part[3] the body.  The call, or NULL and why (none: no room
  * for it now).
  */
 
@@ -341,7 +342,7 @@ ngx_http_jvm_client_start(ngx_int_t id, ngx_str_t *name, ngx_str_t *part,
 
     len = part[0].len + 1 + prefix.len + part[1].len
           + sizeof(" HTTP/1.1" CRLF "Host: " CRLF "Connection: close" CRLF)
-          - 1 + cl->host.len + part[2].len + 2;
+          - 1 + cl->host.len + part[2].len + 2 + part[3].len;
 
     call = ngx_calloc(sizeof(ngx_http_jvm_call_t) + len, ngx_cycle->log);
     if (call == NULL) {
@@ -353,8 +354,9 @@ ngx_http_jvm_client_start(ngx_int_t id, ngx_str_t *name, ngx_str_t *part,
     call->head = (u_char *) (call + 1);
 
     p = ngx_sprintf(call->head, "%V %V%V HTTP/1.1" CRLF "Host: %V" CRLF
-                    "Connection: close" CRLF "%V" CRLF,
-                    &part[0], &prefix, &part[1], &cl->host, &part[2]);
+                    "Connection: close" CRLF "%V" CRLF "%V",
+                    &part[0], &prefix, &part[1], &cl->host, &part[2],
+                    &part[3]);
     call->len = p - call->head;
 
     if (ngx_http_jvm_client_pair(call, cl, err) != NGX_OK) {

@@ -28,7 +28,7 @@ static jstring JNICALL ngx_http_jvm_start_subrequest(JNIEnv *env,
     jclass cls, jlong r, jint id, jbyteArray spec);
 static jlong JNICALL ngx_http_jvm_native_client_start(JNIEnv *env,
     jclass cls, jint id, jbyteArray name, jbyteArray method,
-    jbyteArray target, jbyteArray fields);
+    jbyteArray target, jbyteArray fields, jbyteArray body);
 static void JNICALL ngx_http_jvm_native_client_resume(JNIEnv *env,
     jclass cls, jlong call);
 static void JNICALL ngx_http_jvm_native_client_close(JNIEnv *env,
@@ -103,7 +103,7 @@ static JNINativeMethod  ngx_http_jvm_natives[] = {
     { "setHeader", "(J[B[BZ)V", (void *) ngx_http_jvm_native_set_header },
     { "startSubrequest", "(JI[B)Ljava/lang/String;",
       (void *) ngx_http_jvm_start_subrequest },
-    { "clientStart", "(I[B[B[B[B)J",
+    { "clientStart", "(I[B[B[B[B[B)J",
       (void *) ngx_http_jvm_native_client_start },
     { "clientResume", "(J)V", (void *) ngx_http_jvm_native_client_resume },
     { "clientClose", "(J)V", (void *) ngx_http_jvm_native_client_close },
@@ -438,18 +438,19 @@ ngx_http_jvm_start_subrequest(JNIEnv *env, jclass cls, jlong req, jint id,
 /*
  * Starts call id through the jvm_client location named: method, target
  * (the URI after the location's prefix, and its args) and header fields
- * (each "name: value" CRLF), checked by Java's gate.  The call's handle,
+ * (each "name: value" CRLF), checked by Java's gate, and the body.  The call's handle,
  * 0 with IllegalStateException pending, or 0 alone: no room now.
  */
 
 static jlong JNICALL
 ngx_http_jvm_native_client_start(JNIEnv *env, jclass cls, jint id,
-    jbyteArray name, jbyteArray method, jbyteArray target, jbyteArray fields)
+    jbyteArray name, jbyteArray method, jbyteArray target, jbyteArray fields,
+    jbyteArray body)
 {
     void        *call;
     u_char       n[256];
-    ngx_str_t    s, part[3];
-    jbyteArray   a[3];
+    ngx_str_t    s, part[4];
+    jbyteArray   a[4];
     ngx_uint_t   i;
     const char  *err;
 
@@ -467,8 +468,9 @@ ngx_http_jvm_native_client_start(JNIEnv *env, jclass cls, jint id,
     a[0] = method;
     a[1] = target;
     a[2] = fields;
+    a[3] = body;
 
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < 4; i++) {
         part[i].len = (*env)->GetArrayLength(env, a[i]);
         part[i].data = ngx_alloc(part[i].len + 1, ngx_cycle->log);
 
@@ -489,7 +491,7 @@ ngx_http_jvm_native_client_start(JNIEnv *env, jclass cls, jint id,
     err = NULL;
     call = ngx_http_jvm_client_start(id, &s, part, &err);
 
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < 4; i++) {
         ngx_free(part[i].data);
     }
 

@@ -33,8 +33,10 @@ public final class Calls {
         h.put("X-Call", "yes");
         String to = arg(r, "to", "/echo");
         int q = to.indexOf('?');
+        String body = arg(r, "body", null);
         return Upstream.call(arg(r, "via", "b"), arg(r, "method", "GET"), q < 0 ? to : to.substring(0, q),
-                q < 0 ? null : to.substring(q + 1), h);
+                q < 0 ? null : to.substring(q + 1), h,
+                body == null ? null : body.getBytes(StandardCharsets.UTF_8));
     }
 
     /** "status length" of the whole body, or "body failed: why" after the status. */

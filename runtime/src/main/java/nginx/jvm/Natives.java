@@ -41,9 +41,11 @@ final class Natives {
      * Starts call {@code id} through the jvm_client location {@code name}
      * (event loop): its handle; throws IllegalStateException when it cannot.
      * {@code target} is the URI after the location's prefix, with its args;
-     * {@code fields} the header fields, each "name: value" CRLF.
+     * {@code fields} the header fields, each "name: value" CRLF; {@code body}
+     * the request's body (empty: none). 0 with no exception: no room now.
      */
-    static native long clientStart(int id, byte[] name, byte[] method, byte[] target, byte[] fields);
+    static native long clientStart(int id, byte[] name, byte[] method, byte[] target, byte[] fields,
+            byte[] body);
 
     /** The call's reader has room again (event loop). */
     static native void clientResume(long call);

@@ -69,12 +69,25 @@ public final class Upstream {
      */
     public static CompletableFuture<Reply> call(String client, String method, String uri, String args,
             Map<String, String> headers) {
+        return call(client, method, uri, args, headers, null);
+    }
+
+    /**
+     * The same with a request body ({@code Content-Length} set; null: no
+     * body), sent as nginx reads it: the location's {@code
+     * client_max_body_size} and {@code proxy_request_buffering} apply.
+     */
+    public static CompletableFuture<Reply> call(String client, String method, String uri, String args,
+            Map<String, String> headers, byte[] body) {
         check(Gate.token(Gate.CALL_METHOD, method));
         byte[] name = client.getBytes(StandardCharsets.UTF_8);
         byte[] m = method.getBytes(StandardCharsets.ISO_8859_1);
         byte[] target = target(uri, args);
-        byte[] fields = fields(headers);
-        CompletableFuture<UpstreamCall> call = UpstreamCall.start(name, m, target, fields, method.equals("HEAD"));
+        String length = body == null ? "" : "Content-Length: " + body.length + "\r\n";
+        byte[] fields = (new String(fields(headers), StandardCharsets.ISO_8859_1) + length)
+                .getBytes(StandardCharsets.ISO_8859_1);
+        CompletableFuture<UpstreamCall> call = UpstreamCall.start(name, m, target, fields,
+                body == null ? new byte[0] : body, method.equals("HEAD"));
         CompletableFuture<Reply> out = new CompletableFuture<>();
         // on the loop as the head comes: the caller's callbacks follow at once
         call.whenComplete((c, e) -> {

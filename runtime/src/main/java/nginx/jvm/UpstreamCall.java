@@ -79,8 +79,8 @@ final class UpstreamCall extends InputStream {
 
     /** Any thread: the call started on the loop; its future. */
     static CompletableFuture<UpstreamCall> start(byte[] name, byte[] method, byte[] target, byte[] fields,
-            boolean head) {
-        Waiting w = new Waiting(name, method, target, fields, head);
+            byte[] body, boolean head) {
+        Waiting w = new Waiting(name, method, target, fields, body, head);
         if (LoopCalls.direct()) {
             w.begin();
         } else {
@@ -95,15 +95,16 @@ final class UpstreamCall extends InputStream {
      * order, until calls end; at most {@link #WAITING_MAX} wait.
      */
     private static final class Waiting {
-        final byte[] name, method, target, fields;
+        final byte[] name, method, target, fields, body;
         final boolean head;
         final CompletableFuture<UpstreamCall> result = new CompletableFuture<>();
 
-        Waiting(byte[] name, byte[] method, byte[] target, byte[] fields, boolean head) {
+        Waiting(byte[] name, byte[] method, byte[] target, byte[] fields, byte[] body, boolean head) {
             this.name = name;
             this.method = method;
             this.target = target;
             this.fields = fields;
+            this.body = body;
             this.head = head;
         }
 
@@ -127,7 +128,7 @@ final class UpstreamCall extends InputStream {
             }
             try {
                 UpstreamCall c = new UpstreamCall(id(), head, result);
-                c.handle = Natives.clientStart(c.id, name, method, target, fields);
+                c.handle = Natives.clientStart(c.id, name, method, target, fields, body);
                 if (c.handle == 0) {
                     return false;
                 }
