@@ -99,6 +99,32 @@ class Backend(BaseHTTPRequestHandler):
             self.head(404, length=0)
 
     def do_POST(self):  # and PUT
+        if self.path == "/count":
+            # a streamed body, read slowly: its length, and how far the
+            # producer could be ahead is the test's to see
+            n = 0
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16) \
+                    if self.headers.get("Transfer-Encoding") == "chunked" \
+                    else None
+                if size is None:
+                    left = int(self.headers["Content-Length"])
+                    while left:
+                        got = self.rfile.read(min(left, 65536))
+                        left -= len(got)
+                        n += len(got)
+                        time.sleep(0.001)
+                    break
+                if size == 0:
+                    self.rfile.readline()
+                    break
+                n += len(self.rfile.read(size))
+                self.rfile.readline()
+                time.sleep(0.001)
+            out = str(n).encode()
+            self.head(length=len(out))
+            self.wfile.write(out)
+            return
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         out = b"%s %s %s" % (self.command.encode(), self.path.encode(), body)
         self.head(length=len(out))
@@ -131,6 +157,12 @@ LOCATIONS = """
                         proxy_read_timeout 1s;
                         proxy_max_temp_file_size 0; }
         location /_fast/ { jvm_client fast; return 200 "fast"; }
+        location /_stream/ { jvm_client stream;
+                             proxy_pass http://127.0.0.1:@UP@/;
+                             proxy_http_version 1.1;
+                             proxy_request_buffering off;
+                             client_max_body_size 32m; }
+        location /upload { jvm_mode pool; jvm_content testapp.Calls$Upload; }
         location /_dead/ { jvm_client dead;
                            proxy_pass http://127.0.0.1:@DEAD@/; }
         location /relay { jvm_async on; jvm_content testapp.Calls$Relay; }
@@ -182,6 +214,20 @@ def test_a_call_with_a_body(ng):
     assert (r.status, r.text) == (200, "POST /post hello there"), r
     r = ng.get("/relay?to=/post&method=PUT&body=")
     assert (r.status, r.text) == (200, "PUT /post "), r
+
+
+def test_a_request_body_streamed(ng):
+    # proxy_request_buffering off: streamed, chunked, to the backend, which
+    # reads it 64 KB a millisecond
+    r = ng.get("/upload?mb=16&via=stream", timeout=60)
+    assert r.text == "200 %d" % (16 * MB), r.text
+
+
+@pytest.mark.log_allows(r"client intended to send too large chunked body")
+def test_a_request_body_over_the_locations_limit(ng):
+    # the location's client_max_body_size (1m) holds for a call's body
+    r = ng.get("/upload?mb=2&via=b", timeout=60)
+    assert r.text.startswith("413 "), r.text
 
 
 def test_a_chunked_answer_and_head(ng):

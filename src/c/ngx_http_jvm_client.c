@@ -35,8 +35,22 @@
 #define NGX_HTTP_JVM_CLIENT_PAUSE   1
 #define NGX_HTTP_JVM_CLIENT_DROP    2
 
-/* Worker.clientData's lengths that are no bytes: the worker leaves */
+/*
+ * Worker.clientData's lengths that are no bytes: the worker leaves; a
+ * piece of the request's body Java gave was written whole
+ */
 #define NGX_HTTP_JVM_CLIENT_LEAVING -2
+#define NGX_HTTP_JVM_CLIENT_WRITTEN -3
+
+
+/* a piece of a request body streamed from Java, to write */
+typedef struct ngx_http_jvm_piece_s  ngx_http_jvm_piece_t;
+
+struct ngx_http_jvm_piece_s {
+    ngx_http_jvm_piece_t      *next;
+    size_t                     len;
+    size_t                     sent;
+};
 
 
 typedef struct {
@@ -48,6 +62,8 @@ typedef struct {
     u_char                    *head;        /* the request, to write */
     size_t                     len;
     size_t                     sent;
+    ngx_http_jvm_piece_t      *out;         /* after the head, in order */
+    ngx_http_jvm_piece_t     **last;
     unsigned                   paused:1;
 } ngx_http_jvm_call_t;
 
@@ -626,15 +642,33 @@ ngx_http_jvm_client_server_closed(void *data)
 static void
 ngx_http_jvm_client_write(ngx_event_t *wev)
 {
-    ssize_t               n;
-    ngx_connection_t     *c;
-    ngx_http_jvm_call_t  *call;
+    u_char                *p;
+    size_t                 len;
+    ssize_t                n;
+    ngx_connection_t      *c;
+    ngx_http_jvm_piece_t  *piece;
+    ngx_http_jvm_call_t   *call;
 
     c = wev->data;
     call = c->data;
 
-    while (call->sent < call->len) {
-        n = c->send(c, call->head + call->sent, call->len - call->sent);
+    for ( ;; ) {
+        piece = NULL;
+
+        if (call->sent < call->len) {
+            p = call->head + call->sent;
+            len = call->len - call->sent;
+
+        } else if (call->out) {
+            piece = call->out;
+            p = (u_char *) (piece + 1) + piece->sent;
+            len = piece->len - piece->sent;
+
+        } else {
+            return;
+        }
+
+        n = c->send(c, p, len);
 
         if (n == NGX_AGAIN) {
             if (ngx_handle_write_event(wev, 0) != NGX_OK) {
@@ -650,8 +684,72 @@ ngx_http_jvm_client_write(ngx_event_t *wev)
             return;
         }
 
-        call->sent += n;
+        if (piece == NULL) {
+            call->sent += n;
+            continue;
+        }
+
+        piece->sent += n;
+
+        if (piece->sent < piece->len) {
+            continue;
+        }
+
+        call->out = piece->next;
+
+        if (call->out == NULL) {
+            call->last = &call->out;
+        }
+
+        ngx_free(piece);
+
+        /* Java sends the next piece when one is written (back-pressure) */
+        if (ngx_http_jvm_vm_client_data(c->log, call->id,
+                                        NGX_HTTP_JVM_CLIENT_WRITTEN)
+            == NGX_HTTP_JVM_CLIENT_DROP)
+        {
+            ngx_http_jvm_client_free(call);
+            return;
+        }
     }
+}
+
+
+/*
+ * A piece of the request's body from Java (loop only): written after what
+ * is there, on the loop's next turn (Java is on the stack now).
+ */
+
+ngx_int_t
+ngx_http_jvm_client_send(void *data, u_char *buf, size_t len)
+{
+    ngx_http_jvm_call_t   *call = data;
+    ngx_http_jvm_piece_t  *piece;
+
+    if (call->client == NULL) {
+        return NGX_DECLINED;
+    }
+
+    piece = ngx_alloc(sizeof(ngx_http_jvm_piece_t) + len, ngx_cycle->log);
+    if (piece == NULL) {
+        return NGX_ERROR;
+    }
+
+    piece->next = NULL;
+    piece->len = len;
+    piece->sent = 0;
+    ngx_memcpy(piece + 1, buf, len);
+
+    if (call->last == NULL) {
+        call->last = &call->out;
+    }
+
+    *call->last = piece;
+    call->last = &piece->next;
+
+    ngx_post_event(call->client->write, &ngx_posted_events);
+
+    return NGX_OK;
 }
 
 
@@ -791,8 +889,16 @@ ngx_http_jvm_client_exit(ngx_cycle_t *cycle)
 static void
 ngx_http_jvm_client_free(ngx_http_jvm_call_t *call)
 {
+    ngx_http_jvm_piece_t  *piece;
+
     ngx_queue_remove(&call->queue);
     ngx_http_jvm_calls_n--;
+
+    while (call->out) {
+        piece = call->out;
+        call->out = piece->next;
+        ngx_free(piece);
+    }
 
     if (call->cleanup) {
         /* the handler stays: it marks the connection as a call's */

@@ -334,6 +334,7 @@ ngx_int_t ngx_http_jvm_client_init(ngx_conf_t *cf);
 void *ngx_http_jvm_client_start(ngx_int_t id, ngx_str_t *name,
     ngx_str_t *part, const char **err);
 void ngx_http_jvm_client_resume(void *call);
+ngx_int_t ngx_http_jvm_client_send(void *call, u_char *buf, size_t len);
 void ngx_http_jvm_client_close(void *call);
 void ngx_http_jvm_client_exit(ngx_cycle_t *cycle);
 

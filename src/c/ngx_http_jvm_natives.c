@@ -31,6 +31,8 @@ static jlong JNICALL ngx_http_jvm_native_client_start(JNIEnv *env,
     jbyteArray target, jbyteArray fields, jbyteArray body);
 static void JNICALL ngx_http_jvm_native_client_resume(JNIEnv *env,
     jclass cls, jlong call);
+static jboolean JNICALL ngx_http_jvm_native_client_write(JNIEnv *env,
+    jclass cls, jlong call, jbyteArray piece);
 static void JNICALL ngx_http_jvm_native_client_close(JNIEnv *env,
     jclass cls, jlong call);
 static void JNICALL ngx_http_jvm_run_shutdown_hooks(JNIEnv *env,
@@ -106,6 +108,7 @@ static JNINativeMethod  ngx_http_jvm_natives[] = {
     { "clientStart", "(I[B[B[B[B[B)J",
       (void *) ngx_http_jvm_native_client_start },
     { "clientResume", "(J)V", (void *) ngx_http_jvm_native_client_resume },
+    { "clientWrite", "(J[B)Z", (void *) ngx_http_jvm_native_client_write },
     { "clientClose", "(J)V", (void *) ngx_http_jvm_native_client_close },
     { "runShutdownHooks", "()V", (void *) ngx_http_jvm_run_shutdown_hooks },
     { "virtualThreadBuilder",
@@ -510,6 +513,35 @@ static void JNICALL
 ngx_http_jvm_native_client_resume(JNIEnv *env, jclass cls, jlong call)
 {
     ngx_http_jvm_client_resume((void *) (uintptr_t) call);
+}
+
+
+/*
+ * A piece of the call's request body, copied, to be written (loop only):
+ * false when the call's end is closed already.
+ */
+
+static jboolean JNICALL
+ngx_http_jvm_native_client_write(JNIEnv *env, jclass cls, jlong call,
+    jbyteArray piece)
+{
+    jbyte      *b;
+    jsize       len;
+    ngx_int_t   rc;
+
+    len = (*env)->GetArrayLength(env, piece);
+
+    b = (*env)->GetPrimitiveArrayCritical(env, piece, NULL);
+    if (b == NULL) {
+        return JNI_FALSE;
+    }
+
+    rc = ngx_http_jvm_client_send((void *) (uintptr_t) call, (u_char *) b,
+                                  len);
+
+    (*env)->ReleasePrimitiveArrayCritical(env, piece, b, JNI_ABORT);
+
+    return rc == NGX_OK ? JNI_TRUE : JNI_FALSE;
 }
 
 

@@ -241,6 +241,46 @@ public final class Calls {
         }
     }
 
+    /**
+     * Pool: ?mb= MB streamed as a request body to ?to=, produced as the
+     * call reads it: "status answer most-ahead-KB", most-ahead the body's
+     * bytes produced beyond what the backend had read (?to= answers its
+     * count), never the whole.
+     */
+    public static final class Upload implements Handler {
+        @Override
+        public Response handle(Request r) {
+            long total = Long.parseLong(arg(r, "mb", "16")) * 1024 * 1024;
+            InputStream body = new InputStream() {
+                long made;
+
+                @Override
+                public int read() {
+                    return made++ < total ? 'u' : -1;
+                }
+
+                @Override
+                public int read(byte[] b, int off, int len) {
+                    if (made >= total) {
+                        return -1;
+                    }
+                    int n = (int) Math.min(len, total - made);
+                    java.util.Arrays.fill(b, off, off + n, (byte) 'u');
+                    made += n;
+                    return n;
+                }
+            };
+            try {
+                Upstream.Reply reply = Upstream.stream(arg(r, "via", "b"), "POST", arg(r, "to", "/count"), null,
+                        null, body).get();
+                String answer = new String(reply.body().readAllBytes(), StandardCharsets.UTF_8);
+                return Response.of(200, "text/plain", reply.status() + " " + answer);
+            } catch (ExecutionException | InterruptedException | IOException e) {
+                return Response.of(200, "text/plain", "failed: " + e);
+            }
+        }
+    }
+
     /** Refusals of the gate's: the message. */
     public static final class Refused implements Handler {
         @Override

@@ -47,6 +47,9 @@ final class Natives {
     static native long clientStart(int id, byte[] name, byte[] method, byte[] target, byte[] fields,
             byte[] body);
 
+    /** A piece of the call's request body, copied, to write (event loop); false: its end is closed. */
+    static native boolean clientWrite(long call, byte[] piece);
+
     /** The call's reader has room again (event loop). */
     static native void clientResume(long call);
 

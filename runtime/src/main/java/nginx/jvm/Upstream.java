@@ -69,7 +69,7 @@ public final class Upstream {
      */
     public static CompletableFuture<Reply> call(String client, String method, String uri, String args,
             Map<String, String> headers) {
-        return call(client, method, uri, args, headers, null);
+        return call(client, method, uri, args, headers, (byte[]) null);
     }
 
     /**
@@ -79,15 +79,33 @@ public final class Upstream {
      */
     public static CompletableFuture<Reply> call(String client, String method, String uri, String args,
             Map<String, String> headers, byte[] body) {
+        return call(client, method, uri, args, headers, body, null);
+    }
+
+    /**
+     * The same with a request body streamed from {@code body} as it is read
+     * (chunked; read on a thread of the runtime's, closed at its end), at
+     * most 256 KB ahead of what nginx took: nginx buffers it whole first
+     * unless the location says {@code proxy_request_buffering off} (and
+     * {@code proxy_http_version 1.1}). A body that throws ends the call.
+     */
+    public static CompletableFuture<Reply> stream(String client, String method, String uri, String args,
+            Map<String, String> headers, InputStream body) {
+        return call(client, method, uri, args, headers, null, body);
+    }
+
+    private static CompletableFuture<Reply> call(String client, String method, String uri, String args,
+            Map<String, String> headers, byte[] body, InputStream stream) {
         check(Gate.token(Gate.CALL_METHOD, method));
         byte[] name = client.getBytes(StandardCharsets.UTF_8);
         byte[] m = method.getBytes(StandardCharsets.ISO_8859_1);
         byte[] target = target(uri, args);
-        String length = body == null ? "" : "Content-Length: " + body.length + "\r\n";
+        String length = stream != null ? "Transfer-Encoding: chunked\r\n"
+                : body == null ? "" : "Content-Length: " + body.length + "\r\n";
         byte[] fields = (new String(fields(headers), StandardCharsets.ISO_8859_1) + length)
                 .getBytes(StandardCharsets.ISO_8859_1);
         CompletableFuture<UpstreamCall> call = UpstreamCall.start(name, m, target, fields,
-                body == null ? new byte[0] : body, method.equals("HEAD"));
+                body == null ? new byte[0] : body, stream, method.equals("HEAD"));
         CompletableFuture<Reply> out = new CompletableFuture<>();
         // on the loop as the head comes: the caller's callbacks follow at once
         call.whenComplete((c, e) -> {

@@ -29,6 +29,16 @@ final class UpstreamCall extends InputStream {
     static final int MORE = 0, PAUSE = 1, DROP = 2;
     /** clientData's length when the worker leaves with the call in flight. */
     static final int LEAVING = -2;
+    /** clientData's length when a piece of the request's body was written whole. */
+    static final int WRITTEN = -3;
+    /** A streamed request body's pieces: their size, and how many may wait to be written. */
+    private static final int PIECE = 64 * 1024, PIECES = 4;
+    private static final java.util.concurrent.ExecutorService UPLOADERS =
+            java.util.concurrent.Executors.newCachedThreadPool(r -> {
+                Thread t = new Thread(r, "nginx-jvm-call-body");
+                t.setDaemon(true);
+                return t;
+            });
     static final int HIGH = 256 * 1024, LOW = 64 * 1024;
     private static final int HEAD_MAX = 64 * 1024;
 
@@ -49,6 +59,10 @@ final class UpstreamCall extends InputStream {
     private final boolean head;
     private final CompletableFuture<UpstreamCall> future;
     private long handle;
+    /** A request body streamed (chunked) by an uploader thread, or null. */
+    private InputStream upload;
+    private final java.util.concurrent.Semaphore room = new java.util.concurrent.Semaphore(PIECES);
+    private volatile boolean over;
     private int status;
     private List<String[]> fields;
 
@@ -79,8 +93,9 @@ final class UpstreamCall extends InputStream {
 
     /** Any thread: the call started on the loop; its future. */
     static CompletableFuture<UpstreamCall> start(byte[] name, byte[] method, byte[] target, byte[] fields,
-            byte[] body, boolean head) {
+            byte[] body, InputStream upload, boolean head) {
         Waiting w = new Waiting(name, method, target, fields, body, head);
+        w.upload = upload;
         if (LoopCalls.direct()) {
             w.begin();
         } else {
@@ -98,6 +113,7 @@ final class UpstreamCall extends InputStream {
         final byte[] name, method, target, fields, body;
         final boolean head;
         final CompletableFuture<UpstreamCall> result = new CompletableFuture<>();
+        InputStream upload;
 
         Waiting(byte[] name, byte[] method, byte[] target, byte[] fields, byte[] body, boolean head) {
             this.name = name;
@@ -134,6 +150,10 @@ final class UpstreamCall extends InputStream {
                 }
                 calls.put(c.id, c);
                 count.incrementAndGet();
+                if (upload != null) {
+                    c.upload = upload;
+                    UPLOADERS.execute(c::upload);
+                }
                 // cancelled before the head came (now or later): the call ends
                 result.whenComplete((v, e) -> {
                     if (e instanceof CancellationException) {
@@ -187,12 +207,14 @@ final class UpstreamCall extends InputStream {
 
     /** Event loop (Worker.clientData): n bytes of call id's answer in {@code in}; 0 its end, -1 failed. */
     static int data(int id, ByteBuffer in, int n) {
-        UpstreamCall c = n > 0 ? calls.get(id) : forget(id);
+        UpstreamCall c = n > 0 || n == WRITTEN ? calls.get(id) : forget(id);
         if (c == null) {
             return DROP;
         }
         try {
-            if (n == LEAVING) {
+            if (n == WRITTEN) {
+                c.room.release();
+            } else if (n == LEAVING) {
                 c.fail("the worker is leaving");
             } else if (n < 0) {
                 c.fail("the connection to nginx failed");
@@ -225,6 +247,8 @@ final class UpstreamCall extends InputStream {
     private static UpstreamCall forget(int id) {
         UpstreamCall c = calls.remove(id);
         if (c != null) {
+            c.over = true;
+            c.room.release(PIECES);     // an uploader waiting for room sees the end
             count.decrementAndGet();
             if (!waiting.isEmpty() && !retrying) {
                 // after the C module freed the call's connections
@@ -238,6 +262,58 @@ final class UpstreamCall extends InputStream {
     /** The calls in flight, from any thread. */
     static int inFlight() {
         return count.get();
+    }
+
+    // ---- a request body streamed: the uploader's thread ----
+
+    /**
+     * Reads the request body and hands it to the loop in chunks (chunked
+     * transfer coding), at most {@link #PIECES} not yet written: a backend
+     * (or nginx, buffering it) that reads slowly holds the reader back. A
+     * body that fails ends the call.
+     */
+    private void upload() {
+        byte[] buf = new byte[PIECE];
+        try (InputStream in = upload) {
+            for (;;) {
+                int k = in.read(buf);
+                if (k == 0) {
+                    continue;
+                }
+                byte[] chunk = k < 0 ? "0\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1) : chunk(buf, k);
+                while (!room.tryAcquire(100, java.util.concurrent.TimeUnit.MILLISECONDS)) {
+                    if (over) {
+                        return;
+                    }
+                }
+                if (over) {
+                    return;
+                }
+                LoopCalls.post(() -> {
+                    if (calls.get(id) == this) {
+                        Natives.clientWrite(handle, chunk);
+                    }
+                });
+                if (k < 0) {
+                    return;
+                }
+            }
+        } catch (IOException | InterruptedException e) {
+            if (!over) {
+                fail("the request body failed: " + e);
+                close();
+            }
+        }
+    }
+
+    private static byte[] chunk(byte[] b, int k) {
+        byte[] size = (Integer.toHexString(k) + "\r\n").getBytes(StandardCharsets.ISO_8859_1);
+        byte[] out = new byte[size.length + k + 2];
+        System.arraycopy(size, 0, out, 0, size.length);
+        System.arraycopy(b, 0, out, size.length, k);
+        out[out.length - 2] = '\r';
+        out[out.length - 1] = '\n';
+        return out;
     }
 
     // ---- the event loop's side: parsing ----
@@ -520,6 +596,8 @@ final class UpstreamCall extends InputStream {
         } finally {
             lock.unlock();
         }
+        over = true;
+        room.release(PIECES);
         onLoop(() -> {
             if (calls.get(id) == this) {
                 forget(id);
