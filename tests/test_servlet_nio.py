@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 
 from harness import (ROOT, Launcher, config_test, dechunk, free_port,
-                     parse_raw, server_cert, tcp_socket, wait_for)
+                     maven_package, parse_raw, server_cert, tcp_socket,
+                     wait_for)
 
 SOURCES = ROOT / "tests" / "apps" / "servlet-nio" / "nio"
 TOMCAT = ROOT / "build" / "servlet" / "tomcat-lib"
@@ -392,3 +393,103 @@ def test_a_webapp_location_may_read_its_bodies_as_they_arrive(webapp):
     bad = config_test("location /a/ { jvm_webapp %s context=/a; jvm_mode loop; "
                       "jvm_request_buffering off; }" % webapp, classpath=cp)
     assert bad.returncode != 0 and "jvm_mode loop" in bad.stderr, bad.stderr
+
+
+# --- the same servlets on Spring Boot's Jetty starter (the Jetty seam) ----
+#
+# tests/apps/servlet-nio-boot: the servlets above in a Spring Boot 4 jar on
+# Boot's Jetty starter (Jetty 12.1), served unmodified by --jar, one worker
+# in pool mode; the Jetty seam's NginxStream reads as the body arrives and
+# writes as the client takes it, no thread held while either waits. Each
+# case is the one above, run against it.
+
+BOOT_NIO = ROOT / "tests" / "apps" / "servlet-nio-boot"
+BOOT_M2 = ROOT / "build" / "projects" / "m2"      # the Spring examples' own
+BOOT_HANDLER = "nginx.jvm.servlet.boot.BootHandler"
+
+
+@pytest.fixture(scope="module")
+def jetty_app(shared, servlet_mode):
+    """In pool mode only (make test's main run): a Boot build and start
+    per run of the suite would add most of a minute to test-coloop's and
+    test-servlet-virtual's."""
+    if servlet_mode != "pool":
+        pytest.skip("the Jetty starter's cases run in pool mode only")
+
+    def with_servlets(dest):
+        d = Path(dest) / "src" / "main" / "java" / "nio"
+        d.mkdir(parents=True)
+        for f in SOURCES.glob("*.java"):
+            shutil.copy(f, d)
+    jar = maven_package(BOOT_NIO, ROOT / "build" / "servlet-nio-boot",
+                        "servlet-nio-boot.jar", m2=BOOT_M2,
+                        edit=with_servlets)
+    server_cert(shared)
+    for f in ("server.pem", "server.key"):
+        (shared / f).chmod(0o644)
+    tls = free_port()
+    where = ("jvm_content %s; jvm_mode pool; jvm_async on; "
+             "jvm_request_buffering off;" % BOOT_HANDLER)
+    n = Launcher(["--jar", str(jar),
+                  "--server", "location /s/ { %s }" % where,
+                  "--max-body-size", "200m",
+                  "--http", "server { listen 127.0.0.1:%d ssl http2; "
+                            "ssl_certificate %s; ssl_certificate_key %s; "
+                            "location / { %s } }"
+                  % (tls, shared / "server.pem", shared / "server.key", where)],
+                 mode="pool", workers=1,
+                 env={"NGINX_JVM_CACHE": str(shared / "cache")})
+    n.tls = tls
+    with n:
+        assert n.log_lines(r"Jetty started on port 0")
+        yield n
+
+
+@pytest.mark.parametrize("where", ["/read", "/s/read"])
+def test_jetty_read_listener_reads_a_large_body(jetty_app, where):
+    test_read_listener_reads_a_large_body(jetty_app, where)
+
+
+def test_jetty_read_listener_with_an_empty_body(jetty_app):
+    test_read_listener_with_an_empty_body(jetty_app)
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_jetty_a_slow_uploader_is_waited_for_without_a_thread(jetty_app, chunked):
+    test_a_slow_uploader_is_waited_for_without_a_thread(jetty_app, chunked)
+
+
+@pytest.mark.parametrize("where", ["/read", "/s/read"])
+def test_jetty_a_client_that_leaves_mid_upload(jetty_app, where):
+    test_a_client_that_leaves_mid_upload(jetty_app, where)
+
+
+@pytest.mark.parametrize("chunk,length", [(65536, False), (1000, True)])
+def test_jetty_write_listener_writes_a_large_body_to_a_fast_reader(jetty_app, chunk, length):
+    test_write_listener_writes_a_large_body_to_a_fast_reader(jetty_app, chunk, length)
+
+
+def test_jetty_write_listener_to_a_slow_reader_is_bounded(jetty_app):
+    test_write_listener_to_a_slow_reader_is_bounded(jetty_app)
+
+
+def test_jetty_a_client_that_leaves_mid_write(jetty_app):
+    test_a_client_that_leaves_mid_write(jetty_app)
+
+
+def test_jetty_http2_write_listener_and_streamed_read_listener(jetty_app):
+    test_http2_write_listener_and_streamed_read_listener(jetty_app)
+
+
+# Of the failing bodies, only the servlet that throws after commit: Jetty
+# itself ends the other two (the async timeout after a flush, the
+# WriteListener that throws) as complete, on its own connector as here
+# (java -jar of the same jar, curl: a clean end), where Tomcat cuts them.
+@pytest.mark.log_allows(*FAILING_LOG)
+def test_jetty_a_body_that_fails_is_cut_short_on_http1(jetty_app):
+    test_a_body_that_fails_is_cut_short_on_http1(jetty_app, "throw")
+
+
+@pytest.mark.log_allows(*FAILING_LOG)
+def test_jetty_a_body_that_fails_is_reset_on_http2(jetty_app):
+    test_a_body_that_fails_is_reset_on_http2(jetty_app, "throw")

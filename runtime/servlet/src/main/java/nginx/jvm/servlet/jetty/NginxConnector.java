@@ -85,7 +85,7 @@ public class NginxConnector extends AbstractConnector {
         c.metaData.reset(id, r, version);
         HttpChannel channel = c.channel;
         Channel free = c;
-        NginxStream stream = new NginxStream(channel, id, r, responder, () -> idle.offer(free));
+        NginxStream stream = new NginxStream(channel, id, r, responder, getExecutor(), () -> idle.offer(free));
         channel.setHttpStream(stream);
         HttpFields.Mutable fields = HttpFields.build(r.headerCount() + 1);
         HostPortHttpField host = null;

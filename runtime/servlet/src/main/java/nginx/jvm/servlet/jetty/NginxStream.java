@@ -4,7 +4,10 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import nginx.jvm.BodyWriter;
 import nginx.jvm.servlet.Answer;
 import org.eclipse.jetty.http.HttpField;
 import org.eclipse.jetty.http.HttpFields;
@@ -22,6 +25,17 @@ import org.eclipse.jetty.util.Callback;
  * {@link Answer}: whole when Jetty sends it in one go (its buffer held it
  * all), streamed when Jetty sends before the end (a flush, a full buffer).
  *
+ * <p>Neither reads nor writes hold a thread while they wait for the
+ * client (a servlet's ReadListener and WriteListener): a read with no
+ * body come yet answers nothing, and {@link #demand} has nginx-jvm call
+ * back when some has ({@code Request.bodyReadable}, a body read as it
+ * arrives: {@code jvm_request_buffering off}); a send goes to nginx a
+ * piece at a time while the response's queue has room, and waits for the
+ * next room without a thread ({@code BodyWriter.Stream.writable}), its
+ * Jetty callback completed once all of it is queued. Those callbacks come
+ * on the event loop: the work they resume runs on the connector's
+ * executor (Jetty's thread pool).
+ *
  * <p>The end goes to nginx when the exchange is over ({@link #succeeded}),
  * not with Jetty's last send: Jetty's session handler wraps this stream and
  * writes the request's session to the store (or deletes it, invalidated)
@@ -34,6 +48,8 @@ final class NginxStream implements HttpStream {
 
     private final HttpChannel channel;
     private final String id;
+    private final nginx.jvm.Request request;
+    private final Executor executor;
     private final InputStream body;
     private boolean bodyEnded;
     private final Answer answer;
@@ -44,15 +60,23 @@ final class NginxStream implements HttpStream {
     private boolean over;
     /** Jetty sent its last: the end waits for the exchange's, its session stored. */
     private boolean endHeld;
+    /** Guarded by this: the send waiting for room, which {@link #cancelSend} may fail. */
+    private Send waiting;
 
     private final Runnable release;
 
-    /** {@code release}: runs when the exchange ended well, its channel recycled and free for another. */
+    /**
+     * {@code release}: runs when the exchange ended well, its channel
+     * recycled and free for another; {@code executor}: where a read or a
+     * send that waited for the client goes on.
+     */
     NginxStream(HttpChannel channel, String id, nginx.jvm.Request r, nginx.jvm.Responder responder,
-                Runnable release) {
+                Executor executor, Runnable release) {
         this.channel = channel;
         this.release = release;
         this.id = id;
+        this.request = r;
+        this.executor = executor;
         this.answer = new Answer(r, responder);
         this.body = r.body();
         this.bodyEnded = !r.hasBody();
@@ -68,6 +92,10 @@ final class NginxStream implements HttpStream {
         if (bodyEnded) {
             return Content.Chunk.EOF;
         }
+        if (!request.bodyReadable(null)) {
+            // none come yet: Jetty demands, and hears when some has
+            return null;
+        }
         try {
             byte[] b = new byte[PIECE];
             int n = body.read(b);
@@ -82,9 +110,23 @@ final class NginxStream implements HttpStream {
         }
     }
 
+    /**
+     * Jetty wants to hear when a read would give something: at once for a
+     * body nginx read whole (memory or a temporary file), or one that ended;
+     * otherwise when the next piece comes.
+     */
     @Override
     public void demand() {
-        // the body is in memory or a temporary file: there is always something to read
+        if (bodyEnded || request.bodyReadable(() -> executor.execute(this::contentAvailable))) {
+            contentAvailable();
+        }
+    }
+
+    private void contentAvailable() {
+        if (isOver()) {
+            // a late wake-up: the channel may serve another request by now
+            return;
+        }
         Runnable task = channel.onContentAvailable();
         if (task != null) {
             task.run();
@@ -96,35 +138,99 @@ final class NginxStream implements HttpStream {
     }
 
     @Override
-    public void send(MetaData.Request request, MetaData.Response response, boolean last, ByteBuffer content,
+    public void send(MetaData.Request meta, MetaData.Response response, boolean last, ByteBuffer content,
                      Callback callback) {
-        try {
-            if (response != null) {
-                answer.commit(response.getStatus());
-                for (HttpField f : response.getHttpFields()) {
-                    answer.field(f.getName(), f.getValue());
-                }
+        if (response != null) {
+            answer.commit(response.getStatus());
+            for (HttpField f : response.getHttpFields()) {
+                answer.field(f.getName(), f.getValue());
             }
-            if (content != null && content.hasRemaining()) {
-                answer.write(content);
-            }
-            if (last) {
-                endHeld = true;
-            } else {
-                // Jetty sends before the end only when the servlet flushed or filled its buffer
-                answer.flush();
-            }
-        } catch (IOException e) {
-            callback.failed(e);
-            return;
         }
-        callback.succeeded();
+        new Send(content, last, callback).run();
     }
 
-    /** Jetty 12.1's (no @Override: Jetty 12.0's HttpStream, which this source is compiled against too, has none). */
+    /**
+     * One of Jetty's sends: its content goes to the answer a piece at a
+     * time while the response's queue has room; when it has none, the send
+     * waits (no thread held) and goes on, on the executor, when the loop
+     * made room. Its callback completes once, when all is queued (then the
+     * last send's end is held for {@link #succeeded}), or the client left.
+     */
+    private final class Send implements Runnable {
+        private final ByteBuffer content;
+        private final boolean last;
+        private final Callback callback;
+        private final AtomicBoolean completed = new AtomicBoolean();
+
+        Send(ByteBuffer content, boolean last, Callback callback) {
+            this.content = content;
+            this.last = last;
+            this.callback = callback;
+        }
+
+        @Override
+        public void run() {
+            try {
+                while (content != null && content.hasRemaining()) {
+                    synchronized (NginxStream.this) {
+                        waiting = this;
+                    }
+                    if (completed.get()) {
+                        return;
+                    }
+                    if (!answer.writable(() -> executor.execute(this))) {
+                        return;
+                    }
+                    ByteBuffer piece = content.slice();
+                    piece.limit(Math.min(piece.remaining(), BodyWriter.Stream.PIECE));
+                    answer.write(piece);
+                    content.position(content.position() + piece.position());
+                }
+                if (last) {
+                    endHeld = true;
+                } else {
+                    // Jetty sends before the end only when the servlet flushed or filled its buffer
+                    answer.flush();
+                }
+            } catch (IOException e) {
+                complete(e);
+                return;
+            }
+            complete(null);
+        }
+
+        void complete(Throwable failure) {
+            synchronized (NginxStream.this) {
+                if (waiting == this) {
+                    waiting = null;
+                }
+            }
+            if (!completed.compareAndSet(false, true)) {
+                return;
+            }
+            if (failure == null) {
+                callback.succeeded();
+            } else {
+                callback.failed(failure);
+            }
+        }
+    }
+
+    /**
+     * Jetty 12.1's (no @Override: Jetty 12.0's HttpStream, which this
+     * source is compiled against too, has none): the send waiting for room,
+     * if any, is given up; its callback fails, by the task returned.
+     */
     public Runnable cancelSend(Throwable cause, Callback callback) {
-        // sends complete at once: none is ever pending
-        return null;
+        Send s;
+        synchronized (this) {
+            s = waiting;
+            waiting = null;
+        }
+        if (s == null || !s.completed.compareAndSet(false, true)) {
+            return null;
+        }
+        return () -> s.callback.failed(cause);
     }
 
     @Override
