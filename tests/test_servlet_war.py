@@ -130,11 +130,14 @@ def test_annotated_servlet_and_web_xml_filter(app):
 
 
 def test_local_address_is_the_one_nginx_accepted_on(app):
-    # Tomcat asks its socket for getLocalAddr(); beneath nginx there is
-    # none, and it was null (the Servlet TCK's getLocalAddrTest): it is
-    # nginx's $server_addr, read when the application asks
+    # Tomcat asks its socket for getLocalAddr() and getLocalName();
+    # beneath nginx there is none, and they were null (the Servlet TCK's
+    # getLocalAddrTest, getLocalNameTest): nginx's $server_addr, read when
+    # the application asks
     f = fields(app.get("/app/hello/x"))
     assert f["localAddr"] == "127.0.0.1"
+    # and its name, as Tomcat's own connectors give it: the hosts file's
+    assert f["localName"] == socket.gethostbyaddr("127.0.0.1")[0]
     assert f["remoteAddr"] == "127.0.0.1"
 
 

@@ -31,6 +31,7 @@ public class HelloServlet extends HttpServlet {
         out.println("serverPort: " + req.getServerPort());
         out.println("remoteAddr: " + req.getRemoteAddr());
         out.println("localAddr: " + req.getLocalAddr());
+        out.println("localName: " + req.getLocalName());
         out.println("header X-Test: " + req.getHeader("X-Test"));
         String css = getServletContext().getRealPath("/static/app.css");
         out.println("realPath: " + (css != null && Files.isRegularFile(Path.of(css))));

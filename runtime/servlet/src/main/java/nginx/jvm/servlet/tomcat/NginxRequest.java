@@ -1,14 +1,20 @@
 package nginx.jvm.servlet.tomcat;
 
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+
 import org.apache.catalina.connector.Connector;
 import org.apache.catalina.connector.Request;
 
 /**
  * Catalina's request, with what a socket would tell and nginx knows: the
- * local address. Coyote asks the processor's socket for it, and ours has
- * none, so {@code getLocalAddr()} was null; it is nginx's $server_addr,
- * read only when the application asks (most never do: the variable costs
- * a hop to the event loop off it).
+ * local address and its name. Coyote asks the processor's socket for
+ * them, and ours has none, so {@code getLocalAddr()} and
+ * {@code getLocalName()} were null (the Servlet TCK's getLocalAddrTest and
+ * getLocalNameTest); the address is nginx's $server_addr, read only when
+ * the application asks (most never do: the variable costs a hop to the
+ * event loop off it), the name that address's (a reverse lookup, as
+ * Tomcat's own connectors do).
  */
 final class NginxRequest extends Request {
     NginxRequest(Connector connector, org.apache.coyote.Request coyoteRequest) {
@@ -22,6 +28,24 @@ final class NginxRequest extends Request {
             localAddr = p.localAddr();
         }
         return localAddr != null ? localAddr : super.getLocalAddr();
+    }
+
+    @Override
+    public String getLocalName() {
+        if (localName == null) {
+            String addr = getLocalAddr();
+            if (addr != null) {
+                try {
+                    // what Tomcat's own connectors give: the name of the
+                    // socket's local address (a reverse lookup: the hosts
+                    // file's, for a loopback address)
+                    localName = InetAddress.getByName(addr).getHostName();
+                } catch (UnknownHostException e) {
+                    localName = addr;
+                }
+            }
+        }
+        return localName != null ? localName : super.getLocalName();
     }
 
     /** The Connector of TomcatEngine: Catalina's requests are {@link NginxRequest}s. */
