@@ -8,6 +8,7 @@ HERE=$ROOT/tests/servlet-tck
 TCK_DIR=${TCK_DIR:-}
 TCK_TESTS=${TCK_TESTS:-}
 TCK_WORKERS=${TCK_WORKERS:-1}
+TCK_FORKS=${TCK_FORKS:-2}
 VERSION=6.1.2
 OUT=$ROOT/build/servlet-tck
 
@@ -42,7 +43,7 @@ mvn -B -q install:install-file -Dfile="$UTIL" -DpomFile=tck-util/pom.xml
 mvn -B -q install:install-file -Dfile="$JAR" -DpomFile=tck-runtime/pom.xml
 
 rm -rf "$OUT" && mkdir -p "$OUT"
-set -- mvn -B test -Dtck.launcher="$ROOT/bin/nginx-jvm" -Dtck.workers="$TCK_WORKERS" \
+set -- mvn -B test -Dtck.launcher="$ROOT/bin/nginx-jvm" -Dtck.workers="$TCK_WORKERS" -Dtck.forks="$TCK_FORKS" \
     -Dtck.reports="$OUT/surefire-reports" -Dtck.logs="$OUT/logs"
 [ -z "$TCK_TESTS" ] || set -- "$@" -Dtest="$TCK_TESTS"
 echo "test-servlet-tck: $* (output in $OUT/mvn.log)"

@@ -14,6 +14,10 @@ public final class NginxJvmConfiguration implements ContainerConfiguration {
     private String logs = System.getProperty("nginx.jvm.tck.logs", "target/tck-logs");
     private String mode = System.getProperty("nginx.jvm.tck.mode", "pool");
     private int startSeconds = Integer.getInteger("nginx.jvm.tck.startSeconds", 90);
+    /** JVM options for the workers, split on spaces: each one --jvm-option. */
+    private String jvmOptions = System.getProperty("nginx.jvm.tck.jvmOptions", "");
+    /** nginx directives for the server block (--server), or empty. */
+    private String server = System.getProperty("nginx.jvm.tck.server", "");
 
     @Override
     public void validate() throws ConfigurationException {
@@ -32,6 +36,10 @@ public final class NginxJvmConfiguration implements ContainerConfiguration {
     public void setLogs(String logs) { this.logs = logs; }
     public String getMode() { return mode; }
     public void setMode(String mode) { this.mode = mode; }
+    public String getJvmOptions() { return jvmOptions; }
+    public void setJvmOptions(String jvmOptions) { this.jvmOptions = jvmOptions; }
+    public String getServer() { return server; }
+    public void setServer(String server) { this.server = server; }
     public int getStartSeconds() { return startSeconds; }
     public void setStartSeconds(int startSeconds) { this.startSeconds = startSeconds; }
 }

@@ -64,6 +64,12 @@ public final class NginxJvmContainer implements DeployableContainer<NginxJvmConf
             scratch = Files.createTempDirectory("nginx-jvm-tck-");
             Files.setPosixFilePermissions(scratch, PosixFilePermissions.fromString("rwxrwxrwx"));
             Files.createDirectories(Path.of(config.getLogs()));
+            // a test JVM stopped before its undeploy (a timeout, Ctrl-C)
+            // leaves no launcher behind
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                for (Running r : running.values())
+                    r.process().destroy();
+            }, "nginx-jvm-tck-stop"));
         } catch (IOException e) {
             throw new LifecycleException("no scratch directory", e);
         }
@@ -96,11 +102,17 @@ public final class NginxJvmContainer implements DeployableContainer<NginxJvmConf
         war.toFile().setReadable(true, false);
         int port = freePort();
         Path log = Path.of(config.getLogs(), name + ".log");
-        List<String> command = List.of(config.getLauncher(), "run",
+        List<String> command = new ArrayList<>(List.of(config.getLauncher(), "run",
                 "--war", war.toString(), "--context-path", context,
                 "--port", Integer.toString(port),
                 "--workers", Integer.toString(config.getWorkers()),
-                "--mode", config.getMode(), "--cache", "off");
+                "--mode", config.getMode(), "--cache", "off"));
+        for (String option : config.getJvmOptions().trim().split("\\s+")) {
+            if (!option.isEmpty())
+                command.addAll(List.of("--jvm-option", option));
+        }
+        if (!config.getServer().isBlank())
+            command.addAll(List.of("--server", config.getServer()));
         Process process;
         try {
             Files.writeString(log, String.join(" ", command) + "\n");
@@ -159,12 +171,15 @@ public final class NginxJvmContainer implements DeployableContainer<NginxJvmConf
     }
 
     /**
-     * Waits until nginx answers a GET of the context with a status line:
-     * the workers load the application before they accept, so an answer
-     * means the application is deployed.
+     * Waits until nginx answers a GET with a status line: the workers load
+     * the application before they accept, so an answer means it is
+     * deployed. The GET is of a path beside the context (Tomcat's 404 for
+     * no context), not in it: a request the application saw would be in
+     * what its listeners count (SrListenerTests).
      */
     private void awaitAnswer(Process process, int port, String context, Path log)
             throws DeploymentException {
+        String probe = context.equals("/") ? "/" : "/nginx-jvm-tck-probe/";
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(config.getStartSeconds());
         while (System.nanoTime() < deadline) {
             if (!process.isAlive())
@@ -174,7 +189,7 @@ public final class NginxJvmContainer implements DeployableContainer<NginxJvmConf
                 s.connect(new InetSocketAddress("127.0.0.1", port), 1000);
                 s.setSoTimeout(config.getStartSeconds() * 1000);
                 OutputStream out = s.getOutputStream();
-                out.write(("GET " + context + "/ HTTP/1.1\r\nHost: 127.0.0.1:" + port
+                out.write(("GET " + probe + " HTTP/1.1\r\nHost: 127.0.0.1:" + port
                         + "\r\nConnection: close\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
                 out.flush();
                 InputStream in = s.getInputStream();
