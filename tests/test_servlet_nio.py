@@ -10,7 +10,9 @@ The servlets are tests/apps/servlet-nio (an exploded WAR compiled here with
 javac against Tomcat's jar); one server, one worker (the servlets' event
 log is the worker's), plain HTTP on its port and HTTPS with HTTP/2 on a
 second, in each mode of the suite (pool and virtual; coloop under make
-test-coloop)."""
+test-coloop). The same cases run on the same servlets in a Spring Boot 4
+jar on Boot's Jetty starter (the Jetty seam), in pool mode (the end of
+this file)."""
 
 import hashlib
 import os
