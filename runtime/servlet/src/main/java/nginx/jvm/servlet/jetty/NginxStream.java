@@ -218,8 +218,12 @@ final class NginxStream implements HttpStream {
 
     /**
      * Jetty 12.1's (no @Override: Jetty 12.0's HttpStream, which this
-     * source is compiled against too, has none): the send waiting for room,
-     * if any, is given up; its callback fails, by the task returned.
+     * source is compiled against too, has none; it fails the write itself).
+     * Jetty has forgotten its pending write (the client left) and fails
+     * {@code callback} only through the task returned, always: a send that
+     * is under way or completing at this moment included, else the write
+     * never ends and the servlet's onError never runs. The send, if any,
+     * writes no more and completes nothing.
      */
     public Runnable cancelSend(Throwable cause, Callback callback) {
         Send s;
@@ -227,10 +231,10 @@ final class NginxStream implements HttpStream {
             s = waiting;
             waiting = null;
         }
-        if (s == null || !s.completed.compareAndSet(false, true)) {
-            return null;
+        if (s != null) {
+            s.completed.set(true);
         }
-        return () -> s.callback.failed(cause);
+        return () -> callback.failed(cause);
     }
 
     @Override
