@@ -217,20 +217,39 @@ public final class NginxProcessor extends AbstractProcessor {
     }
 
     /**
-     * The client of an async request left (nginx-jvm's abort thread): as a
-     * socket's error would, an I/O error state, which sends the request an
-     * ERROR event (AsyncListener.onError, then the error page nobody reads).
+     * The client of an async request left (nginx-jvm's abort thread).
+     * With a ReadListener or WriteListener set, as a connector's socket
+     * error does: an ERROR event, whose dispatch calls the listener's
+     * onError (then AsyncListener.onError). Without one, an I/O error
+     * state, which sends the request the ERROR event itself. (The error
+     * state first would lose the listener's onError: Coyote's asyncError
+     * clears the non-blocking listeners before its ERROR dispatch.)
      * Ignored when the processor serves another request by now.
      */
     private void clientLeft(Answer a) {
         host.execute(() -> {
+            SocketState state;
             lock.lock();
             try {
-                if (answer == a && isAsync()) {
-                    setErrorState(ErrorState.CLOSE_CONNECTION_NOW, new IOException("the client left"));
+                if (answer != a || !isAsync()) {
+                    return;
                 }
+                IOException left = new IOException("the client left");
+                if (request.getReadListener() == null && response.getWriteListener() == null) {
+                    setErrorState(ErrorState.CLOSE_CONNECTION_NOW, left);
+                    return;
+                }
+                request.setAttribute(RequestDispatcher.ERROR_EXCEPTION, left);
+                state = process(null, SocketEvent.ERROR);
+            } catch (Throwable t) {
+                log.error("a non-blocking servlet's error event failed", t);
+                state = SocketState.CLOSED;
             } finally {
                 lock.unlock();
+            }
+            if (state != SocketState.LONG) {
+                host.waiting(this, false);
+                end();
             }
         });
     }
