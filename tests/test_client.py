@@ -269,6 +269,17 @@ def test_a_client_never_reaches_a_jvm_client_location(ng, backend):
     assert ng.get("/_b/../_b/echo").status in (400, 404)
 
 
+def test_a_call_stays_in_its_location(ng):
+    # "%2e%2e" is no ".." to the gate, but nginx decodes it: without the
+    # check the call would reach the server's /relay location as a local
+    # client; a call answers only from the location it names (404)
+    r = ng.get("/blocking?to=/%252e%252e/relay")
+    assert r.text.startswith("404 "), r.text
+    # nor another jvm_client location than the one it names
+    r = ng.get("/blocking?to=/%252E%252E/_fast/x")
+    assert r.text.startswith("404 "), r.text
+
+
 def test_the_gate_refuses_what_could_split_the_request(ng):
     for what, text in (("value", "refused: refused the value of the call's "
                                  "header field \"X-Bad\""),

@@ -59,6 +59,7 @@ typedef struct {
     ngx_connection_t          *client;      /* the end read here */
     ngx_connection_t          *server;      /* nginx's, until it closes */
     ngx_pool_cleanup_t        *cleanup;     /* of the server end's pool */
+    ngx_http_jvm_client_t     *cl;          /* the location it names */
     u_char                    *head;        /* the request, to write */
     size_t                     len;
     size_t                     sent;
@@ -100,7 +101,7 @@ ngx_http_jvm_client_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     u_char                     c;
     ngx_str_t                 *value;
     ngx_uint_t                 i;
-    ngx_http_jvm_client_t     *cl;
+    ngx_http_jvm_client_t     *cl, **all, **slot;
     ngx_http_core_loc_conf_t  *clcf;
     ngx_http_jvm_main_conf_t  *jmcf;
 
@@ -136,34 +137,39 @@ ngx_http_jvm_client_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return "takes a name";
     }
 
+    /* of pointers: a location keeps its own, which the array's growth
+     * would move */
     if (jmcf->clients == NULL) {
         jmcf->clients = ngx_array_create(cf->pool, 2,
-                                         sizeof(ngx_http_jvm_client_t));
+                                         sizeof(ngx_http_jvm_client_t *));
         if (jmcf->clients == NULL) {
             return NGX_CONF_ERROR;
         }
     }
 
-    cl = jmcf->clients->elts;
+    all = jmcf->clients->elts;
 
     for (i = 0; i < jmcf->clients->nelts; i++) {
-        if (cl[i].name.len == value[1].len
-            && ngx_strncmp(cl[i].name.data, value[1].data, value[1].len) == 0)
+        if (all[i]->name.len == value[1].len
+            && ngx_strncmp(all[i]->name.data, value[1].data, value[1].len)
+               == 0)
         {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "\"jvm_client\": the name \"%V\" is already "
-                               "in %V:%ui", &value[1], &cl[i].file,
-                               cl[i].line);
+                               "in %V:%ui", &value[1], &all[i]->file,
+                               all[i]->line);
             return NGX_CONF_ERROR;
         }
     }
 
-    cl = ngx_array_push(jmcf->clients);
-    if (cl == NULL) {
+    slot = ngx_array_push(jmcf->clients);
+    cl = ngx_pcalloc(cf->pool, sizeof(ngx_http_jvm_client_t));
+
+    if (slot == NULL || cl == NULL) {
         return NGX_CONF_ERROR;
     }
 
-    ngx_memzero(cl, sizeof(ngx_http_jvm_client_t));
+    *slot = cl;
 
     cl->name = value[1];
     cl->prefix = clcf->name;
@@ -187,7 +193,7 @@ ngx_http_jvm_client_init(ngx_conf_t *cf)
 {
     ngx_uint_t                  i;
     ngx_http_handler_pt        *h;
-    ngx_http_jvm_client_t      *cl;
+    ngx_http_jvm_client_t     **cl;
     ngx_http_core_main_conf_t  *cmcf;
     ngx_http_jvm_main_conf_t   *jmcf;
 
@@ -200,7 +206,7 @@ ngx_http_jvm_client_init(ngx_conf_t *cf)
     cl = jmcf->clients->elts;
 
     for (i = 0; i < jmcf->clients->nelts; i++) {
-        if (ngx_http_jvm_client_find_listen(cf, &cl[i]) != NGX_OK) {
+        if (ngx_http_jvm_client_find_listen(cf, cl[i]) != NGX_OK) {
             return NGX_ERROR;
         }
     }
@@ -278,24 +284,44 @@ ngx_http_jvm_client_find_listen(ngx_conf_t *cf, ngx_http_jvm_client_t *cl)
 }
 
 
-/* A request in a jvm_client location: a call's, or nobody's (404). */
+/*
+ * A request in a jvm_client location: a call's, or nobody's (404).  And a
+ * call's request in the location it names: nginx decodes "%2e%2e", which
+ * no check of Java's sees as "..", and would take a call to another
+ * location of the server as a local client's (internal redirects, from
+ * error_page and the like, are the location's own and go on).
+ */
 
 static ngx_int_t
 ngx_http_jvm_client_check(ngx_http_request_t *r)
 {
     ngx_pool_cleanup_t       *cln;
+    ngx_http_jvm_call_t      *call;
     ngx_http_jvm_loc_conf_t  *jlcf;
 
     jlcf = ngx_http_get_module_loc_conf(r, ngx_http_jvm_module);
 
-    if (jlcf->client == NULL) {
-        return NGX_DECLINED;
-    }
-
     for (cln = r->connection->pool->cleanup; cln; cln = cln->next) {
-        if (cln->handler == ngx_http_jvm_client_server_closed) {
+        if (cln->handler != ngx_http_jvm_client_server_closed) {
+            continue;
+        }
+
+        call = cln->data;
+
+        if (r->internal || (call && jlcf->client == call->cl)) {
             return NGX_DECLINED;
         }
+
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "jvm: a call through jvm_client \"%V\" left its "
+                      "location for \"%V\": 404",
+                      call ? &call->cl->name : &r->uri, &r->uri);
+
+        return NGX_HTTP_NOT_FOUND;
+    }
+
+    if (jlcf->client == NULL) {
+        return NGX_DECLINED;
     }
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -367,6 +393,7 @@ ngx_http_jvm_client_start(ngx_int_t id, ngx_str_t *name, ngx_str_t *part,
     }
 
     call->id = id;
+    call->cl = cl;
     call->head = (u_char *) (call + 1);
 
     p = ngx_sprintf(call->head, "%V %V%V HTTP/1.1" CRLF "Host: %V" CRLF
@@ -401,7 +428,7 @@ ngx_http_jvm_client_named(ngx_str_t *name)
 {
     ngx_uint_t                 i;
     ngx_array_t               *clients;
-    ngx_http_jvm_client_t     *cl;
+    ngx_http_jvm_client_t    **cl;
     ngx_http_conf_ctx_t       *ctx;
     ngx_http_jvm_main_conf_t  *jmcf;
 
@@ -421,10 +448,10 @@ ngx_http_jvm_client_named(ngx_str_t *name)
     cl = clients->elts;
 
     for (i = 0; i < clients->nelts; i++) {
-        if (cl[i].name.len == name->len
-            && ngx_strncmp(cl[i].name.data, name->data, name->len) == 0)
+        if (cl[i]->name.len == name->len
+            && ngx_strncmp(cl[i]->name.data, name->data, name->len) == 0)
         {
-            return &cl[i];
+            return cl[i];
         }
     }
 

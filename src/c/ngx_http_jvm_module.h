@@ -192,7 +192,7 @@ typedef struct {
     ngx_array_t              *topics;       /* of ngx_http_jvm_topic_t * */
     ngx_array_t              *topic_wakes;  /* of ngx_fd_t, one a worker */
     ngx_array_t              *warmups;      /* of ngx_http_jvm_warmup_t */
-    ngx_array_t              *clients;      /* of ngx_http_jvm_client_t */
+    ngx_array_t              *clients;      /* of ngx_http_jvm_client_t * */
     ngx_http_jvm_dict_t      *status;       /* jvm_status's figures */
     ngx_int_t                 repl;         /* jvm_repl's port, 0: off */
     ngx_str_t                 repl_addr;    /* its address, "": 127.0.0.1 */
