@@ -40,6 +40,10 @@ if [ -n "${DIST:-}" ] && [ "$DIST" != "$here" ]; then
     outdir=$DIST
     [ "$arch" = "$(dpkg --print-architecture)" ] || outdir=$DIST-$arch
     mkdir -p "$root/src" "$build/$outdir"
+    # one build at a time into build/DIST[-ARCH] (two would share its deb/:
+    # one's rm -rf under the other's dpkg-deb); a second waits here
+    exec 8>"$build/$outdir/.lock"
+    flock 8
     epoch=${SOURCE_DATE_EPOCH:-$(git -C "$top" log -1 --format=%ct 2>/dev/null || date +%s)}
     commit=${DEB_COMMIT:-$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)}
     pack=yes

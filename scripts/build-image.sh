@@ -38,6 +38,10 @@ if [ "$arch" != "$(dpkg --print-architecture)" ]; then
     dir=$dir-$arch
 fi
 export ARCH=$arch
+# one build at a time of this image (two would share $dir); a second waits
+mkdir -p "$dir"
+exec 7>"$dir/.lock"
+flock 7
 
 root=$("$top/scripts/debian-root.sh" run)
 deb=$(DIST=trixie "$top/scripts/build-deb.sh" | tail -1)
