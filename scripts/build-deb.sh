@@ -118,9 +118,12 @@ echo "load_module modules/ngx_http_jvm_module.so;" \
     > "$root/usr/share/nginx/modules-available/mod-http-jvm.conf"
 install -m 644 "$build/nginx-jvm.jar" "$root/usr/share/nginx-jvm/"
 install -m 644 "$build"/lib/*.jar "$root/usr/share/nginx-jvm/lib/"
-# the servlet engine, for nginx-jvm run --war (docs/servlet.md)
+# the servlet engine, for nginx-jvm run --war, and the seam of a Spring
+# Boot jar's own engine, for --jar (docs/servlet.md): each seam jar is
+# looked for beside nginx-jvm-servlet-boot.jar
 install -d "$root/usr/share/nginx-jvm/servlet/tomcat-lib"
-install -m 644 "$build/servlet/nginx-jvm-servlet.jar" "$root/usr/share/nginx-jvm/servlet/"
+install -m 644 "$build/servlet/nginx-jvm-servlet.jar" "$build"/servlet/nginx-jvm-servlet-boot*.jar \
+    "$root/usr/share/nginx-jvm/servlet/"
 install -m 644 "$build"/servlet/tomcat-lib/*.jar "$root/usr/share/nginx-jvm/servlet/tomcat-lib/"
 # the OpenTelemetry SDK, for tracing (docs/operations.md): on a server's
 # class path only when it traces

@@ -2,7 +2,8 @@
 root made locally with mmdebstrap (no registry pull), run as its README
 says (`podman run -p PORT:8080 -v APP:/app IMAGE --handler ... --classpath
 /app/...`) with a Ring handler mounted from here, a page fetched over
-loopback, then stopped and removed by its container id; and `IMAGE dev`,
+loopback, then stopped and removed by its container id; an unmodified
+Spring Boot jar (`--jar`, examples/servlet-boot) the same way; and `IMAGE dev`,
 the development loop of docs/operations.md ("A development loop on any
 laptop"): a save on the host served by both workers, the REPL and the
 debugger through published ports.
@@ -23,7 +24,7 @@ import urllib.request
 
 import pytest
 
-from harness import PROBLEM, ROOT, free_port, free_port_range, request
+from harness import PROBLEM, ROOT, free_port, free_port_range, maven_package, request
 from test_dev import Jdb
 from test_repl import Repl
 
@@ -101,6 +102,23 @@ def test_image_is_debian_13_with_its_nginx_and_jre(image):
     assert "docker.io" not in hist and "quay.io" not in hist, hist
 
 
+def first_answer(cid, url, seconds):
+    """The body of the first 200 the container `cid` answers at `url`,
+    asked until it does (its JVMs start) within `seconds`, or None; fails
+    at once if the container stops."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        state = podman("inspect", "--format", "{{.State.Running}}", cid).stdout.strip()
+        assert state == "true", podman("logs", cid, check=False).stdout
+        try:
+            with urllib.request.urlopen(url, timeout=5) as resp:
+                assert resp.status == 200
+                return resp.read().decode()
+        except OSError:
+            time.sleep(0.5)
+    return None
+
+
 def test_image_serves_a_mounted_ring_handler(image, tmp_path):
     app = tmp_path / "app"
     (app / "src" / "my").mkdir(parents=True)
@@ -114,19 +132,7 @@ def test_image_serves_a_mounted_ring_handler(image, tmp_path):
     cid = r.stdout.strip().splitlines()[-1]
     assert re.match(r"^[0-9a-f]{64}$", cid), r.stdout
     try:
-        body = None
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            state = podman("inspect", "--format", "{{.State.Running}}", cid).stdout.strip()
-            assert state == "true", podman("logs", cid, check=False).stdout
-            try:
-                with urllib.request.urlopen("http://127.0.0.1:%d/hello?x=1" % port,
-                                            timeout=5) as resp:
-                    assert resp.status == 200
-                    body = resp.read().decode()
-                    break
-            except OSError:
-                time.sleep(0.5)
+        body = first_answer(cid, "http://127.0.0.1:%d/hello?x=1" % port, 180)
         logs = podman("logs", cid, check=False).stdout
         assert body is not None, logs
         assert body.startswith("hello from the image: :get /hello on Java 21."), body
@@ -143,6 +149,57 @@ def test_image_serves_a_mounted_ring_handler(image, tmp_path):
         top = processes()
         assert [a for u, a in top if a.startswith("nginx: master process")], top
         assert all(u == "www-data" for u, a in top), top
+        assert not [l for l in logs.splitlines() if PROBLEM.search(l)], logs
+    finally:
+        podman("stop", "-t", "10", cid, check=False)
+        podman("rm", "-f", cid, check=False)
+    assert podman("ps", "-a", "-q", "--filter", "id=" + cid).stdout.strip() == ""
+
+
+def boot_jar():
+    """examples/servlet-boot's jar (the Tomcat starter): the one
+    tests/test_servlet_boot.py built in this `make test`, if it is newer
+    than the example's sources, else built here."""
+    example = ROOT / "examples" / "servlet-boot"
+    made = ROOT / "build" / "servlet-boot" / "target" / "servlet-boot.jar"
+    sources = max(p.stat().st_mtime for p in example.rglob("*")
+                  if p.is_file() and "target" not in p.parts)
+    if made.is_file() and made.stat().st_mtime >= sources:
+        return made
+    return maven_package(example, ROOT / "build" / "servlet-boot-image",
+                         "servlet-boot.jar", m2=ROOT / "build" / "projects" / "m2")
+
+
+def test_image_serves_an_unmodified_spring_boot_jar(image, tmp_path):
+    """`run --jar`, as docs/servlet.md says for a Spring Boot executable
+    jar: the package's servlet seam jars are in the image; a session made
+    on one connection is there on the next (2 workers, the shared store)."""
+    app = tmp_path / "app"
+    app.mkdir()
+    shutil.copy(boot_jar(), app / "app.jar")
+    os.chmod(tmp_path, 0o755)
+    os.chmod(app, 0o755)
+    os.chmod(app / "app.jar", 0o644)
+    port = free_port()
+    r = podman("run", "-d", "-p", "127.0.0.1:%d:8080" % port,
+               "-v", "%s:/app:ro" % app, image, "--jar", "/app/app.jar",
+               "--workers", "2")
+    cid = r.stdout.strip().splitlines()[-1]
+    assert re.match(r"^[0-9a-f]{64}$", cid), r.stdout
+    try:
+        body = first_answer(cid, "http://127.0.0.1:%d/hello?name=image" % port, 300)
+        assert body is not None, podman("logs", cid, check=False).stdout
+        assert body.endswith(", image!"), body
+        # each request on a new connection: either worker may take it
+        first = request(port, "GET", "/count", timeout=30)
+        assert first.status == 200 and first.text.startswith("count 1, pid "), first
+        cookie = first.header("Set-Cookie").split(";")[0]
+        for n in range(2, 6):
+            r = request(port, "GET", "/count", headers={"Cookie": cookie}, timeout=30)
+            assert r.status == 200 and r.text.startswith("count %d, pid " % n), r
+        # the application's own Tomcat never listened: its connector is ours
+        logs = podman("logs", cid, check=False).stdout
+        assert re.search(r"Tomcat started on port -1 \(http\)", logs), logs
         assert not [l for l in logs.splitlines() if PROBLEM.search(l)], logs
     finally:
         podman("stop", "-t", "10", cid, check=False)
