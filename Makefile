@@ -579,12 +579,12 @@ export MATRIX_TESTS
 # both once, after the suite (test-integration).
 # ARCH=arm64 (`make image ARCH=arm64`): the image for arm64, from arm64
 # roots whose programs qemu-user runs here (scripts/qemu-binfmt.sh); the
-# module compiled in the arm64 root, the package compressed here: 6 to 8
+# module compiled in the arm64 root, the package compressed here: 4 to 8
 # minutes, 16 when the module is configured anew (emulated); the roots,
 # once, about an hour.  `make test-image-arm64` (tests/test_image_arm64.py,
-# about 12 minutes, the image's build included), not in `make test`: that
+# 6 to 13 minutes, the image's build included), not in `make test`: that
 # image run under qemu-user, a Java and a Ring handler answering (emulated,
-# their first answers came after 0.5 to 1 and 3.5 to 6 minutes).
+# their first answers came after 17 to 69 s and 2 to 6 minutes).
 .PHONY: image test-deb-trixie test-image test-image-arm64
 image: all
 	ARCH=$(ARCH) scripts/build-image.sh

@@ -30,8 +30,9 @@ IMAGE = "localhost/nginx-jvm:arm64"
 BINFMT = "/proc/sys/fs/binfmt_misc/qemu-aarch64"
 QEMU = "/usr/bin/qemu-aarch64-static"
 # an emulated start, podman run to the first answer, measured here (2
-# cores, others' tests running): a Java handler 33 to 69 s, a Ring handler
-# 209 to 339 s (Clojure's loading, emulated); generous, but bounded
+# cores, others' tests running), in three runs: a Java handler 17 to 69 s,
+# a Ring handler 129 to 339 s (Clojure's loading, emulated); generous, but
+# bounded
 START = 1200
 
 JAVA_APP = """\
