@@ -73,8 +73,6 @@ static ngx_int_t ngx_http_jvm_client_find_listen(ngx_conf_t *cf,
     ngx_http_jvm_client_t *cl);
 static ngx_int_t ngx_http_jvm_client_check(ngx_http_request_t *r);
 static ngx_http_jvm_client_t *ngx_http_jvm_client_named(ngx_str_t *name);
-static ngx_listening_t *ngx_http_jvm_client_listening(
-    ngx_http_jvm_client_t *cl);
 static ngx_int_t ngx_http_jvm_client_pair(ngx_http_jvm_call_t *call,
     ngx_http_jvm_client_t *cl, const char **err);
 static ngx_int_t ngx_http_jvm_client_serve(ngx_http_jvm_call_t *call,
@@ -459,44 +457,6 @@ ngx_http_jvm_client_named(ngx_str_t *name)
 }
 
 
-/* The listening socket of the client's address: its own, or its port's. */
-
-static ngx_listening_t *
-ngx_http_jvm_client_listening(ngx_http_jvm_client_t *cl)
-{
-    ngx_uint_t        i;
-    ngx_listening_t  *ls, *wildcard;
-
-    ls = ngx_cycle->listening.elts;
-    wildcard = NULL;
-
-    for (i = 0; i < ngx_cycle->listening.nelts; i++) {
-        if (ls[i].handler != ngx_http_init_connection
-            || ls[i].connection == NULL
-            || ls[i].sockaddr->sa_family != cl->sockaddr->sa_family)
-        {
-            continue;
-        }
-
-        if (ngx_cmp_sockaddr(ls[i].sockaddr, ls[i].socklen,
-                             cl->sockaddr, cl->socklen, 1)
-            == NGX_OK)
-        {
-            return &ls[i];
-        }
-
-        if (ls[i].wildcard && wildcard == NULL
-            && ngx_inet_get_port(ls[i].sockaddr)
-               == ngx_inet_get_port(cl->sockaddr))
-        {
-            wildcard = &ls[i];
-        }
-    }
-
-    return wildcard;
-}
-
-
 static ngx_int_t
 ngx_http_jvm_client_pair(ngx_http_jvm_call_t *call,
     ngx_http_jvm_client_t *cl, const char **err)
@@ -505,7 +465,8 @@ ngx_http_jvm_client_pair(ngx_http_jvm_call_t *call,
     ngx_listening_t   *ls;
     ngx_connection_t  *c;
 
-    ls = ngx_http_jvm_client_listening(cl);
+    ls = ngx_http_jvm_local_listening((ngx_cycle_t *) ngx_cycle,
+                                      cl->sockaddr, cl->socklen);
     if (ls == NULL) {
         *err = "its server's listening socket is not this worker's";
         return NGX_ERROR;
@@ -570,81 +531,24 @@ failed:
 }
 
 
-/*
- * The server end: a connection of the listening socket, set up as nginx
- * sets up one it accepts, for a local peer ("unix:"), its local address
- * the client's, so that its server is the one chosen.
- */
+/* The server end of the call's pair, noted in the call, then served. */
 
 static ngx_int_t
 ngx_http_jvm_client_serve(ngx_http_jvm_call_t *call,
     ngx_http_jvm_client_t *cl, ngx_listening_t *ls, ngx_socket_t fd)
 {
-    ngx_log_t           *log;
-    ngx_connection_t    *c;
-    ngx_pool_cleanup_t  *cln;
+    ngx_connection_t  *c;
 
-    c = ngx_get_connection(fd, ngx_cycle->log);
+    c = ngx_http_jvm_local_server(ls, fd, cl->sockaddr, cl->socklen,
+                                  ngx_http_jvm_client_server_closed, call,
+                                  &call->cleanup);
     if (c == NULL) {
         return NGX_ERROR;
     }
 
-    c->pool = ngx_create_pool(ls->pool_size, ngx_cycle->log);
-    if (c->pool == NULL) {
-        ngx_free_connection(c);
-        return NGX_ERROR;
-    }
-
-    log = ngx_palloc(c->pool, sizeof(ngx_log_t));
-    c->sockaddr = ngx_pcalloc(c->pool, sizeof(struct sockaddr));
-    c->local_sockaddr = ngx_palloc(c->pool, cl->socklen);
-    cln = ngx_pool_cleanup_add(c->pool, 0);
-
-    if (log == NULL || c->sockaddr == NULL || c->local_sockaddr == NULL
-        || cln == NULL)
-    {
-        ngx_destroy_pool(c->pool);
-        ngx_free_connection(c);
-        return NGX_ERROR;
-    }
-
-    *log = ls->log;
-    c->log = log;
-    c->pool->log = log;
-    c->read->log = log;
-    c->write->log = log;
-
-    c->type = SOCK_STREAM;
-    c->sockaddr->sa_family = AF_UNIX;
-    c->socklen = sizeof(sa_family_t);
-    ngx_str_set(&c->addr_text, "unix:");
-
-    ngx_memcpy(c->local_sockaddr, cl->sockaddr, cl->socklen);
-    c->local_socklen = cl->socklen;
-
-    c->recv = ngx_recv;
-    c->send = ngx_send;
-    c->recv_chain = ngx_recv_chain;
-    c->send_chain = ngx_send_chain;
-
-    c->listening = ls;
-    c->tcp_nopush = NGX_TCP_NOPUSH_DISABLED;
-    c->tcp_nodelay = NGX_TCP_NODELAY_DISABLED;
-    c->number = ngx_atomic_fetch_add(ngx_connection_counter, 1);
-    c->start_time = ngx_current_msec;
-    c->write->ready = 1;
-
-    cln->handler = ngx_http_jvm_client_server_closed;
-    cln->data = call;
-    call->cleanup = cln;
     call->server = c;
 
-#if (NGX_STAT_STUB)
-    /* ngx_http_close_connection() takes it off again */
-    (void) ngx_atomic_fetch_add(ngx_stat_active, 1);
-#endif
-
-    ls->handler(c);
+    ngx_http_jvm_local_serve(c);
 
     return NGX_OK;
 }

@@ -27,6 +27,8 @@
  *   ngx_http_jvm_subrequest.c subrequests answered in memory (loop only)
  *   ngx_http_jvm_client.c    jvm_client: Java's calls out through nginx's
  *                            upstreams, over a socket pair (loop only)
+ *   ngx_http_jvm_local.c     the server end of a socket pair into the
+ *                            worker's own server (warm-up, jvm_client)
  *   ngx_http_jvm_variable.c  variables read and set for Java (loop only);
  *                            $jvm_alloc_bytes, $jvm_cpu_us
  *   ngx_http_jvm_headers_in.c request header fields changed for Java
@@ -326,6 +328,14 @@ ngx_int_t ngx_http_jvm_warmup_init(ngx_conf_t *cf);
 void ngx_http_jvm_warmup_run(ngx_cycle_t *cycle,
     ngx_http_jvm_main_conf_t *jmcf);
 void ngx_http_jvm_warmup_read_channel(ngx_cycle_t *cycle);
+
+/* ngx_http_jvm_local.c: requests of the module's own, over a socket pair */
+ngx_listening_t *ngx_http_jvm_local_listening(ngx_cycle_t *cycle,
+    struct sockaddr *sockaddr, socklen_t socklen);
+ngx_connection_t *ngx_http_jvm_local_server(ngx_listening_t *ls,
+    ngx_socket_t fd, struct sockaddr *local, socklen_t local_len,
+    ngx_pool_cleanup_pt closed, void *data, ngx_pool_cleanup_t **cln);
+void ngx_http_jvm_local_serve(ngx_connection_t *c);
 
 /* ngx_http_jvm_client.c: calls out through a jvm_client location */
 char *ngx_http_jvm_client_directive(ngx_conf_t *cf, ngx_command_t *cmd,

@@ -70,8 +70,6 @@ static ngx_int_t ngx_http_jvm_warmup_start(ngx_cycle_t *cycle,
     ngx_http_jvm_warmup_run_t *run);
 static ngx_int_t ngx_http_jvm_warmup_connect(
     ngx_http_jvm_warmup_run_t *run);
-static ngx_listening_t *ngx_http_jvm_warmup_listening(ngx_cycle_t *cycle,
-    ngx_http_jvm_warmup_t *w);
 static ngx_int_t ngx_http_jvm_warmup_serve(ngx_listening_t *ls,
     ngx_socket_t fd, ngx_http_jvm_warmup_run_t *run);
 static void ngx_http_jvm_warmup_server_closed(void *data);
@@ -627,7 +625,9 @@ ngx_http_jvm_warmup_start(ngx_cycle_t *cycle, ngx_http_jvm_warmup_run_t *run)
     w = run->conf;
     run->done = 1;
 
-    run->listening = ngx_http_jvm_warmup_listening(cycle, w);
+    /* with reuseport, this worker's socket */
+    run->listening = ngx_http_jvm_local_listening(cycle, w->sockaddr,
+                                                  w->socklen);
 
     if (run->listening == NULL) {
         ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
@@ -752,139 +752,28 @@ ngx_http_jvm_warmup_connect(ngx_http_jvm_warmup_run_t *run)
 }
 
 
-/*
- * The listening socket the warm-up's address is served by: its own, or a
- * wildcard one of its port (nginx binds one socket for a port's addresses
- * unless told "bind"); with reuseport, this worker's.
- */
-
-static ngx_listening_t *
-ngx_http_jvm_warmup_listening(ngx_cycle_t *cycle, ngx_http_jvm_warmup_t *w)
-{
-    ngx_uint_t        i;
-    ngx_listening_t  *ls, *wildcard;
-
-    ls = cycle->listening.elts;
-    wildcard = NULL;
-
-    for (i = 0; i < cycle->listening.nelts; i++) {
-        if (ls[i].handler != ngx_http_init_connection
-            || ls[i].connection == NULL
-            || ls[i].sockaddr->sa_family != w->sockaddr->sa_family)
-        {
-            continue;
-        }
-
-        if (ngx_cmp_sockaddr(ls[i].sockaddr, ls[i].socklen,
-                             w->sockaddr, w->socklen, 1)
-            == NGX_OK)
-        {
-            return &ls[i];
-        }
-
-        if (ls[i].wildcard && wildcard == NULL
-            && ngx_inet_get_port(ls[i].sockaddr)
-               == ngx_inet_get_port(w->sockaddr))
-        {
-            wildcard = &ls[i];
-        }
-    }
-
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cycle->log, 0,
-                   "jvm: warm-up of %V: %s", &w->uri,
-                   wildcard ? "through its port's wildcard socket"
-                            : "no listening socket");
-
-    return wildcard;
-}
-
-
-/*
- * The server end: a connection of the listening socket, set up as nginx
- * sets up one it accepts (ngx_event_accept), but for a local peer: its
- * address "unix:", its local address the warm-up's, so that the server
- * chosen is the one whose address it is.
- */
+/* The server end of the warm-up's pair, noted in its run, then served. */
 
 static ngx_int_t
 ngx_http_jvm_warmup_serve(ngx_listening_t *ls, ngx_socket_t fd,
     ngx_http_jvm_warmup_run_t *run)
 {
-    ngx_log_t           *log;
-    ngx_connection_t    *c;
-    ngx_pool_cleanup_t  *cln;
+    ngx_connection_t  *c;
 
-    c = ngx_get_connection(fd, ngx_cycle->log);
+    c = ngx_http_jvm_local_server(ls, fd, run->conf->sockaddr,
+                                  run->conf->socklen,
+                                  ngx_http_jvm_warmup_server_closed, run,
+                                  &run->cleanup);
     if (c == NULL) {
         return NGX_ERROR;
     }
 
-    c->pool = ngx_create_pool(ls->pool_size, ngx_cycle->log);
-    if (c->pool == NULL) {
-        goto failed;
-    }
-
-    log = ngx_palloc(c->pool, sizeof(ngx_log_t));
-    c->sockaddr = ngx_pcalloc(c->pool, sizeof(struct sockaddr));
-    c->local_sockaddr = ngx_palloc(c->pool, run->conf->socklen);
-    cln = ngx_pool_cleanup_add(c->pool, 0);
-
-    if (log == NULL || c->sockaddr == NULL || c->local_sockaddr == NULL
-        || cln == NULL)
-    {
-        goto failed;
-    }
-
-    *log = ls->log;
-    c->log = log;
-    c->pool->log = log;
-    c->read->log = log;
-    c->write->log = log;
-
-    c->type = SOCK_STREAM;
-    c->sockaddr->sa_family = AF_UNIX;
-    c->socklen = sizeof(sa_family_t);
-    ngx_str_set(&c->addr_text, "unix:");
-
-    ngx_memcpy(c->local_sockaddr, run->conf->sockaddr, run->conf->socklen);
-    c->local_socklen = run->conf->socklen;
-
-    c->recv = ngx_recv;
-    c->send = ngx_send;
-    c->recv_chain = ngx_recv_chain;
-    c->send_chain = ngx_send_chain;
-
-    c->listening = ls;
-    c->tcp_nopush = NGX_TCP_NOPUSH_DISABLED;
-    c->tcp_nodelay = NGX_TCP_NODELAY_DISABLED;
-    c->number = ngx_atomic_fetch_add(ngx_connection_counter, 1);
-    c->start_time = ngx_current_msec;
-    c->write->ready = 1;
-
-    cln->handler = ngx_http_jvm_warmup_server_closed;
-    cln->data = run;
-    run->cleanup = cln;
     run->server = c;
-    run->quiet.log = log;
+    run->quiet.log = c->log;
 
-#if (NGX_STAT_STUB)
-    /* ngx_http_close_connection() takes it off again */
-    (void) ngx_atomic_fetch_add(ngx_stat_active, 1);
-#endif
-
-    ls->handler(c);
+    ngx_http_jvm_local_serve(c);
 
     return NGX_OK;
-
-failed:
-
-    if (c->pool) {
-        ngx_destroy_pool(c->pool);
-    }
-
-    ngx_free_connection(c);
-
-    return NGX_ERROR;
 }
 
 
