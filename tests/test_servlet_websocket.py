@@ -3,7 +3,11 @@ Tomcat's own WebSocket stack over nginx-jvm's byte tunnel
 (Response.tunnel; nginx.jvm.servlet.tomcat.NginxTunnel). The WAR example's
 annotated endpoints (examples/servlet-war: EchoEndpoint, PushEndpoint)
 through real HTTP, with a raw-socket client: frames are Tomcat's, nginx
-only carries the bytes.
+only carries the bytes. A Spring Boot jar (examples/servlet-boot-ws: STOMP,
+and Jakarta endpoints) on both of Boot's starters: Tomcat's stack as
+above, and Jetty's own WebSocket over the same tunnel
+(nginx.jvm.servlet.jetty.NginxEndPoint), Boot 4 (Jetty 12.1) and 3.5
+(Jetty 12.0).
 
 The WAR is built once per run (build/servlet-war-ws); one server with two
 workers serves the tests that only talk to it."""
@@ -465,19 +469,33 @@ BOOT_WS = ROOT / "examples" / "servlet-boot-ws"
 M2 = ROOT / "build" / "projects" / "m2"      # the Spring examples' repository
 
 
-@pytest.fixture(scope="module")
-def boot_jar():
-    return maven_package(BOOT_WS, ROOT / "build" / "servlet-boot-ws",
-                         "servlet-boot-ws.jar", m2=M2, timeout=900)
+def jetty_profile(d):
+    """The example built with its jetty profile (Boot's Jetty starter)."""
+    pom = d / "pom.xml"
+    pom.write_text(pom.read_text().replace(
+        "<id>jetty</id>", "<id>jetty</id><activation><activeByDefault>true"
+        "</activeByDefault></activation>", 1))
 
 
-@pytest.fixture(scope="module")
-def stomp_app(boot_jar, shared):
+@pytest.fixture(scope="module", params=["tomcat", "jetty"])
+def stomp_app(request, shared, events):
     """The unmodified Spring Boot jar beneath nginx, two workers, in pool
     mode only: Spring's start is most of this file's time, and the tunnel
-    under it is the WAR's, which every mode runs (the app fixture)."""
-    with Launcher(["--jar", str(boot_jar)], mode="pool", workers=2,
+    under it is the WAR's, which every mode runs (the app fixture). Built
+    on both of Boot's starters: Tomcat's WebSocket over the tunnel
+    (NginxTunnel), and Jetty's (nginx.jvm.servlet.jetty.NginxEndPoint)."""
+    if request.param == "jetty":
+        jar = maven_package(BOOT_WS, ROOT / "build" / "servlet-boot-ws-jetty",
+                            "servlet-boot-ws-jetty.jar", m2=M2,
+                            edit=jetty_profile, timeout=900)
+    else:
+        jar = maven_package(BOOT_WS, ROOT / "build" / "servlet-boot-ws",
+                            "servlet-boot-ws.jar", m2=M2, timeout=900)
+    with Launcher(["--jar", str(jar),
+                   "--jvm-option", "-Dexample.wsevents=%s" % events],
+                  mode="pool", workers=2,
                   env={"NGINX_JVM_CACHE": str(shared / "cache")}) as n:
+        n.engine = request.param
         yield n
 
 
@@ -664,6 +682,83 @@ def test_stomp_client_that_vanishes(stomp_app):
         c.s.close()
 
 
+# -- the example's Jakarta endpoints (@ServerEndpoint beans), both starters ------
+
+def test_boot_101_and_echo(stomp_app):
+    s, head = connect_at(stomp_app, "/echo/hello")
+    try:
+        assert header(head, "Sec-WebSocket-Accept") == \
+            "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", head
+        assert header(head, "Upgrade").lower() == "websocket", head
+        echo(s, "h\u00e9llo")
+        s.sendall(ws_frame(TEXT, b"frag", fin=False)
+                  + ws_frame(0, b"men", fin=False) + ws_frame(0, b"ted"))
+        assert message(s) == (TEXT, b"fragmented")
+        s.sendall(ws_frame(PING, b"are you there"))
+        assert message(s) == (PONG, b"are you there")
+        close_handshake(s)
+    finally:
+        s.close()
+
+
+def test_boot_a_large_message_beyond_one_read(stomp_app):
+    s, _ = connect_at(stomp_app, "/echo/big")
+    try:
+        text = ("0123456789abcdef" * 65536)[:1000003]   # 1 MB, odd length
+        s.sendall(ws_frame(TEXT, text.encode()))
+        assert message(s) == (TEXT, text.encode())
+        data = os.urandom(3 * 1024 * 1024)
+        s.sendall(ws_frame(BINARY, data))
+        assert message(s) == (BINARY, data)
+        close_handshake(s)
+    finally:
+        s.close()
+
+
+def test_boot_a_client_that_vanishes_mid_message(stomp_app, events):
+    name = "boot-vanish-" + stomp_app.engine
+    s, _ = connect_at(stomp_app, "/echo/" + name)
+    echo(s, "first")
+    frame = ws_frame(BINARY, os.urandom(200000))
+    s.sendall(frame[:70000])            # the message's first part only
+    s.close()
+    assert wait_for(lambda: "close %s 1006" % name in lines(events, "close "), 10), \
+        lines(events, "close ")
+    # the workers serve on
+    s, _ = connect_at(stomp_app, "/echo/after")
+    try:
+        echo(s, "still here")
+        close_handshake(s)
+    finally:
+        s.close()
+
+
+def test_boot_a_client_that_does_not_read(stomp_app, events):
+    """256 MB pushed at a client that reads nothing for a while: the
+    endpoint's sends wait (the tunnel takes one piece at a time), the
+    workers' memory does not grow by what was sent, and everything arrives
+    once it reads."""
+    done = len(lines(events, "push-close 1000"))
+    n, size = 1024, 256 * 1024
+    before = worker_rss(stomp_app)
+    s, _ = connect_at(stomp_app, "/push?n=%d&size=%d" % (n, size))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    try:
+        mine = s.getsockname()[1]
+        assert wait_for(lambda: tcp_socket(stomp_app.port, mine)["tx"] >= 65536, 30), \
+            tcp_socket(stomp_app.port, mine)
+        # the point: time in which a sender that did not wait would queue
+        # most of the 256 MB in the worker
+        time.sleep(2)
+        grown = worker_rss(stomp_app) - before
+        assert grown < 128 * 1024 * 1024, grown
+        s.settimeout(60)
+        pushed(s, n, size)
+    finally:
+        s.close()
+    assert wait_for(lambda: len(lines(events, "push-close 1000")) > done, 10)
+
+
 # -- the Servlet API's own upgrade (another protocol than WebSocket) -----------
 
 def test_an_http_upgrade_handler(app, events):
@@ -735,17 +830,21 @@ def test_a_reload_ends_the_old_workers_websockets(app, events):
         s.close()
 
 
-def test_stomp_on_spring_boot_3_5(shared):
-    """The same application on Spring Boot 3.5, whose Tomcat is 10.1: the
-    tunnel runs its WebSocket too (one worker, one mode: the engine's
-    version is what differs)."""
+@pytest.mark.parametrize("engine", ["tomcat", "jetty"])
+def test_stomp_on_spring_boot_3_5(shared, engine):
+    """The same application on Spring Boot 3.5, whose Tomcat is 10.1 and
+    whose Jetty is 12.0 (ee10: the seam's second Jetty build): the tunnel
+    runs their WebSocket too (one worker, one mode: the engine's version is
+    what differs)."""
     def boot_3_5(d):
         pom = d / "pom.xml"
         pom.write_text(pom.read_text().replace(
             "<version>4.0.7</version>", "<version>3.5.7</version>", 1))
-    jar = maven_package(BOOT_WS, ROOT / "build" / "servlet-boot-ws-3.5",
-                        "servlet-boot-ws.jar", m2=M2, edit=boot_3_5,
-                        timeout=900)
+        if engine == "jetty":
+            jetty_profile(d)
+    name = "servlet-boot-ws" + ("-jetty" if engine == "jetty" else "")
+    jar = maven_package(BOOT_WS, ROOT / "build" / (name + "-3.5"),
+                        name + ".jar", m2=M2, edit=boot_3_5, timeout=900)
     with Launcher(["--jar", str(jar)], mode="pool", workers=1,
                   env={"NGINX_JVM_CACHE": str(shared / "cache")}) as n:
         c = Stomp(n)
@@ -758,3 +857,11 @@ def test_stomp_on_spring_boot_3_5(shared):
             c.disconnect()
         finally:
             c.s.close()
+        s, _ = connect_at(n, "/echo/old")
+        try:
+            text = ("0123456789abcdef" * 65536)[:1000003]   # 1 MB, odd length
+            s.sendall(ws_frame(TEXT, text.encode()))
+            assert message(s) == (TEXT, text.encode())
+            close_handshake(s)
+        finally:
+            s.close()

@@ -17,7 +17,8 @@ import org.eclipse.jetty.server.Server;
 
 /**
  * A Jetty Server's connector when nginx is the server: no acceptor thread,
- * no socket, no EndPoint. Each request nginx parsed goes through Jetty's
+ * no socket, no EndPoint (but an upgraded request's, over nginx's byte
+ * tunnel: {@link NginxEndPoint}). Each request nginx parsed goes through Jetty's
  * own HttpChannel (the state machine all of Jetty's protocols share) with
  * {@link NginxStream} as its stream, on the calling thread, into whatever
  * handlers the Server has: a ServletContextHandler of ours

@@ -12,7 +12,9 @@ import org.eclipse.jetty.util.Attributes;
 /**
  * What Jetty knows of "the connection" of one request: what nginx told us
  * of the client's (its address after realip, TLS or not, the protocol).
- * There is no Jetty Connection nor EndPoint behind it.
+ * Its Connection and EndPoint are made only when asked for (an upgrade's
+ * handshake builds its connection on the endpoint): a {@link NginxEndPoint}
+ * over nginx's byte tunnel, if the request is upgraded.
  */
 final class NginxMetaData extends Attributes.Lazy implements ConnectionMetaData {
     private final Connector connector;
@@ -22,6 +24,7 @@ final class NginxMetaData extends Attributes.Lazy implements ConnectionMetaData 
     private boolean secure;
     private SocketAddress remote;
     private SocketAddress local;
+    private Connection connection;
 
     NginxMetaData(Connector connector, HttpConfiguration config) {
         this.connector = connector;
@@ -41,6 +44,7 @@ final class NginxMetaData extends Attributes.Lazy implements ConnectionMetaData 
         this.secure = r.isHttps();
         this.remote = InetSocketAddress.createUnresolved(r.remoteAddr(), 0);
         this.local = InetSocketAddress.createUnresolved(r.serverName(), r.serverPort());
+        this.connection = null;
     }
 
     @Override
@@ -65,7 +69,10 @@ final class NginxMetaData extends Attributes.Lazy implements ConnectionMetaData 
 
     @Override
     public Connection getConnection() {
-        return null;
+        if (connection == null) {
+            connection = new NginxEndPoint(connector.getScheduler(), connector.getExecutor(), local, remote).exchange();
+        }
+        return connection;
     }
 
     @Override

@@ -12,6 +12,7 @@ import nginx.jvm.servlet.Answer;
 import org.eclipse.jetty.http.HttpField;
 import org.eclipse.jetty.http.HttpFields;
 import org.eclipse.jetty.http.MetaData;
+import org.eclipse.jetty.io.Connection;
 import org.eclipse.jetty.io.Content;
 import org.eclipse.jetty.server.HttpChannel;
 import org.eclipse.jetty.server.HttpStream;
@@ -62,6 +63,8 @@ final class NginxStream implements HttpStream {
     private boolean endHeld;
     /** Guarded by this: the send waiting for room, which {@link #cancelSend} may fail. */
     private Send waiting;
+    /** The response is an upgrade's 101: the channel stays with the upgraded connection. */
+    private boolean upgraded;
 
     private final Runnable release;
 
@@ -145,8 +148,26 @@ final class NginxStream implements HttpStream {
             for (HttpField f : response.getHttpFields()) {
                 answer.field(f.getName(), f.getValue());
             }
+            if (response.getStatus() == 101) {
+                upgrade();
+            }
         }
         new Send(content, last, callback).run();
+    }
+
+    /**
+     * The response is the 101 of an upgrade: the connection Jetty's handshake
+     * left in the request (its WebSocketConnection, on the endpoint of
+     * {@link NginxMetaData#getConnection}) takes over once the 101 has left
+     * through nginx's byte tunnel ({@code Response.tunnel}), whose listener
+     * installs it (NginxEndPoint).
+     */
+    private void upgrade() {
+        Object c = channel.getRequest().getAttribute(UPGRADE_CONNECTION_ATTRIBUTE);
+        if (c instanceof Connection && ((Connection) c).getEndPoint() instanceof NginxEndPoint) {
+            answer.tunnel(((NginxEndPoint) ((Connection) c).getEndPoint()).upgradeTo((Connection) c));
+            upgraded = true;
+        }
     }
 
     /**
@@ -289,8 +310,11 @@ final class NginxStream implements HttpStream {
         synchronized (this) {
             over = true;
         }
-        channel.recycle();
-        release.run();
+        if (!upgraded) {
+            // an upgraded connection's session may still ask its request (Jetty drops the channel too)
+            channel.recycle();
+            release.run();
+        }
         done.countDown();
     }
 
