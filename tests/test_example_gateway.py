@@ -14,6 +14,8 @@ LOCATIONS = """
         location / { root @ROOT@/examples/gateway/public;
                      jvm_body_filter gateway.core/stamp; }
         location /api/ { jvm_access gateway.core/api-auth;
+                         proxy_http_version 1.1;
+                         proxy_set_header Connection "";
                          proxy_pass http://backend/; }
         location = /dashboard { jvm_async on;
                                 jvm_content gateway.core/dashboard; }

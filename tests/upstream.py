@@ -41,6 +41,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(out)))
         self.send_header("X-Upstream", "py")
         self.send_header("X-Drop", "1")
+        if self.close_connection:
+            # it closes after this answer (an HTTP/1.0 request): said, so
+            # an nginx with upstream keepalive does not keep the connection
+            # and send the next request into the close
+            self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(out)
