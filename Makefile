@@ -201,8 +201,12 @@ INTEGRATION_NOT_IN_TEST = tests/test_image_arm64.py
 # Tomcat is the same in every mode; coloop is test-coloop's), virtual under
 # `make test-servlet-virtual` (about 4 minutes), to keep `make test` within
 # CI's time.  --durations: the run's 30 slowest steps, where its time goes.
+# TEST_JOBS: pytest-xdist's test processes (tests/conftest.py says how the
+# files are shared out); 1 runs the suite in one process.
+TEST_JOBS ?= 2
+XDIST = $(if $(filter-out 0 1,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadgroup)
 test-integration: all
-	NGINX_JVM_SERVLET_MODES=pool $(PYTHON) -m pytest -q --durations=30 tests \
+	NGINX_JVM_SERVLET_MODES=pool $(PYTHON) -m pytest -q $(XDIST) --durations=30 tests \
 	    $(patsubst %,--ignore=%,$(INTEGRATION_OWN_TARGETS) $(INTEGRATION_NOT_IN_TEST))
 	$(MAKE) test-deb-trixie
 	$(MAKE) test-image
@@ -223,7 +227,7 @@ COLOOP_SERVLET_TESTS ?= test_servlet_war test_servlet_jaxrs test_servlet_nio
 # (tests/test_tracing.py, OpenTelemetry's library instrumentations), which
 # issue 48 asks of coloop by name (about 20 s).
 test-coloop: all
-	NGINX_JVM_MODES=coloop $(PYTHON) -m pytest -q \
+	NGINX_JVM_MODES=coloop $(PYTHON) -m pytest -q $(XDIST) \
 	    $(patsubst %,tests/%.py,$(COLOOP_TESTS) $(COLOOP_SERVLET_TESTS))
 	NGINX_JVM_MODES=coloop $(PYTHON) -m pytest -q tests/test_tracing.py \
 	    -k "jdbc_calls or http_client_calls"
@@ -253,7 +257,7 @@ test-servlet-tck:
 JDK21 := $(CURDIR)/$(BUILD)/jdk21
 test-coloop-jdk21: all
 	NGINX_JVM_COLOOP_LIBJVM=$$(scripts/jdk21.sh $(JDK21))/lib/server/libjvm.so \
-	NGINX_JVM_MODES=coloop $(PYTHON) -m pytest -q tests/test_coloop.py \
+	NGINX_JVM_MODES=coloop $(PYTHON) -m pytest -q $(XDIST) tests/test_coloop.py \
 	    $(patsubst %,tests/%.py,$(COLOOP_TESTS))
 
 # tests/test_upload_stream.py's large upload at 1 GiB (64 MiB in `make
@@ -273,7 +277,7 @@ test-upload-big: all
 RELOAD_TESTS ?= test_java test_subrequest test_shared test_websocket \
                 test_topic test_timers
 test-reload: all
-	NGINX_JVM_RELOAD=1 NGINX_JVM_MODES=pool $(PYTHON) -m pytest -q \
+	NGINX_JVM_RELOAD=1 NGINX_JVM_MODES=pool $(PYTHON) -m pytest -q $(XDIST) \
 	    $(patsubst %,tests/%.py,$(RELOAD_TESTS))
 
 # The integration suite against the module built with AddressSanitizer and
@@ -599,5 +603,5 @@ test-image-arm64: all
 test-nginx-matrix: all
 	NGX_JVM_JAVA_HOME=$(JAVA_HOME) PYTHON=$(PYTHON) scripts/nginx-matrix.sh $(MATRIX_SUITES)
 test-nginx-other: all
-	MATRIX_TESTS="$(MATRIX_IN_TEST_TESTS)" NGINX_JVM_MODES=loop,pool \
+	MATRIX_TESTS="$(MATRIX_IN_TEST_TESTS)" NGINX_JVM_MODES=loop,pool PYTEST_ARGS="$(XDIST)" \
 	NGX_JVM_JAVA_HOME=$(JAVA_HOME) PYTHON=$(PYTHON) scripts/nginx-matrix.sh $(MATRIX_IN_TEST)

@@ -83,16 +83,17 @@ quiet_group "${quiet_packages[@]}"
 # Python test clients: websockets (WebSocket tests), kosoku (Autobahn's
 # RFC 6455 cases on Python 3), aioquic (the HTTP/3 client of
 # tests/h3client.py) and opentelemetry-proto (the OTLP messages the
-# tracing tests' receiver decodes, tests/otlp.py), from PyPI, for the
-# Python that has pytest.
+# tracing tests' receiver decodes, tests/otlp.py) and pytest-xdist (make
+# test's two test processes, tests/conftest.py), from PyPI, for the Python
+# that has pytest.
 for py in python3 /usr/bin/python3; do
     if "$py" -c 'import pytest' 2>/dev/null; then
-        if ! "$py" -c 'import websockets, kosoku, aioquic, opentelemetry.proto' 2>/dev/null; then
-            echo "install-deps: pip install websockets kosoku aioquic opentelemetry-proto for $py"
-            "$py" -m pip install -q "websockets==17.4" "kosoku==0.1.0" "aioquic==1.7.2" \
-                    "opentelemetry-proto==1.45.2" 2>/dev/null \
-                || "$py" -m pip install -q --break-system-packages \
-                       "websockets==17.4" "kosoku==0.1.0" "aioquic==1.7.2" "opentelemetry-proto==1.45.2"
+        if ! "$py" -c 'import websockets, kosoku, aioquic, opentelemetry.proto, xdist' 2>/dev/null; then
+            echo "install-deps: pip install websockets kosoku aioquic opentelemetry-proto pytest-xdist for $py"
+            pins=("websockets==17.4" "kosoku==0.1.0" "aioquic==1.7.2"
+                  "opentelemetry-proto==1.45.2" "pytest-xdist==3.8.0")
+            "$py" -m pip install -q "${pins[@]}" 2>/dev/null \
+                || "$py" -m pip install -q --break-system-packages "${pins[@]}"
         fi
         break
     fi

@@ -7,7 +7,8 @@
 #   scripts/nginx-matrix.sh SUITE...
 #
 # MATRIX_TESTS: the test files (tests/NAME.py); NGINX_JVM_MODES as for the
-# suite; PYTHON: the Python with pytest.  Each version's pytest output is
+# suite; PYTHON: the Python with pytest; PYTEST_ARGS: more of pytest's
+# arguments (make test's two test processes: -n 2 --dist loadgroup).  Each version's pytest output is
 # in build/nginx-VERSION/matrix.log; one line per version says its counts,
 # and the exit status is non-zero if any version failed.
 set -uo pipefail
@@ -28,7 +29,7 @@ for suite in "$@"; do
     files=()
     for t in $tests; do files+=("$top/tests/$t.py"); done
     NGINX=$dir/sbin/nginx NGINX_JVM_MODULE=$dir/ngx_http_jvm_module.so \
-        "$python" -m pytest -q -p no:cacheprovider "${files[@]}" 2>&1 \
+        "$python" -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-} "${files[@]}" 2>&1 \
         | tee "$dir/matrix.log"
     rc=${PIPESTATUS[0]}
     took=$(( $(date +%s) - start ))

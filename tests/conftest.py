@@ -30,6 +30,25 @@ def pytest_configure(config):
         "counts what the workers' starts log)")
 
 
+# make test runs the suite on two pytest-xdist workers (`-n 2 --dist
+# loadgroup`, the Makefile's TEST_JOBS): the machine has two cores and much
+# of a test's time is spent waiting (a JVM's start on one worker overlaps a
+# client's sleep on the other).  A file's tests stay on one worker, so its
+# module-scoped nginx starts once a mode as in a run of one process; the
+# files that build the same things under build/ (the Maven examples the
+# servlet suites share, build/projects/m2, the API jar and the package) are
+# one group, run one after another by one worker.
+SHARED_BUILDS = ("test_servlet_", "test_projects.py", "test_deb.py")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = item.path.name
+        item.add_marker(pytest.mark.xdist_group(
+            "builds" if name.startswith(SHARED_BUILDS) else name))
+
+
 def pytest_sessionstart(session):
     for f in (MODULE, JAR):
         if not f.exists():
