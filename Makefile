@@ -219,7 +219,7 @@ test-integration: all
 # part (about 90 s); tests/test_coloop.py runs with the others.
 COLOOP_TESTS ?= test_ring_request test_ring_response test_java test_framing \
                 test_phases test_variables test_subrequest test_abort \
-                test_streams test_upload_stream test_doors
+                test_streams test_upload_stream test_doors test_client
 # A servlet application's suites too (about 40 s; the main run has them in
 # pool and virtual mode).
 COLOOP_SERVLET_TESTS ?= test_servlet_war test_servlet_jaxrs test_servlet_nio

@@ -176,6 +176,8 @@ LOCATIONS = """
         location /many { jvm_mode pool; jvm_content testapp.Calls$Many; }
         location /hold { jvm_mode pool; jvm_content testapp.Calls$Hold; }
         location /cancel { jvm_mode pool; jvm_content testapp.Calls$Cancel; }
+        location /flow { jvm_mode pool; jvm_content testapp.Calls$Publisher; }
+        location = /status { jvm_status; }
         location /burst { jvm_mode pool; jvm_content testapp.Calls$Burst; }
         location /sub/ { internal; proxy_pass http://127.0.0.1:@UP@/; }
 """
@@ -364,6 +366,15 @@ def test_the_outer_client_leaving_ends_the_call(ng, backend):
     assert Backend.closed_early[0] < 48 * MB
 
 
+def backend_stalled():
+    """/big's bytes sent, once they held still for 0.3 s (the buffers
+    between it and the reader are full: what is measured is a stop, so it
+    takes a span of time), else None."""
+    a = Backend.sent
+    time.sleep(0.3)
+    return a if a and Backend.sent == a else None
+
+
 def fds(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
@@ -399,9 +410,7 @@ def test_a_body_never_read_holds_the_backend_back_not_memory(ng, backend):
     before_fds, before_rss = fds(pid), rss_kb(pid)
     r = ng.get("/hold?op=hold&to=/big%3Fmb%3D64")
     assert r.text == "held 200", r.text
-    still = wait_for(lambda: (lambda a: a if (time.sleep(0.3) or
-                                              Backend.sent == a) else None)(
-        Backend.sent), 20)
+    still = wait_for(backend_stalled, 20)
     assert still and still < 16 * MB, Backend.sent
     assert rss_kb(pid) - before_rss < 16 * 1024
     assert in_flight(ng) == 1
@@ -486,3 +495,82 @@ def test_nginx_t_names_the_directive():
         out = config_test(locations)
         assert out.returncode != 0 and text in out.stderr + out.stdout, \
             (locations, out)
+
+
+def test_the_body_as_a_flow_publisher(ng):
+    # a piece at a time, on the common pool: the whole body, then its end
+    r = ng.get("/flow?to=/big%3Fmb%3D8")
+    assert r.text == "200 %d complete" % (8 * MB), r.text
+    r = ng.get("/flow?to=/chunked")
+    assert r.text == "200 13 complete", r.text
+
+
+@pytest.mark.log_allows(*UPSTREAM_ERRORS)
+def test_a_body_cut_short_is_the_subscribers_error(ng):
+    r = ng.get("/flow?to=/reset")
+    assert r.text.startswith("200 ") and " error: the answer ended early" \
+        in r.text, r.text
+
+
+def test_cancelling_the_subscription_mid_body_ends_the_call(ng, backend):
+    """The caller's cancel mid-stream (after the answer's head): the call's
+    end of the pair closed, nginx's request to the backend ended, the
+    backend's writes fail."""
+    pid = ng.worker_pids()[0]
+    assert wait_for(lambda: in_flight(ng) == 0, 10)
+    before = fds(pid)
+    Backend.closed_early.clear()
+    r = ng.get("/flow?to=/big%3Fmb%3D64&take=1048576")
+    status, n, how = r.text.split()
+    assert (status, how) == ("200", "cancelled") and int(n) >= MB, r.text
+    assert wait_for(lambda: Backend.closed_early, 20), \
+        "the backend went on sending"
+    assert Backend.closed_early[0] < 48 * MB
+    assert wait_for(lambda: in_flight(ng) == 0 and fds(pid) <= before, 10), \
+        (in_flight(ng), fds(pid), before)
+
+
+def test_a_subscriber_that_asks_for_nothing_holds_the_backend_back(ng,
+                                                                   backend):
+    pid = ng.worker_pids()[0]
+    assert wait_for(lambda: in_flight(ng) == 0, 10)
+    before_rss = rss_kb(pid)
+    assert ng.get("/flow?to=/big%3Fmb%3D64&take=0").text == "200 held"
+
+    held = wait_for(backend_stalled, 20)
+    assert held and held < 16 * MB, Backend.sent
+    assert rss_kb(pid) - before_rss < 16 * 1024
+    assert in_flight(ng) == 1
+    assert ng.get("/flow?op=release").text == "released"
+    assert wait_for(lambda: in_flight(ng) == 0, 10)
+
+
+def status_figures(ng):
+    out = {}
+    for line in ng.get("/status").text.splitlines():
+        if line.startswith("nginx_jvm_calls"):
+            name, value = line.split()
+            out[name] = float(value)
+    return out
+
+
+@pytest.mark.log_allows(*UPSTREAM_ERRORS)
+def test_jvm_status_counts_the_calls(ng):
+    assert wait_for(lambda: in_flight(ng) == 0, 10)
+    before = status_figures(ng)
+    assert set(before) == {"nginx_jvm_calls_in_flight",
+                           "nginx_jvm_calls_waiting", "nginx_jvm_calls_total",
+                           "nginx_jvm_calls_failed_total"}, before
+    assert ng.get("/blocking?to=/echo").text.startswith("200 ")
+    assert ng.get("/blocking?to=/garbage").text.startswith("failed: ")
+    assert ng.get("/hold?op=hold&to=/big%3Fmb%3D64").text == "held 200"
+    after = status_figures(ng)
+    assert after["nginx_jvm_calls_total"] - before["nginx_jvm_calls_total"] \
+        == 3, (before, after)
+    assert after["nginx_jvm_calls_failed_total"] \
+        - before["nginx_jvm_calls_failed_total"] == 1, (before, after)
+    assert after["nginx_jvm_calls_in_flight"] == 1, after
+    assert after["nginx_jvm_calls_waiting"] == 0, after
+    assert ng.get("/hold?op=release").text == "released"
+    assert wait_for(lambda: status_figures(ng)["nginx_jvm_calls_in_flight"]
+                    == 0, 10)

@@ -193,6 +193,73 @@ public final class Calls {
         }
     }
 
+    /**
+     * Pool: the body through Reply.publisher(), asked for a piece at a
+     * time: "status bytes complete", "status bytes error: why", or with
+     * ?take=N "status bytes cancelled" once N bytes came (the subscription
+     * cancelled); ?take=0 asks for nothing and holds the subscription
+     * (Hold's ?op=release-flow cancels it).
+     */
+    public static final class Publisher implements Handler {
+        static final java.util.List<java.util.concurrent.Flow.Subscription> held =
+                new java.util.concurrent.CopyOnWriteArrayList<>();
+
+        @Override
+        public Response handle(Request r) {
+            if (arg(r, "op", "").equals("release")) {
+                for (java.util.concurrent.Flow.Subscription s : held) {
+                    s.cancel();
+                }
+                held.clear();
+                return Response.of(200, "text/plain", "released");
+            }
+            long take = Long.parseLong(arg(r, "take", "-1"));
+            try {
+                Upstream.Reply reply = call(r).get();
+                CompletableFuture<String> end = new CompletableFuture<>();
+                reply.publisher().subscribe(new java.util.concurrent.Flow.Subscriber<java.nio.ByteBuffer>() {
+                    java.util.concurrent.Flow.Subscription sub;
+                    long n;
+
+                    @Override
+                    public void onSubscribe(java.util.concurrent.Flow.Subscription s) {
+                        sub = s;
+                        if (take == 0) {
+                            held.add(s);
+                            end.complete("held");
+                        } else {
+                            s.request(1);
+                        }
+                    }
+
+                    @Override
+                    public void onNext(java.nio.ByteBuffer b) {
+                        n += b.remaining();
+                        if (take > 0 && n >= take) {
+                            sub.cancel();
+                            end.complete(n + " cancelled");
+                        } else {
+                            sub.request(1);
+                        }
+                    }
+
+                    @Override
+                    public void onError(Throwable e) {
+                        end.complete(n + " error: " + e.getMessage());
+                    }
+
+                    @Override
+                    public void onComplete() {
+                        end.complete(n + " complete");
+                    }
+                });
+                return Response.of(200, "text/plain", reply.status() + " " + end.get());
+            } catch (ExecutionException | InterruptedException e) {
+                return Response.of(200, "text/plain", "failed: " + e);
+            }
+        }
+    }
+
     /** Pool: the call's future cancelled after ?ms= (before its head came): "cancelled true". */
     public static final class Cancel implements Handler {
         @Override

@@ -152,6 +152,7 @@ final class Metrics {
         line(b, "aborted", aborted.sum());
         line(b, "loop_held", LoopWatchdog.held.get());
         line(b, "trace_dropped", Tracing.dropped());
+        UpstreamCall.figures(b);
         MemoryUsage heap = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage();
         line(b, "heap_used", heap.getUsed());
         line(b, "heap_committed", heap.getCommitted());
@@ -188,7 +189,7 @@ final class Metrics {
                 : java.math.BigDecimal.valueOf(v).stripTrailingZeros().toPlainString();
     }
 
-    private static void line(StringBuilder b, String name, Object value) {
+    static void line(StringBuilder b, String name, Object value) {
         b.append(name).append('\t').append(value).append('\n');
     }
 

@@ -167,6 +167,17 @@ final class Status implements Handler, AsyncHandler {
         head(b, "nginx_jvm_trace_dropped_total", "counter",
                 "Spans the tracing export queue dropped, full: the collector slow or gone (0 untraced).");
         b.append("nginx_jvm_trace_dropped_total ").append(num(sum(workers, "trace_dropped"))).append('\n');
+        head(b, "nginx_jvm_calls_in_flight", "gauge",
+                "Calls out through jvm_client locations (nginx.jvm.Upstream) begun and not ended, all workers.");
+        b.append("nginx_jvm_calls_in_flight ").append(num(sum(workers, "calls_in_flight"))).append('\n');
+        head(b, "nginx_jvm_calls_waiting", "gauge",
+                "Calls out waiting for connections to spare before they begin, all workers.");
+        b.append("nginx_jvm_calls_waiting ").append(num(sum(workers, "calls_waiting"))).append('\n');
+        head(b, "nginx_jvm_calls_total", "counter", "Calls out begun, all workers.");
+        b.append("nginx_jvm_calls_total ").append(num(sum(workers, "calls_total"))).append('\n');
+        head(b, "nginx_jvm_calls_failed_total", "counter",
+                "Calls out that failed: no answer (garbage, nginx closed, the worker leaving) or a body cut short.");
+        b.append("nginx_jvm_calls_failed_total ").append(num(sum(workers, "calls_failed"))).append('\n');
         head(b, "nginx_jvm_timeouts_total", "counter",
                 "Requests answered 504: no response within jvm_response_timeout.");
         b.append("nginx_jvm_timeouts_total ").append(timeouts).append('\n');

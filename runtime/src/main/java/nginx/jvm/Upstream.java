@@ -1,6 +1,7 @@
 package nginx.jvm;
 
 import java.io.InputStream;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -8,6 +9,9 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.Flow;
+import java.util.concurrent.ForkJoinPool;
 
 /**
  * Calls out through nginx's upstreams, from any thread: a handler in every
@@ -227,6 +231,31 @@ public final class Upstream {
         /** The body, read as it arrives; close it when done. */
         public InputStream body() {
             return body;
+        }
+
+        /**
+         * The body as a {@link Flow.Publisher} of its pieces, for one
+         * subscriber, delivered on the common fork-join pool (as {@link
+         * java.util.concurrent.SubmissionPublisher} does): no thread waits
+         * for the backend. See {@link #publisher(Executor)}.
+         */
+        public Flow.Publisher<ByteBuffer> publisher() {
+            return publisher(ForkJoinPool.commonPool());
+        }
+
+        /**
+         * The body as a {@link Flow.Publisher} of its pieces (each buffer
+         * the subscriber's to keep), for one subscriber, delivered on
+         * {@code executor} as they arrive and as it asks ({@code
+         * request(n)}): while it asks for nothing, 256 KB wait and nginx is
+         * read no further, as with {@link #body()}. {@code cancel()} ends
+         * the call (nginx sees its client leave); a body cut short is
+         * {@code onError}. The body has one reader: this or {@link
+         * #body()}'s reads, not both.
+         */
+        public Flow.Publisher<ByteBuffer> publisher(Executor executor) {
+            java.util.Objects.requireNonNull(executor, "executor");
+            return ((UpstreamCall) body).publisher(executor);
         }
     }
 }

@@ -12,7 +12,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.Flow;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -47,6 +53,9 @@ final class UpstreamCall extends InputStream {
     private static int next;
     /** Their number, for any thread. */
     private static final AtomicInteger count = new AtomicInteger();
+    /** jvm_status's figures: calls begun, calls that failed (no answer, or a body cut), calls waiting. */
+    private static final LongAdder begun = new LongAdder(), failed = new LongAdder();
+    private static volatile int waitingNow;
     // Event loop only: the calls that wait for connections to spare.
     private static final ArrayDeque<Waiting> waiting = new ArrayDeque<>();
     private static final int WAITING_MAX = 100_000;
@@ -84,6 +93,9 @@ final class UpstreamCall extends InputStream {
     private IOException failure;
     private byte[] current;
     private int at;
+    /** The body's one reader: the InputStream's reads, or a Flow subscriber's delivery. */
+    private final AtomicBoolean subscribed = new AtomicBoolean();
+    private volatile Delivery delivery;
 
     private UpstreamCall(int id, boolean head, CompletableFuture<UpstreamCall> future) {
         this.id = id;
@@ -128,11 +140,13 @@ final class UpstreamCall extends InputStream {
         void begin() {
             if (!waiting.isEmpty() || !tryStart()) {
                 if (waiting.size() >= WAITING_MAX) {
+                    failed.increment();
                     result.completeExceptionally(new IllegalStateException(
                             "too many calls wait for a connection (" + WAITING_MAX + ")"));
                     return;
                 }
                 waiting.add(this);
+                waitingNow = waiting.size();
                 retryLater();
             }
         }
@@ -150,6 +164,7 @@ final class UpstreamCall extends InputStream {
                 }
                 calls.put(c.id, c);
                 count.incrementAndGet();
+                begun.increment();
                 if (upload != null) {
                     c.upload = upload;
                     UPLOADERS.execute(c::upload);
@@ -161,6 +176,7 @@ final class UpstreamCall extends InputStream {
                     }
                 });
             } catch (Throwable t) {
+                failed.increment();
                 result.completeExceptionally(t);
             }
             return true;
@@ -171,8 +187,10 @@ final class UpstreamCall extends InputStream {
     static void abandonWaiting() {
         Waiting w;
         while ((w = waiting.poll()) != null) {
+            failed.increment();
             w.result.completeExceptionally(new java.io.IOException("the worker is leaving"));
         }
+        waitingNow = 0;
     }
 
     /** Event loop: the calls that wait begin while there is room. */
@@ -182,6 +200,7 @@ final class UpstreamCall extends InputStream {
         while ((w = waiting.peek()) != null && w.tryStart()) {
             waiting.poll();
         }
+        waitingNow = waiting.size();
         if (!waiting.isEmpty()) {
             retryLater();
         }
@@ -262,6 +281,14 @@ final class UpstreamCall extends InputStream {
     /** The calls in flight, from any thread. */
     static int inFlight() {
         return count.get();
+    }
+
+    /** jvm_status's lines (Metrics.publish): calls in flight, waiting, begun and failed. */
+    static void figures(StringBuilder b) {
+        Metrics.line(b, "calls_in_flight", count.get());
+        Metrics.line(b, "calls_waiting", waitingNow);
+        Metrics.line(b, "calls_total", begun.sum());
+        Metrics.line(b, "calls_failed", failed.sum());
     }
 
     // ---- a request body streamed: the uploader's thread ----
@@ -454,6 +481,7 @@ final class UpstreamCall extends InputStream {
         } finally {
             lock.unlock();
         }
+        signal();
     }
 
     /** nginx closed the connection: the body's end, or its cut. */
@@ -470,15 +498,28 @@ final class UpstreamCall extends InputStream {
 
     private void fail(String why) {
         IOException e = new IOException(why);
-        future.completeExceptionally(e);
+        boolean first = future.completeExceptionally(e);
         lock.lock();
         try {
-            if (!ended) {
+            if (!ended && failure == null) {
                 failure = e;
+                first = true;
             }
             more.signalAll();
         } finally {
             lock.unlock();
+        }
+        if (first) {
+            failed.increment();
+        }
+        signal();
+    }
+
+    /** A subscriber's delivery, when there is one, has more to do. */
+    private void signal() {
+        Delivery d = delivery;
+        if (d != null) {
+            d.signal();
         }
     }
 
@@ -494,6 +535,7 @@ final class UpstreamCall extends InputStream {
         } finally {
             lock.unlock();
         }
+        signal();
     }
 
     private int pressure() {
@@ -520,6 +562,9 @@ final class UpstreamCall extends InputStream {
 
     @Override
     public int read(byte[] b, int off, int len) throws IOException {
+        if (delivery != null) {
+            throw new IllegalStateException("the call's body has a subscriber (Reply.publisher): read it there");
+        }
         if (len == 0) {
             return 0;
         }
@@ -561,13 +606,18 @@ final class UpstreamCall extends InputStream {
             lock.unlock();
         }
         if (resume) {
-            onLoop(() -> {
-                if (calls.get(id) == this) {
-                    Natives.clientResume(handle);
-                }
-            });
+            resume();
         }
         return n;
+    }
+
+    /** The reader is below LOW again: the C module reads on. */
+    private void resume() {
+        onLoop(() -> {
+            if (calls.get(id) == this) {
+                Natives.clientResume(handle);
+            }
+        });
     }
 
     @Override
@@ -604,6 +654,173 @@ final class UpstreamCall extends InputStream {
                 Natives.clientClose(handle);
             }
         });
+    }
+
+    // ---- the body as a Flow.Publisher ----
+
+    /** What {@link #take} found: the body's end. */
+    private static final Object END = new Object();
+
+    /**
+     * The body for one Flow subscriber (Reply.publisher): its pieces
+     * delivered on {@code executor} as they come and as the subscriber
+     * asks; a second subscriber, or one after the InputStream was read, is
+     * refused with onError.
+     */
+    Flow.Publisher<ByteBuffer> publisher(Executor executor) {
+        return subscriber -> {
+            java.util.Objects.requireNonNull(subscriber, "subscriber");
+            boolean untouched;
+            lock.lock();
+            try {
+                untouched = current == null && !closed;
+            } finally {
+                lock.unlock();
+            }
+            if (!untouched || !subscribed.compareAndSet(false, true)) {
+                subscriber.onSubscribe(new Flow.Subscription() {
+                    @Override
+                    public void request(long n) {
+                    }
+
+                    @Override
+                    public void cancel() {
+                    }
+                });
+                subscriber.onError(new IllegalStateException(
+                        "a call's body has one reader: it is subscribed, read or closed already"));
+                return;
+            }
+            Delivery d = new Delivery(subscriber, executor);
+            delivery = d;
+            subscriber.onSubscribe(d);
+            d.signal();
+        };
+    }
+
+    /**
+     * The next thing for a subscriber: a piece (only when {@code data}: it
+     * asked for one), {@link #END}, the body's failure, or null (nothing
+     * now). Pieces go before the end or the failure, as with read.
+     */
+    private Object take(boolean data) {
+        boolean resume = false;
+        Object out = null;
+        lock.lock();
+        try {
+            if (closed) {
+                return null;
+            }
+            if (data && !queue.isEmpty()) {
+                byte[] piece = queue.poll();
+                queued -= piece.length;
+                out = piece;
+                if (paused && queued <= LOW) {
+                    paused = false;
+                    resume = true;
+                }
+            } else if (queue.isEmpty()) {
+                out = failure != null ? failure : ended ? END : null;
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (resume) {
+            resume();
+        }
+        return out;
+    }
+
+    /**
+     * A subscriber's subscription: its demand, and a drain run on the
+     * executor by one thread at a time (whoever signals while it runs
+     * makes it go round again), so onNext, onComplete and onError never
+     * overlap, as the Flow contract asks.
+     */
+    private final class Delivery implements Flow.Subscription, Runnable {
+        private final Flow.Subscriber<? super ByteBuffer> subscriber;
+        private final Executor executor;
+        private final AtomicLong demand = new AtomicLong();
+        private final AtomicInteger work = new AtomicInteger();
+        private volatile boolean done;
+        private volatile Throwable refused;
+
+        Delivery(Flow.Subscriber<? super ByteBuffer> subscriber, Executor executor) {
+            this.subscriber = subscriber;
+            this.executor = executor;
+        }
+
+        @Override
+        public void request(long n) {
+            if (n <= 0) {
+                // the contract's rule 3.9: an error, and the call ends
+                refused = new IllegalArgumentException("request(" + n + "): demand must be positive");
+            } else {
+                demand.getAndAccumulate(n, (a, b) -> a + b < 0 ? Long.MAX_VALUE : a + b);
+            }
+            signal();
+        }
+
+        @Override
+        public void cancel() {
+            done = true;
+            close();
+        }
+
+        void signal() {
+            if (work.getAndIncrement() == 0) {
+                try {
+                    executor.execute(this);
+                } catch (RejectedExecutionException e) {
+                    work.set(0);
+                    done = true;
+                    close();
+                    subscriber.onError(e);
+                }
+            }
+        }
+
+        @Override
+        public void run() {
+            int missed = 1;
+            do {
+                drain();
+                missed = work.addAndGet(-missed);
+            } while (missed != 0);
+        }
+
+        private void drain() {
+            try {
+                while (!done) {
+                    Throwable r = refused;
+                    if (r != null) {
+                        done = true;
+                        close();
+                        subscriber.onError(r);
+                        return;
+                    }
+                    Object next = take(demand.get() > 0);
+                    if (next == null) {
+                        return;
+                    }
+                    if (next == END) {
+                        done = true;
+                        subscriber.onComplete();
+                    } else if (next instanceof Throwable t) {
+                        done = true;
+                        subscriber.onError(t);
+                    } else {
+                        demand.decrementAndGet();
+                        subscriber.onNext(ByteBuffer.wrap((byte[]) next));
+                    }
+                }
+            } catch (Throwable t) {
+                // a subscriber that throws has cancelled (the contract's rule 2.13)
+                done = true;
+                close();
+                Log.error("nginx.jvm.Upstream", "a call's body subscriber threw; the call is ended", t);
+            }
+        }
     }
 
     /**
