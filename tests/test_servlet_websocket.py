@@ -319,7 +319,8 @@ def test_an_unmasked_frame_is_a_protocol_error(app, events):
     (b"\x09\xfe\x00\x80" + b"\x00" * 4 + b"x" * 128, 1002),  # a long, fragmented ping
     (ws_frame(TEXT, b"caf\xc3"), 1007),                  # not UTF-8
     (ws_frame(TEXT, b"x" * 20000), 1009),                # beyond Tomcat's 8 KiB
-])
+], ids=["reserved-opcode", "rsv-bits", "long-fragmented-ping", "not-utf8",
+        "too-big"])     # not the random masks (pytest-xdist)
 def test_garbage_closes_with_its_code(app, garbage, code):
     s, _ = connect(app, "/ws/echo/garbage")      # not a "big" room
     try:

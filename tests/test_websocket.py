@@ -260,7 +260,11 @@ def test_listener_that_throws_closes_with_1011(ng):
     (frame(8, b"\x03\xe8\xff"), 1007),                   # bad close reason
     (frame(8, struct.pack("!H", 1005)), 1002),           # reserved close code
     (frame(8, b"\x03"), 1002),                           # one-byte close
-])
+], ids=["unmasked", "reserved-bit", "reserved-opcode", "long-control",
+        "fragmented-control", "lone-continuation", "new-message-mid-way",
+        "invalid-utf8", "surrogate", "bad-close-reason", "reserved-close-code",
+        "one-byte-close"])     # names, not the frames' random masks: every
+# pytest-xdist process must collect the same test ids
 def test_protocol_errors(ng, data, code):
     s, _ = handshake(ng.port)
     with s:

@@ -314,7 +314,8 @@ def test_compressed_message_trickled_byte_by_byte(ng):
     (frame(1, b"x", rsv1=True, rsv=1), 1002),               # RSV3
     (frame(1, b"\xff\xff\xff\xff" * 10, rsv1=True), 1007),  # not deflate
     (frame(1, deflate(b"\xff\xfe" * 50), rsv1=True), 1007),  # not UTF-8
-])
+], ids=["rsv1-ping", "rsv1-close", "rsv1-continuation", "rsv2", "rsv3",
+        "not-deflate", "not-utf8"])     # not the random masks (pytest-xdist)
 def test_client_errors(ng, data, code):
     s, head = handshake(ng.port)
     with s:
