@@ -464,6 +464,14 @@ bench-profile: all
 bench-alloc: all
 	python3 bench/alloc.py $(ALLOC_BENCH_ARGS)
 
+# Calls out through nginx's upstreams (bench/client.py, issue 49): calls per
+# second and the worker's CPU per call, nginx.jvm.Upstream against the
+# JDK's HttpClient and a subrequest, proxy_pass as the floor; a 1 GB relay's
+# MB/s and the worker's RSS.  About 4 minutes (CLIENT_BENCH_ARGS=--quick: 1).
+.PHONY: bench-client
+bench-client: all
+	$(PYTHON) bench/client.py $(CLIENT_BENCH_ARGS)
+
 # A cluster on one machine (docs/scale-out.md): three nginx-jvm hosts with
 # examples/live and examples/notes, a plain nginx front, Redis, each a
 # network namespace (root). `make cluster` brings it up and prints the
