@@ -5,7 +5,8 @@ with the example's nginx.conf against backends in Python.
   backend writes each event only once the test has seen the one before
   over the WebSocket, so an event held anywhere on the way stops the test.
 - A WebSocket client that leaves (with a close frame, or dropping its
-  connection) ends the backend's call: the backend's writes fail.
+  connection, mid-stream or before the backend answered) ends the
+  backend's call: the backend's writes fail.
 - A timer refreshes a value from an upstream{} of two servers; one server
   is killed (its listening socket and its connections closed) mid-run and
   the refreshes go on from the other, none failing."""
@@ -110,7 +111,8 @@ class Server(ThreadingHTTPServer):
 
 class Events(Quiet, BaseHTTPRequestHandler):
     """/steps: STEPS, each when the test releases it; /ticks: an event
-    every 50 ms until a write fails (TICKS_MAX at most); else 404."""
+    every 50 ms until a write fails (TICKS_MAX at most); /late: /ticks
+    once the test releases it; else 404."""
     protocol_version = "HTTP/1.1"
 
     def chunk(self, data):
@@ -118,7 +120,9 @@ class Events(Quiet, BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def do_GET(self):
-        if self.path not in ("/steps", "/ticks"):
+        if self.path == "/late":
+            self.server.gate.get(timeout=30)
+        if self.path not in ("/steps", "/ticks", "/late"):
             self.send_response(404)
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -227,6 +231,19 @@ def test_a_client_that_leaves_ends_the_backends_call(relay, how):
             assert close_frame(s)[0] == 1000
     # the body closed ends the call: nginx closes its connection to the
     # backend, whose next writes fail
+    ended = wait_for(lambda: relay.events.ended, 10)
+    assert ended and ended[0][0] == "closed", ended
+    assert ended[0][1] < TICKS_MAX
+
+
+def test_a_client_that_leaves_before_the_answer_ends_the_call(relay):
+    # the answer comes after the client left (or as it leaves): the
+    # relay's reader closes the body it gets, which ends the call
+    relay.events.ended = []
+    relay.events.gate = queue.Queue()
+    s = open_feed(relay, "late")
+    s.close()
+    relay.events.gate.put(1)
     ended = wait_for(lambda: relay.events.ended, 10)
     assert ended and ended[0][0] == "closed", ended
     assert ended[0][1] < TICKS_MAX
