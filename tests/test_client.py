@@ -165,6 +165,7 @@ LOCATIONS = """
         location /upload { jvm_mode pool; jvm_content testapp.Calls$Upload; }
         location /clj-relay { jvm_async on; jvm_content testapp.client/relay; }
         location /clj-post { jvm_mode pool; jvm_content testapp.client/post; }
+        location /clj-cancel { jvm_mode pool; jvm_content testapp.client/cancel; }
         location /_dead/ { jvm_client dead;
                            proxy_pass http://127.0.0.1:@DEAD@/; }
         location /relay { jvm_async on; jvm_content testapp.Calls$Relay; }
@@ -393,11 +394,13 @@ def test_a_backend_that_answers_garbage_fails_the_future(ng):
 
 
 @pytest.mark.log_allows(*UPSTREAM_ERRORS)
-def test_cancelling_the_future_before_the_answer_ends_the_call(ng):
+@pytest.mark.parametrize("path", ["/cancel", "/clj-cancel"])
+def test_cancelling_the_future_before_the_answer_ends_the_call(ng, path):
+    # Java's future, and Clojure's (a future of the map, chained after it)
     pid = ng.worker_pids()[0]
     assert wait_for(lambda: in_flight(ng) == 0, 10)
     before = fds(pid)
-    r = ng.get("/cancel?to=/hang&ms=200")
+    r = ng.get(path + "?to=/hang&ms=200")
     assert r.text == "cancelled true", r.text
     # the call's pair and nginx's request to the backend: gone
     assert wait_for(lambda: in_flight(ng) == 0 and fds(pid) <= before, 10), \

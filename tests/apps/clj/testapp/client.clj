@@ -20,3 +20,13 @@
   [req]
   (let [r @(client/call "b" "/post" {:method "POST" :body "from clojure"})]
     {:status 200 :body (str (:status r) " " (slurp (:body r)))}))
+
+(defn cancel
+  "Blocking (pool): a call of ?to= whose future is cancelled after 200 ms,
+  before its answer: \"cancelled true\"."
+  [req]
+  (let [to (java.net.URLDecoder/decode (or (second (re-find #"to=([^&]*)" (or (:query-string req) ""))) "/hang")
+                                       "UTF-8")
+        f (client/call "b" to)]
+    (Thread/sleep 200)
+    {:status 200 :body (str "cancelled " (.cancel ^java.util.concurrent.Future f false))}))

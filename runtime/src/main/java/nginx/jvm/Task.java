@@ -62,8 +62,8 @@ final class Task extends Abort implements Responder, Runnable {
     volatile boolean cancelled;
     /** Set when a thread takes it: until then cancel() may take it off the pool's queue. */
     volatile boolean taken;
-    /** A body being produced on a JVM thread; see {@link Tasks#stream}. */
-    volatile AsyncBody body;
+    /** A body being produced on a JVM thread, or a call's relayed on the loop; see {@link Tasks#stream}. */
+    volatile BodySource body;
 
     /** Its handler's name, for the coloop watchdog's warnings. */
     String what;
@@ -214,9 +214,13 @@ final class Task extends Abort implements Responder, Runnable {
 
     /** The request is over: a body still being produced stops. */
     void closeBody() {
-        AsyncBody b = body;
+        BodySource b = body;
         if (b != null) {
-            b.close();
+            try {
+                b.close();
+            } catch (java.io.IOException ignored) {
+                // the request is over either way
+            }
         }
     }
 

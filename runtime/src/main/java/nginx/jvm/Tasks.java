@@ -517,6 +517,20 @@ final class Tasks {
             ready(task);
             return;
         }
+        if (body instanceof UpstreamCall) {
+            // a call's body relayed (nginx.jvm.Upstream): its pieces arrive on
+            // the loop, which hands them on as they come, no thread between
+            BodySource relay = ((UpstreamCall) body).relay(() -> ready(task));
+            if (relay != null) {
+                response.body(relay);
+                task.body = relay;
+                ready(task);
+                if (task.cancelled) {
+                    task.closeBody();
+                }
+                return;
+            }
+        }
         AsyncBody async = body instanceof BodyWriter
                 ? new AsyncBody((BodyWriter) body, !task.async, task, this)
                 : new AsyncBody(ResponseEncoder.source(response), task, this);

@@ -93,9 +93,13 @@ final class UpstreamCall extends InputStream {
     private IOException failure;
     private byte[] current;
     private int at;
-    /** The body's one reader: the InputStream's reads, or a Flow subscriber's delivery. */
+    /**
+     * The body's one reader: the InputStream's reads, a Flow subscriber's
+     * delivery, or a response relaying it on the loop (then {@code
+     * listener} is told of each arrival, the end and a failure).
+     */
     private final AtomicBoolean subscribed = new AtomicBoolean();
-    private volatile Delivery delivery;
+    private volatile Runnable listener;
 
     private UpstreamCall(int id, boolean head, CompletableFuture<UpstreamCall> future) {
         this.id = id;
@@ -515,11 +519,11 @@ final class UpstreamCall extends InputStream {
         signal();
     }
 
-    /** A subscriber's delivery, when there is one, has more to do. */
+    /** A subscriber or a relaying response, when there is one, has more to do. */
     private void signal() {
-        Delivery d = delivery;
-        if (d != null) {
-            d.signal();
+        Runnable l = listener;
+        if (l != null) {
+            l.run();
         }
     }
 
@@ -562,8 +566,9 @@ final class UpstreamCall extends InputStream {
 
     @Override
     public int read(byte[] b, int off, int len) throws IOException {
-        if (delivery != null) {
-            throw new IllegalStateException("the call's body has a subscriber (Reply.publisher): read it there");
+        if (listener != null) {
+            throw new IllegalStateException("the call's body has another reader (Reply.publisher, or a response"
+                    + " relaying it)");
         }
         if (len == 0) {
             return 0;
@@ -670,14 +675,7 @@ final class UpstreamCall extends InputStream {
     Flow.Publisher<ByteBuffer> publisher(Executor executor) {
         return subscriber -> {
             java.util.Objects.requireNonNull(subscriber, "subscriber");
-            boolean untouched;
-            lock.lock();
-            try {
-                untouched = current == null && !closed;
-            } finally {
-                lock.unlock();
-            }
-            if (!untouched || !subscribed.compareAndSet(false, true)) {
+            if (!claim()) {
                 subscriber.onSubscribe(new Flow.Subscription() {
                     @Override
                     public void request(long n) {
@@ -692,10 +690,87 @@ final class UpstreamCall extends InputStream {
                 return;
             }
             Delivery d = new Delivery(subscriber, executor);
-            delivery = d;
+            listener = d::signal;
             subscriber.onSubscribe(d);
             d.signal();
         };
+    }
+
+    /** The body's reader is the caller from now on: false when it was read, closed or claimed before. */
+    private boolean claim() {
+        lock.lock();
+        try {
+            if (current != null || closed) {
+                return false;
+            }
+        } finally {
+            lock.unlock();
+        }
+        return subscribed.compareAndSet(false, true);
+    }
+
+    /**
+     * The body as a response's (Tasks.stream): nginx takes each piece as
+     * it arrives, on the loop, and {@code wake} (the response's task ready)
+     * runs at each arrival, the end or a failure; null when the body was
+     * read or claimed already (then it is relayed as any InputStream).
+     */
+    BodySource relay(Runnable wake) {
+        if (!claim()) {
+            return null;
+        }
+        listener = wake;
+        return new BodySource() {
+            @Override
+            int fill(ByteBuffer out) throws IOException {
+                return takeInto(out);
+            }
+
+            @Override
+            void close() {
+                UpstreamCall.this.close();
+            }
+        };
+    }
+
+    /**
+     * Event loop: the next piece into {@code out}, {@link Wire#NEXT_WAIT}
+     * while none came (the listener tells when one does), {@link
+     * Wire#NEXT_END} at the end; the body's failure thrown.
+     */
+    private int takeInto(ByteBuffer out) throws IOException {
+        boolean resume = false;
+        int n;
+        lock.lock();
+        try {
+            if (current == null) {
+                current = queue.poll();
+                at = 0;
+            }
+            if (current == null) {
+                if (failure != null) {
+                    throw new IOException(failure.getMessage(), failure);
+                }
+                return ended || closed ? Wire.NEXT_END : Wire.NEXT_WAIT;
+            }
+            n = Math.min(out.capacity(), current.length - at);
+            out.put(0, current, at, n);
+            at += n;
+            queued -= n;
+            if (at == current.length) {
+                current = null;
+            }
+            if (paused && queued <= LOW) {
+                paused = false;
+                resume = true;
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (resume) {
+            resume();
+        }
+        return n;
     }
 
     /**

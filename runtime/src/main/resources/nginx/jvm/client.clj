@@ -57,7 +57,13 @@
                           ^bytes (cond (nil? body) nil
                                        (bytes? body) body
                                        :else (.getBytes (str body) "UTF-8"))))]
-     (.thenApply f (reify Function (apply [_ r] (ring-reply r))))))
+     (let [^CompletableFuture out (.thenApply f (reify Function (apply [_ r] (ring-reply r))))]
+       ;; cancelling the map's future before the answer came ends the call,
+       ;; as cancelling Upstream's own does (thenApply would not pass it on)
+       (.whenComplete out (reify BiConsumer
+                            (accept [_ _ _]
+                              (when (.isCancelled out) (.cancel f false)))))
+       out)))
   ([client uri opts callback]
    (.whenComplete ^CompletableFuture (call client uri opts)
                   (reify BiConsumer
