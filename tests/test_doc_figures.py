@@ -504,6 +504,7 @@ NOT_MEASURED = [
     (INT, "(about 200 KB on Linux loopback"),       # the kernel's buffer, its default
     (INT, "the call holds 256 KB unread"),
     (INT, "leaves the queue at 256 KB"),            # a call's read-ahead, a limit
+    (INT, "the call pauses at 256 KB"),             # a call's read-ahead, a limit
     (INT, "below 64 KB again, posts"),
     (INT, "reads the stream 64 KB at a time"),
     (OPS, "the xz of the 100 MB of jars"),          # the package's size, as dpkg-deb says
