@@ -204,7 +204,7 @@ INTEGRATION_NOT_IN_TEST = tests/test_image_arm64.py
 # TEST_JOBS: pytest-xdist's test processes (tests/conftest.py says how the
 # files are shared out); 1 runs the suite in one process.
 TEST_JOBS ?= 2
-XDIST = $(if $(filter-out 0 1,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadgroup)
+XDIST = $(if $(filter-out 0 1,$(TEST_JOBS)),-n $(TEST_JOBS))
 test-integration: all
 	NGINX_JVM_SERVLET_MODES=pool $(PYTHON) -m pytest -q $(XDIST) --durations=30 tests \
 	    $(patsubst %,--ignore=%,$(INTEGRATION_OWN_TARGETS) $(INTEGRATION_NOT_IN_TEST))

@@ -8,7 +8,7 @@
 #
 # MATRIX_TESTS: the test files (tests/NAME.py); NGINX_JVM_MODES as for the
 # suite; PYTHON: the Python with pytest; PYTEST_ARGS: more of pytest's
-# arguments (make test's two test processes: -n 2 --dist loadgroup).  Each version's pytest output is
+# arguments (make test's two test processes: -n 2).  Each version's pytest output is
 # in build/nginx-VERSION/matrix.log; one line per version says its counts,
 # and the exit status is non-zero if any version failed.
 set -uo pipefail

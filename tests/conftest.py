@@ -30,23 +30,31 @@ def pytest_configure(config):
         "counts what the workers' starts log)")
 
 
-# make test runs the suite on two pytest-xdist workers (`-n 2 --dist
-# loadgroup`, the Makefile's TEST_JOBS): the machine has two cores and much
-# of a test's time is spent waiting (a JVM's start on one worker overlaps a
-# client's sleep on the other).  A file's tests stay on one worker, so its
-# module-scoped nginx starts once a mode as in a run of one process; the
-# files that build the same things under build/ (the Maven examples the
-# servlet suites share, build/projects/m2, the API jar and the package) are
-# one group, run one after another by one worker.
+# make test runs the suite on two pytest-xdist processes (`-n 2`, the
+# Makefile's TEST_JOBS). Each runs whole files: a file's module-scoped
+# nginx then starts once a mode, as in a run of one process. The files
+# that build the same things under build/ (the Maven examples the servlet
+# suites share, build/projects/m2, the API jar and the package) are one
+# unit, run one after another by one process. (pytest-xdist's own
+# `--dist loadgroup` marks did not group anything under pytest 9: the
+# scheduler below is told the units itself.)
 SHARED_BUILDS = ("test_servlet_", "test_projects.py", "test_deb.py")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        name = item.path.name
-        item.add_marker(pytest.mark.xdist_group(
-            "builds" if name.startswith(SHARED_BUILDS) else name))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):
+        """Units of whole files (the largest first, xdist's default
+        order), the shared builders' files one unit."""
+
+        def _split_scope(self, nodeid):
+            path = nodeid.split("::", 1)[0]
+            name = path.rsplit("/", 1)[-1]
+            return "builds" if name.startswith(SHARED_BUILDS) else path
+
+    return ByFile(config, log)
 
 
 def pytest_sessionstart(session):
