@@ -151,33 +151,26 @@ final class Status implements Handler, AsyncHandler {
                         .append(num(sum(workers, "responses " + mode + " " + c + "xx"))).append('\n');
             }
         }
-        head(b, "nginx_jvm_requests_in_flight", "gauge", "Requests a JVM handler is serving, all workers.");
-        b.append("nginx_jvm_requests_in_flight ").append(num(sum(workers, "in_flight"))).append('\n');
-        head(b, "nginx_jvm_queue_depth", "gauge", "Requests waiting for a pool thread, all workers.");
-        b.append("nginx_jvm_queue_depth ").append(num(sum(workers, "queued"))).append('\n');
-        head(b, "nginx_jvm_rejected_total", "counter",
+        total(b, workers, "nginx_jvm_requests_in_flight", "gauge", "in_flight",
+                "Requests a JVM handler is serving, all workers.");
+        total(b, workers, "nginx_jvm_queue_depth", "gauge", "queued",
+                "Requests waiting for a pool thread, all workers.");
+        total(b, workers, "nginx_jvm_rejected_total", "counter", "refused",
                 "Requests answered 503: the pool's queue or the virtual threads' limit was full.");
-        b.append("nginx_jvm_rejected_total ").append(num(sum(workers, "refused"))).append('\n');
-        head(b, "nginx_jvm_aborted_total", "counter",
+        total(b, workers, "nginx_jvm_aborted_total", "counter", "aborted",
                 "Requests whose client left before the response was complete (handlers off the loop, async).");
-        b.append("nginx_jvm_aborted_total ").append(num(sum(workers, "aborted"))).append('\n');
-        head(b, "nginx_jvm_loop_held_total", "counter",
+        total(b, workers, "nginx_jvm_loop_held_total", "counter", "loop_held",
                 "jvm_mode coloop handlers that held the event loop beyond the watchdog's threshold.");
-        b.append("nginx_jvm_loop_held_total ").append(num(sum(workers, "loop_held"))).append('\n');
-        head(b, "nginx_jvm_trace_dropped_total", "counter",
+        total(b, workers, "nginx_jvm_trace_dropped_total", "counter", "trace_dropped",
                 "Spans the tracing export queue dropped, full: the collector slow or gone (0 untraced).");
-        b.append("nginx_jvm_trace_dropped_total ").append(num(sum(workers, "trace_dropped"))).append('\n');
-        head(b, "nginx_jvm_calls_in_flight", "gauge",
+        total(b, workers, "nginx_jvm_calls_in_flight", "gauge", "calls_in_flight",
                 "Calls out through jvm_client locations (nginx.jvm.Upstream) begun and not ended, all workers.");
-        b.append("nginx_jvm_calls_in_flight ").append(num(sum(workers, "calls_in_flight"))).append('\n');
-        head(b, "nginx_jvm_calls_waiting", "gauge",
+        total(b, workers, "nginx_jvm_calls_waiting", "gauge", "calls_waiting",
                 "Calls out waiting for connections to spare before they begin, all workers.");
-        b.append("nginx_jvm_calls_waiting ").append(num(sum(workers, "calls_waiting"))).append('\n');
-        head(b, "nginx_jvm_calls_total", "counter", "Calls out begun, all workers.");
-        b.append("nginx_jvm_calls_total ").append(num(sum(workers, "calls_total"))).append('\n');
-        head(b, "nginx_jvm_calls_failed_total", "counter",
+        total(b, workers, "nginx_jvm_calls_total", "counter", "calls_total",
+                "Calls out begun, all workers.");
+        total(b, workers, "nginx_jvm_calls_failed_total", "counter", "calls_failed",
                 "Calls out that failed: no answer (garbage, nginx closed, the worker leaving) or a body cut short.");
-        b.append("nginx_jvm_calls_failed_total ").append(num(sum(workers, "calls_failed"))).append('\n');
         head(b, "nginx_jvm_timeouts_total", "counter",
                 "Requests answered 504: no response within jvm_response_timeout.");
         b.append("nginx_jvm_timeouts_total ").append(timeouts).append('\n');
@@ -222,6 +215,13 @@ final class Status implements Handler, AsyncHandler {
         }
         b.append(metric).append("_sum ").append(num(sum(workers, name + "_sum"))).append('\n');
         b.append(metric).append("_count ").append(num(sum(workers, name + "_count"))).append('\n');
+    }
+
+    /** A gauge or counter of all workers together: the sum of each one's figure {@code key}. */
+    private static void total(StringBuilder b, List<Map<String, String>> workers, String name, String type,
+            String key, String help) {
+        head(b, name, type, help);
+        b.append(name).append(' ').append(num(sum(workers, key))).append('\n');
     }
 
     private static void head(StringBuilder b, String name, String type, String help) {

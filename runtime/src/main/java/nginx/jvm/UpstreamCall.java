@@ -598,15 +598,7 @@ final class UpstreamCall extends InputStream {
             }
             n = Math.min(len, current.length - at);
             System.arraycopy(current, at, b, off, n);
-            at += n;
-            queued -= n;
-            if (at == current.length) {
-                current = null;
-            }
-            if (paused && queued <= LOW) {
-                paused = false;
-                resume = true;
-            }
+            resume = consumed(n);
         } finally {
             lock.unlock();
         }
@@ -614,6 +606,24 @@ final class UpstreamCall extends InputStream {
             resume();
         }
         return n;
+    }
+
+    /**
+     * Under the lock: {@code n} bytes of {@code current} taken by the
+     * reader; true when that took it below {@link #LOW} while paused (the
+     * caller, the lock released, then {@link #resume}s the C side).
+     */
+    private boolean consumed(int n) {
+        at += n;
+        queued -= n;
+        if (at == current.length) {
+            current = null;
+        }
+        if (paused && queued <= LOW) {
+            paused = false;
+            return true;
+        }
+        return false;
     }
 
     /** The reader is below LOW again: the C module reads on. */
@@ -755,15 +765,7 @@ final class UpstreamCall extends InputStream {
             }
             n = Math.min(out.capacity(), current.length - at);
             out.put(0, current, at, n);
-            at += n;
-            queued -= n;
-            if (at == current.length) {
-                current = null;
-            }
-            if (paused && queued <= LOW) {
-                paused = false;
-                resume = true;
-            }
+            resume = consumed(n);
         } finally {
             lock.unlock();
         }
@@ -787,13 +789,10 @@ final class UpstreamCall extends InputStream {
                 return null;
             }
             if (data && !queue.isEmpty()) {
-                byte[] piece = queue.poll();
-                queued -= piece.length;
-                out = piece;
-                if (paused && queued <= LOW) {
-                    paused = false;
-                    resume = true;
-                }
+                current = queue.poll();
+                at = 0;
+                out = current;
+                resume = consumed(current.length);
             } else if (queue.isEmpty()) {
                 out = failure != null ? failure : ended ? END : null;
             }
