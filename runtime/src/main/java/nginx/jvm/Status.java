@@ -54,19 +54,27 @@ final class Status implements Handler, AsyncHandler {
         }
         Profile.start(ask);
         Thread t = new Thread(() -> {
+            Response answer;
             try {
-                List<Profile.Part> parts = Profile.collect(dict, ask, pids);
+                List<Profile.Part> parts;
+                try {
+                    parts = Profile.collect(dict, ask, pids);
+                } finally {
+                    // free before the answer leaves: a client that asks again
+                    // as soon as it has one must not find this profile running
+                    Profile.release(dict, ask);
+                }
                 FlameGraph g = new FlameGraph(parts, ask.alloc(), ask.seconds(), pids.size());
-                responder.respond(switch (format) {
+                answer = switch (format) {
                     case "svg" -> Response.of(200, "image/svg+xml", g.svg());
                     case "folded" -> Response.of(200, "text/plain; charset=utf-8", g.folded());
                     default -> Response.of(200, "text/html; charset=utf-8", g.html());
-                });
+                };
             } catch (Throwable e) {
                 responder.raise(e);
-            } finally {
-                Profile.release(dict, ask);
+                return;
             }
+            responder.respond(answer);
         }, "nginx-jvm profile answer");
         t.setDaemon(true);
         t.start();
