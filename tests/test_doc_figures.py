@@ -237,6 +237,22 @@ FIGURES = [
        "| subrequest / proxy | {0.95} |"]),
 
     # ---- docs/internals.md
+    F(INT, "a call from a loop handler, its body relayed, answered {13,235}\n"
+           "requests a second at {74.1} µs of the worker's CPU each; the JDK's\n"
+           "`HttpClient` from the loop (`sendAsync`) {11,716} at {122.7} µs, and\n"
+           "from a pool thread (`send`) {10,682} at {141.0} µs; a subrequest\n"
+           "{35,173} at {27.7} µs; `proxy_pass` alone {50,582} at {19.0} µs. A call\n"
+           "costs {0.60} of the JDK client's CPU",
+      "2026-11-29-client.md",
+      ["| call | {13235} | {74.1} | 0.26 |", "| jdk-async | {11716} | {122.7} | 0.23 |",
+       "| jdk-pool | {10682} | {141.0} | 0.21 |", "| subrequest | {35173} | {27.7} | 0.70 |",
+       "| proxy | {50582} | {19.0} | 1.00 |",
+       "| call / jdk-async (CPU per request) | {0.60} |"]),
+    F(INT, "A 1 GB body\nrelayed to curl went at {411} MB/s ({750} through `proxy_pass`), the\n"
+           "worker's RSS peaking at {223.3} MB in both",
+      "2026-11-29-client.md",
+      ["| Upstream call relayed | {411} | 212.2 | 223.3 |",
+       "| proxy_pass | {750} | 212.2 | {223.3} |"], given=["1"]),
     F(INT, "took both cores from the old workers for {50}-{170} ms",
       "2026-11-27-warmup.md", ["every request stalled for {50}-{170} ms"]),
     F(INT, "the loop reads the eventfd {0.035} times, wakes a pool thread {0.026} times",
