@@ -181,6 +181,13 @@ LOCATIONS = """
         location = /status { jvm_status; }
         location /burst { jvm_mode pool; jvm_content testapp.Calls$Burst; }
         location /sub/ { internal; proxy_pass http://127.0.0.1:@UP@/; }
+        location /results { jvm_mode pool; jvm_content testapp.Calls$Results; }
+"""
+
+# a call from the worker's init hook and from a topic's subscriber
+HTTP = """
+    jvm_init testapp.Calls$Init;
+    jvm_topic calls 64k;
 """
 
 
@@ -191,7 +198,7 @@ def ng(mode, backend):
                  # a loop handler may not wait: the blocking one in a pool
                  .replace("@BLOCKING@",
                           "jvm_mode pool;" if mode == "loop" else ""))
-    with Nginx(locations, mode=mode) as n:
+    with Nginx(locations, http=HTTP, mode=mode) as n:
         yield n
 
 
@@ -258,7 +265,25 @@ def test_a_call_from_a_timer_on_the_loop(ng):
 
 
 @pytest.mark.log_allows(*UPSTREAM_ERRORS)
+def test_calls_from_the_init_hook_and_a_topic_subscriber(ng):
+    # the init hook's call began before the worker served anything
+    assert wait_for(lambda: ng.get("/results").text.startswith(
+        "init: 200 "), 10), ng.get("/results").text
+    assert ng.get("/results?op=publish&m=topic").text == "true"
+    assert wait_for(lambda: "| topic: 200 " in ng.get("/results").text, 10), \
+        ng.get("/results").text
+    # each the backend's echo of its call, whole (no X-Call: Upstream.get)
+    assert ng.get("/results").text == "init: 200 %d py | topic: 200 %d py" % (
+        len("GET /echo from=init None"), len("GET /echo from=topic None")), \
+        ng.get("/results").text
+
+
+@pytest.mark.log_allows(r"upstream timed out")
 def test_reading_on_the_loop_before_the_body_came_is_refused(ng):
+    # /drip's 10 bytes stay in nginx's proxy buffer and, with them, the
+    # header (postpone_output) until proxy_read_timeout: the future
+    # completes then, with nginx's [error] line written (when the test
+    # took longer than the timeout, inside its window)
     r = ng.get("/on-loop?to=/drip")
     assert r.status == 200
     assert r.text.startswith("refused: reading a call's body before it "

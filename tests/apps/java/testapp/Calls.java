@@ -104,6 +104,45 @@ public final class Calls {
         }
     }
 
+    private static volatile String initResult = "none", topicResult = "none";
+
+    /** What a call's future brought: "status body-length X-Upstream" (read off the loop), or why it failed. */
+    static void keep(CompletableFuture<Upstream.Reply> call, java.util.function.Consumer<String> to) {
+        call.whenComplete((reply, e) -> {
+            if (e != null) {
+                to.accept("failed: " + e.getMessage());
+            } else {
+                CompletableFuture.runAsync(() -> to.accept(drain(reply, 0) + " " + reply.header("X-Upstream")));
+            }
+        });
+    }
+
+    /**
+     * jvm_init: a call from the worker's init hook (before the worker
+     * serves), and a subscriber of topic "calls" that calls out with each
+     * message (on the event loop); Results answers what they got.
+     */
+    public static final class Init implements Runnable {
+        @Override
+        public void run() {
+            keep(Upstream.get("b", "/echo?from=init"), v -> initResult = v);
+            nginx.jvm.Topic.named("calls").subscribe(message ->
+                    keep(Upstream.get("b", "/echo?from=" + message), v -> topicResult = v));
+        }
+    }
+
+    /** ?op=publish&m=: m published on topic "calls"; else "init: ... | topic: ...". */
+    public static final class Results implements Handler {
+        @Override
+        public Response handle(Request r) {
+            if ("publish".equals(arg(r, "op", ""))) {
+                return Response.of(200, "text/plain",
+                        String.valueOf(nginx.jvm.Topic.named("calls").publish(arg(r, "m", "x"))));
+            }
+            return Response.of(200, "text/plain", "init: " + initResult + " | topic: " + topicResult);
+        }
+    }
+
     /** ?op=start: a timer on the loop calls ?to=; ?op=result: what it got. */
     public static final class Timer implements Handler {
         @Override
