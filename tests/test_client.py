@@ -3,9 +3,9 @@ issue 49): from a handler in the suite's mode (NGINX_JVM_MODES) and from a
 timer on the loop, to a Python backend on 127.0.0.1 through a jvm_client
 location's proxy_pass.  A 64 MB body relayed to a slow client keeps the
 worker's RSS flat and the backend no further ahead than the buffers
-between; a backend that refuses (502), resets mid-body, hangs before its
-answer (504 after proxy_read_timeout) or mid-body (the body's read
-fails); the outer client leaving ends the call at the backend; a client
+between; a backend that refuses (502), never accepts (504 after
+proxy_connect_timeout), resets mid-body, hangs before its answer (504
+after proxy_read_timeout) or mid-body (the body's read fails); the outer client leaving ends the call at the backend; a client
 of the server never reaches a jvm_client location (404); the gate refuses
 what could split the request; nginx -t names the directive."""
 
@@ -168,6 +168,8 @@ LOCATIONS = """
         location /clj-cancel { jvm_mode pool; jvm_content testapp.client/cancel; }
         location /_dead/ { jvm_client dead;
                            proxy_pass http://127.0.0.1:@DEAD@/; }
+        location /_full/ { jvm_client full; proxy_connect_timeout 1s;
+                           proxy_pass http://127.0.0.1:@FULL@/; }
         location /relay { jvm_async on; jvm_content testapp.Calls$Relay; }
         location /blocking { @BLOCKING@ jvm_content testapp.Calls$Blocking; }
         location /on-loop { jvm_mode loop; jvm_async on;
@@ -192,9 +194,24 @@ HTTP = """
 
 
 @pytest.fixture(scope="module")
-def ng(mode, backend):
+def full():
+    """A port whose accept queue is full: a listener (backlog 0) that
+    never accepts, its one place taken, so that the kernel drops the next
+    SYNs and a connect hangs (proxy_connect_timeout's case)."""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(0)
+    taken = socket.create_connection(ls.getsockname(), timeout=5)
+    yield ls.getsockname()[1]
+    taken.close()
+    ls.close()
+
+
+@pytest.fixture(scope="module")
+def ng(mode, backend, full):
     locations = (LOCATIONS.replace("@UP@", str(backend.server_address[1]))
                  .replace("@DEAD@", str(free_port()))
+                 .replace("@FULL@", str(full))
                  # a loop handler may not wait: the blocking one in a pool
                  .replace("@BLOCKING@",
                           "jvm_mode pool;" if mode == "loop" else ""))
@@ -349,6 +366,16 @@ def test_a_backend_that_hangs(ng):
                              "early (100 bytes short)"), r.text
 
 
+@pytest.mark.log_allows(r"upstream timed out \(110: Connection timed out\) "
+                        r"while connecting to upstream")
+def test_a_backend_that_never_accepts(ng):
+    # proxy_connect_timeout (1s): nginx's own 504, as any client's
+    t0 = time.monotonic()
+    r = ng.get("/blocking?via=full&to=/x")
+    assert r.text.startswith("504 "), r.text
+    assert time.monotonic() - t0 < 4.5
+
+
 def test_64_mb_read_slowly_keeps_the_worker_flat(ng, backend):
     pid = ng.worker_pids()[0]
     # a first big call: the JVM's heap and nginx's buffers at their size
@@ -456,6 +483,7 @@ def test_a_worker_leaving_with_a_call_in_flight(mode, backend, how):
     reload the new worker calls out."""
     locations = (LOCATIONS.replace("@UP@", str(backend.server_address[1]))
                  .replace("@DEAD@", str(free_port()))
+                 .replace("@FULL@", str(free_port()))
                  .replace("jvm_client b;", "jvm_client b; send_timeout 2s;")
                  .replace("@BLOCKING@",
                           "jvm_mode pool;" if mode == "loop" else ""))
